@@ -1,0 +1,101 @@
+/** The four signature schemes the module verifies (CONTRACT §2.1–2.4). */
+export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
+export type ProviderName = (typeof PROVIDER_NAMES)[number];
+
+/** One webhook endpoint: `POST /webhooks/{id}` (CONTRACT §1). */
+export interface EndpointDefinition {
+  /** The URL segment, `[a-z0-9-]{1,64}`. */
+  id: string;
+  provider: ProviderName;
+  /** Every secret is accepted: this is how a rotation is rolled out. */
+  secrets: string[];
+  /** The merchant's account as the provider knows it; part of the deduplication key. */
+  merchantAccountId: string;
+  /** Accepted clock skew of the signed timestamp, both directions; 0 turns the check off. Default 300. */
+  toleranceSeconds?: number;
+}
+
+/** A carrier the fulfillment relay calls (CONTRACT §1, §5). */
+export interface CarrierDefinition {
+  name: string;
+  url: string;
+  apiKey?: string;
+  timeoutMs?: number;
+}
+
+/** What `PaymentWebhooksModule.forRoot()` takes. The standalone app builds it from the environment. */
+export interface PaymentWebhooksOptions {
+  /** PostgreSQL URL. */
+  databaseUrl: string;
+  /** Redis URL for BullMQ. */
+  redisUrl: string;
+  /** BullMQ key prefix, so two deployments (or test runs) can share one Redis. Default `pw`. */
+  queuePrefix?: string;
+  endpoints?: EndpointDefinition[];
+  carriers?: CarrierDefinition[];
+  /** Default carrier call timeout. Default 10000. */
+  carrierTimeoutMs?: number;
+  /** Carrier calls in all before an outbox message is dead. Default 15. */
+  carrierMaxAttempts?: number;
+  /** Bearer token of the admin and host API; none disables those routes (503). */
+  adminToken?: string | null;
+  /** Run the queue workers, sweepers and relays in this process. Default true. */
+  runWorkers?: boolean;
+  /** Deliveries in a final status older than this many days are purged; at least 7. Default 90. */
+  inboxRetentionDays?: number;
+  /** Larger webhook bodies answer 413. Default 1 MiB. */
+  webhookMaxBodyBytes?: number;
+  /** Apply pending migrations when the module starts. Default true. */
+  migrationsRun?: boolean;
+  /** Tuning knobs; the defaults suit production. */
+  tuning?: Partial<TuningOptions>;
+}
+
+export interface TuningOptions {
+  /** How often the inbox sweeper looks for rows with no job. */
+  sweepIntervalMs: number;
+  /** A `received` row older than this is re-enqueued by the sweeper. */
+  sweepAfterMs: number;
+  /** Rows the sweeper re-enqueues per pass. */
+  sweepBatchSize: number;
+  /** BullMQ attempts of one inbox job before the row is `failed`. */
+  inboxAttempts: number;
+  /** First backoff of a failed inbox job (exponential). */
+  inboxBackoffMs: number;
+  /** Jobs one process handles at once, per queue. */
+  workerConcurrency: number;
+  /** Connections of the receive path's own pool (kept apart from the workers' pool). */
+  ingestPoolSize: number;
+  /** Bound on the receive path's wait for a connection and for its one statement. */
+  ingestTimeoutMs: number;
+  /** Bound on the receive path's wait for the enqueue (best effort). */
+  enqueueTimeoutMs: number;
+}
+
+export const DEFAULT_TUNING: TuningOptions = {
+  sweepIntervalMs: 5_000,
+  sweepAfterMs: 5_000,
+  sweepBatchSize: 500,
+  inboxAttempts: 10,
+  inboxBackoffMs: 1_000,
+  workerConcurrency: 8,
+  ingestPoolSize: 10,
+  ingestTimeoutMs: 3_000,
+  enqueueTimeoutMs: 1_000,
+};
+
+export interface ResolvedOptions {
+  databaseUrl: string;
+  redisUrl: string;
+  queuePrefix: string;
+  endpoints: EndpointDefinition[];
+  carriers: CarrierDefinition[];
+  carrierTimeoutMs: number;
+  carrierMaxAttempts: number;
+  adminToken: string | null;
+  runWorkers: boolean;
+  inboxRetentionDays: number;
+  webhookMaxBodyBytes: number;
+  migrationsRun: boolean;
+  tuning: TuningOptions;
+}

@@ -1,0 +1,184 @@
+import {
+  CarrierDefinition,
+  DEFAULT_TUNING,
+  EndpointDefinition,
+  PaymentWebhooksOptions,
+  PROVIDER_NAMES,
+  ProviderName,
+  ResolvedOptions,
+} from './options';
+
+/**
+ * A configuration problem. `setting` names the variable (or option) at fault; the message
+ * never carries a secret value.
+ */
+export class ConfigurationError extends Error {
+  constructor(
+    readonly setting: string,
+    readonly problem: string,
+  ) {
+    super(`${setting}: ${problem}`);
+    this.name = 'ConfigurationError';
+  }
+}
+
+const ENDPOINT_ID = /^[a-z0-9-]{1,64}$/;
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** JSON.parse whose error never echoes the input (V8 quotes a snippet of it, which may hold a secret). */
+export function parseJsonSetting(setting: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    const position = /position (\d+)/.exec(String((err as Error).message))?.[1];
+    throw new ConfigurationError(setting, `is not valid JSON${position ? ` (error at character ${position})` : ''}`);
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function nonEmptyString(value: unknown): value is string {
+  return typeof value === 'string' && value.trim().length > 0;
+}
+
+export function validateEndpoints(setting: string, value: unknown): EndpointDefinition[] {
+  if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of endpoint definitions');
+  const seen = new Set<string>();
+  return value.map((raw, index) => {
+    const where = `endpoint #${index + 1}`;
+    if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
+    const { id, provider, secrets, merchantAccountId, toleranceSeconds } = raw;
+    if (typeof id !== 'string' || !ENDPOINT_ID.test(id)) {
+      throw new ConfigurationError(setting, `${where}: "id" must match [a-z0-9-]{1,64}`);
+    }
+    const label = `endpoint "${id}"`;
+    if (seen.has(id)) throw new ConfigurationError(setting, `duplicate endpoint id "${id}"`);
+    seen.add(id);
+    if (typeof provider !== 'string' || !(PROVIDER_NAMES as readonly string[]).includes(provider)) {
+      throw new ConfigurationError(
+        setting,
+        `${label}: unknown provider ${JSON.stringify(String(provider))} (expected one of ${PROVIDER_NAMES.join(', ')})`,
+      );
+    }
+    if (!Array.isArray(secrets) || secrets.length === 0 || !secrets.every(nonEmptyString)) {
+      throw new ConfigurationError(setting, `${label}: "secrets" must be a non-empty array of non-empty strings`);
+    }
+    if (provider === 'standard') {
+      secrets.forEach((secret: string, i: number) => {
+        if (!secret.startsWith('whsec_')) {
+          throw new ConfigurationError(setting, `${label}: secret #${i + 1} must start with "whsec_" (Standard Webhooks)`);
+        }
+        const key = secret.slice('whsec_'.length);
+        if (!BASE64.test(key) || Buffer.from(key, 'base64').length === 0) {
+          throw new ConfigurationError(setting, `${label}: secret #${i + 1} is not base64 after "whsec_"`);
+        }
+      });
+    }
+    if (!nonEmptyString(merchantAccountId)) {
+      throw new ConfigurationError(setting, `${label}: "merchantAccountId" is required`);
+    }
+    if (
+      toleranceSeconds !== undefined &&
+      (typeof toleranceSeconds !== 'number' || !Number.isInteger(toleranceSeconds) || toleranceSeconds < 0)
+    ) {
+      throw new ConfigurationError(setting, `${label}: "toleranceSeconds" must be a non-negative integer`);
+    }
+    return {
+      id,
+      provider: provider as ProviderName,
+      secrets: [...secrets] as string[],
+      merchantAccountId,
+      toleranceSeconds: (toleranceSeconds as number | undefined) ?? 300,
+    };
+  });
+}
+
+export function validateCarriers(setting: string, value: unknown): CarrierDefinition[] {
+  if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of carrier definitions');
+  const seen = new Set<string>();
+  return value.map((raw, index) => {
+    const where = `carrier #${index + 1}`;
+    if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
+    const { name, url, apiKey, timeoutMs } = raw;
+    if (!nonEmptyString(name)) throw new ConfigurationError(setting, `${where}: "name" is required`);
+    if (seen.has(name)) throw new ConfigurationError(setting, `duplicate carrier name "${name}"`);
+    seen.add(name);
+    if (!isHttpUrl(url)) throw new ConfigurationError(setting, `carrier "${name}": "url" must be an http(s) URL`);
+    if (apiKey !== undefined && !nonEmptyString(apiKey)) {
+      throw new ConfigurationError(setting, `carrier "${name}": "apiKey" must be a non-empty string`);
+    }
+    if (timeoutMs !== undefined && !isPositiveInteger(timeoutMs)) {
+      throw new ConfigurationError(setting, `carrier "${name}": "timeoutMs" must be a positive integer`);
+    }
+    return { name, url: url.replace(/\/+$/, ''), apiKey: apiKey as string | undefined, timeoutMs: timeoutMs as number | undefined };
+  });
+}
+
+export function isHttpUrl(value: unknown): value is string {
+  if (typeof value !== 'string') return false;
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+function isPositiveInteger(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0;
+}
+
+function checkUrl(setting: string, value: unknown, protocols: string[]): string {
+  if (typeof value !== 'string') throw new ConfigurationError(setting, 'is required');
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigurationError(setting, 'is not a valid URL');
+  }
+  if (!protocols.includes(url.protocol)) {
+    throw new ConfigurationError(setting, `must start with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+  }
+  return value;
+}
+
+function checkPositiveInteger(setting: string, value: unknown, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (!isPositiveInteger(value)) throw new ConfigurationError(setting, 'must be a positive integer');
+  if (value < min) throw new ConfigurationError(setting, `must be at least ${min}`);
+  return value;
+}
+
+/**
+ * Validates module options (the same rules as the environment, CONTRACT §1) and fills defaults.
+ * `names` maps each option to the name it is reported under (the environment variable, for the
+ * standalone app).
+ */
+export function resolveOptions(
+  options: PaymentWebhooksOptions,
+  names: Partial<Record<keyof PaymentWebhooksOptions, string>> = {},
+): ResolvedOptions {
+  const name = (key: keyof PaymentWebhooksOptions) => names[key] ?? key;
+  const queuePrefix = options.queuePrefix ?? 'pw';
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(queuePrefix)) {
+    throw new ConfigurationError(name('queuePrefix'), 'must be 1–64 characters of letters, digits, _ . : -');
+  }
+  const adminToken = options.adminToken && options.adminToken.length > 0 ? options.adminToken : null;
+  return {
+    databaseUrl: checkUrl(name('databaseUrl'), options.databaseUrl, ['postgres:', 'postgresql:']),
+    redisUrl: checkUrl(name('redisUrl'), options.redisUrl, ['redis:', 'rediss:']),
+    queuePrefix,
+    endpoints: validateEndpoints(name('endpoints'), options.endpoints ?? []),
+    carriers: validateCarriers(name('carriers'), options.carriers ?? []),
+    carrierTimeoutMs: checkPositiveInteger(name('carrierTimeoutMs'), options.carrierTimeoutMs, 10_000),
+    carrierMaxAttempts: checkPositiveInteger(name('carrierMaxAttempts'), options.carrierMaxAttempts, 15),
+    adminToken,
+    runWorkers: options.runWorkers ?? true,
+    inboxRetentionDays: checkPositiveInteger(name('inboxRetentionDays'), options.inboxRetentionDays, 90, 7),
+    webhookMaxBodyBytes: checkPositiveInteger(name('webhookMaxBodyBytes'), options.webhookMaxBodyBytes, 1_048_576),
+    migrationsRun: options.migrationsRun ?? true,
+    tuning: { ...DEFAULT_TUNING, ...(options.tuning ?? {}) },
+  };
+}

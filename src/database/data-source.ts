@@ -1,0 +1,45 @@
+import { DataSource, DataSourceOptions } from 'typeorm';
+import { CreateWebhookInbox1764460800000 } from '../../migrations/1764460800000-CreateWebhookInbox';
+import { WebhookInbox } from '../webhooks/inbox.entity';
+
+/** The module's own TypeORM connection name, so a host's default connection is left alone. */
+export const PW_CONNECTION = 'payment-webhooks';
+
+export const ENTITIES = [WebhookInbox];
+
+/** Listed, not globbed, so Jest, the CLI and the app see the same list. */
+export const MIGRATIONS = [CreateWebhookInbox1764460800000];
+
+export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url: databaseUrl,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'pw_migrations',
+    // The schema comes from migrations only.
+    synchronize: false,
+    migrationsRun: false,
+    extra: {
+      max: 20,
+      connectionTimeoutMillis: 5_000,
+      application_name: 'payment-webhooks',
+    },
+  };
+}
+
+/** Any number of processes may start at once: one applies the migrations, the others wait. */
+export async function runMigrationsLocked(dataSource: DataSource): Promise<void> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  try {
+    await runner.query(`SELECT pg_advisory_lock(hashtext('payment-webhooks:migrations'))`);
+    try {
+      await dataSource.runMigrations({ transaction: 'each' });
+    } finally {
+      await runner.query(`SELECT pg_advisory_unlock(hashtext('payment-webhooks:migrations'))`);
+    }
+  } finally {
+    await runner.release();
+  }
+}

@@ -1,0 +1,15 @@
+/** Injection token of the module's resolved options (`ResolvedOptions`). */
+export const PW_OPTIONS = 'PAYMENT_WEBHOOKS_OPTIONS';
+/** Injection token of the raw options given to `forRootAsync`, before validation. */
+export const PW_RAW_OPTIONS = 'PAYMENT_WEBHOOKS_RAW_OPTIONS';
+/** The `@nestjs/bullmq` config key of the module's queues, apart from a host's own. */
+export const PW_BULL = 'payment-webhooks';
+/** Injection token of the clock (tests replace it). */
+export const CLOCK = 'PAYMENT_WEBHOOKS_CLOCK';
+
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };

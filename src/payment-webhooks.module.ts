@@ -1,0 +1,99 @@
+import { BullModule } from '@nestjs/bullmq';
+import { DynamicModule, InjectionToken, Module, ModuleMetadata, OptionalFactoryDependency, Provider } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
+import type { PaymentWebhooksOptions, ResolvedOptions } from './config/options';
+import { resolveOptions } from './config/validate';
+import { dataSourceOptions, PW_CONNECTION, runMigrationsLocked } from './database/data-source';
+import { FulfillmentModule } from './fulfillment/fulfillment.module';
+import { HealthModule } from './health/health.module';
+import { OutboxModule } from './outbox/outbox.module';
+import { CLOCK, PW_BULL, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
+import { PaymentsModule } from './payments/payments.module';
+import { WebhooksModule } from './webhooks/webhooks.module';
+
+export interface PaymentWebhooksAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  inject?: Array<InjectionToken | OptionalFactoryDependency>;
+  useFactory: (...args: any[]) => PaymentWebhooksOptions | Promise<PaymentWebhooksOptions>;
+}
+
+/** Holds the validated options; global so the module's own connections can read them. */
+@Module({})
+class PaymentWebhooksOptionsModule {}
+
+function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports'] = []): DynamicModule {
+  return {
+    module: PaymentWebhooksOptionsModule,
+    global: true,
+    imports,
+    providers: [
+      rawProvider,
+      {
+        provide: PW_OPTIONS,
+        inject: [PW_RAW_OPTIONS],
+        useFactory: (raw: PaymentWebhooksOptions) => resolveOptions(raw),
+      },
+      { provide: CLOCK, useValue: systemClock },
+    ],
+    exports: [PW_OPTIONS, CLOCK],
+  };
+}
+
+/**
+ * Idempotent payment webhooks as a NestJS dynamic module: signed deliveries recorded once in an
+ * inbox, processed in one PostgreSQL transaction, fulfilled through an outbox. It brings its own
+ * named TypeORM connection and BullMQ config key, so a host's own are left alone.
+ */
+@Module({})
+export class PaymentWebhooksModule {
+  static forRoot(options: PaymentWebhooksOptions): DynamicModule {
+    return this.build(optionsModule({ provide: PW_RAW_OPTIONS, useValue: options }));
+  }
+
+  static forRootAsync(options: PaymentWebhooksAsyncOptions): DynamicModule {
+    return this.build(
+      optionsModule(
+        { provide: PW_RAW_OPTIONS, inject: options.inject ?? [], useFactory: options.useFactory },
+        options.imports,
+      ),
+    );
+  }
+
+  private static build(options: DynamicModule): DynamicModule {
+    return {
+      module: PaymentWebhooksModule,
+      imports: [
+        options,
+        TypeOrmModule.forRootAsync({
+          name: PW_CONNECTION,
+          inject: [PW_OPTIONS],
+          useFactory: (o: ResolvedOptions) => ({
+            ...dataSourceOptions(o.databaseUrl),
+            retryAttempts: 3,
+            retryDelay: 1_000,
+            // Read back by dataSourceFactory below; TypeORM's own migrationsRun would not take a lock.
+            pwMigrationsRun: o.migrationsRun,
+          }),
+          dataSourceFactory: async (dsOptions?: DataSourceOptions) => {
+            const dataSource = await new DataSource(dsOptions!).initialize();
+            const migrate = (dsOptions as { pwMigrationsRun?: boolean }).pwMigrationsRun;
+            if (migrate !== false) await runMigrationsLocked(dataSource);
+            return dataSource;
+          },
+        }),
+        BullModule.forRootAsync(PW_BULL, {
+          inject: [PW_OPTIONS],
+          useFactory: (o: ResolvedOptions) => ({
+            connection: { url: o.redisUrl },
+            prefix: o.queuePrefix,
+          }),
+        }),
+        WebhooksModule,
+        PaymentsModule,
+        FulfillmentModule,
+        OutboxModule,
+        HealthModule,
+      ],
+    };
+  }
+}

@@ -1,0 +1,96 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import { PW_CONNECTION } from '../database/data-source';
+import type { InboxStatus } from './inbox.entity';
+
+/** A delivery as the processing transaction reads it (locked). */
+export interface LockedDelivery {
+  id: string;
+  endpointId: string;
+  provider: string;
+  merchantAccountId: string;
+  eventId: string;
+  eventType: string;
+  resourceId: string | null;
+  body: string;
+  status: InboxStatus;
+}
+
+export interface ProcessingResult {
+  status: Exclude<InboxStatus, 'received' | 'failed'>;
+  outcome: string;
+}
+
+/** An error whose code becomes the delivery's `last_error` code and, at the end, its outcome. */
+export function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(code) ? code : 'internal_error';
+}
+
+/**
+ * Runs one delivery's processing transaction (ARCHITECTURE "Processing transaction"): lock the
+ * row; a row already final does nothing; otherwise decide, apply and mark it, all or nothing.
+ */
+@Injectable()
+export class DeliveryProcessingService {
+  private readonly logger = new Logger('DeliveryProcessing');
+
+  constructor(@InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource) {}
+
+  /** Processes a delivery; throws (after recording the attempt) so the queue retries. */
+  async process(inboxId: string, finalAttempt: boolean): Promise<ProcessingResult | null> {
+    try {
+      return await this.dataSource.transaction(async (em) => {
+        const delivery = await this.lock(em, inboxId);
+        // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
+        if (!delivery || delivery.status !== 'received') return null;
+        const result = await this.decide(em, delivery);
+        await em.query(
+          `UPDATE webhook_inbox
+              SET status = $2, outcome = $3, processed_at = now(), attempts = attempts + 1, last_error = NULL
+            WHERE id = $1`,
+          [inboxId, result.status, result.outcome],
+        );
+        return result;
+      });
+    } catch (err) {
+      await this.recordFailure(inboxId, err, finalAttempt);
+      throw err;
+    }
+  }
+
+  private async lock(em: EntityManager, id: string): Promise<LockedDelivery | undefined> {
+    const rows: LockedDelivery[] = await em.query(
+      `SELECT id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
+              event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", body, status
+         FROM webhook_inbox WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  /** The business decision. No event type has a handler yet: every delivery ends `ignored`. */
+  private async decide(_em: EntityManager, _delivery: LockedDelivery): Promise<ProcessingResult> {
+    return { status: 'ignored', outcome: 'no_handler' };
+  }
+
+  /** In a short transaction of its own, since the processing one was rolled back. */
+  private async recordFailure(inboxId: string, err: unknown, finalAttempt: boolean): Promise<void> {
+    const code = errorCode(err);
+    const message = `${code}: ${(err as Error)?.message ?? String(err)}`.slice(0, 1_000);
+    try {
+      await this.dataSource.query(
+        `UPDATE webhook_inbox
+            SET attempts = attempts + 1,
+                last_error = $2,
+                status = CASE WHEN $3 AND status = 'received' THEN 'failed' ELSE status END,
+                outcome = CASE WHEN $3 AND status = 'received' THEN $4 ELSE outcome END
+          WHERE id = $1`,
+        [inboxId, message, finalAttempt, code],
+      );
+    } catch (recordErr) {
+      this.logger.warn(`could not record the failure of delivery ${inboxId}: ${(recordErr as Error).message}`);
+    }
+  }
+}

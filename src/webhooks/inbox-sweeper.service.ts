@@ -1,0 +1,87 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bullmq';
+import { DataSource } from 'typeorm';
+import { withTimeout } from '../common/with-timeout';
+import type { ResolvedOptions } from '../config/options';
+import { PW_CONNECTION } from '../database/data-source';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+
+/**
+ * Re-enqueues deliveries still `received` a few seconds after they arrived: an enqueue lost to a
+ * Redis outage, a crash before the enqueue, or a flushed Redis delays a delivery, never loses it.
+ * Jobs that still exist are not doubled (the job id is the inbox id).
+ */
+@Injectable()
+export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('InboxSweeper');
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = false;
+
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    @InjectQueue(InboxQueue.Name) private readonly queue: Queue<ProcessDeliveryData>,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.options.runWorkers) this.schedule();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /**
+   * One pass; returns how many deliveries it enqueued (0 when another process holds the turn).
+   * The advisory lock makes one process sweep at a time.
+   */
+  async runOnce(): Promise<number> {
+    const { sweepAfterMs, sweepBatchSize, enqueueTimeoutMs } = this.options.tuning;
+    return this.dataSource.transaction(async (em) => {
+      const [{ locked }] = await em.query(
+        `SELECT pg_try_advisory_xact_lock(hashtext('payment-webhooks:inbox-sweeper')) AS locked`,
+      );
+      if (!locked) return 0;
+      const rows: Array<{ id: string }> = await em.query(
+        `SELECT id FROM webhook_inbox
+          WHERE status = 'received' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
+          ORDER BY received_at
+          LIMIT $2`,
+        [sweepAfterMs, sweepBatchSize],
+      );
+      if (rows.length === 0) return 0;
+      await withTimeout(
+        this.queue.addBulk(
+          rows.map(({ id }) => ({
+            name: InboxJob.ProcessDelivery,
+            data: { inboxId: id },
+            opts: processDeliveryJobOptions(id, this.options.tuning),
+          })),
+        ),
+        Math.max(enqueueTimeoutMs, 5_000),
+        'sweeper enqueue',
+      );
+      return rows.length;
+    });
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .then((count) => count > 0 && this.logger.log(`re-enqueued ${count} deliveries`))
+        .catch((err: Error) => this.logger.warn(`sweep failed: ${err.message}`))
+        .finally(() => {
+          this.running = undefined;
+          this.schedule();
+        });
+    }, this.options.tuning.sweepIntervalMs);
+    this.timer.unref();
+  }
+}

@@ -1,0 +1,31 @@
+import { Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import type { Job } from 'bullmq';
+import type { ResolvedOptions } from '../config/options';
+import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
+import { DeliveryProcessingService } from './delivery-processing.service';
+import { InboxQueue, ProcessDeliveryData } from './inbox.queue';
+
+/** Consumes the inbox queue. Started only where `runWorkers` is on (an HTTP-only process has none). */
+@Processor({ name: InboxQueue.Name, configKey: PW_BULL }, { autorun: false })
+export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly logger = new Logger('InboxProcessor');
+
+  constructor(
+    private readonly processing: DeliveryProcessingService,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+  ) {
+    super();
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.options.runWorkers) return;
+    this.worker.concurrency = this.options.tuning.workerConcurrency;
+    this.worker.run().catch((err: Error) => this.logger.error(`inbox worker stopped: ${err.message}`));
+  }
+
+  async process(job: Job<ProcessDeliveryData>): Promise<unknown> {
+    const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    return this.processing.process(job.data.inboxId, finalAttempt);
+  }
+}

@@ -1,0 +1,127 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ProviderName } from '../../config/options';
+
+/** What a signature header yields: the content signed besides the body, and the candidates. */
+export interface SignatureParts {
+  /** Signed unix seconds, checked against the tolerance; null where the scheme signs none. */
+  timestamp: number | null;
+  /** Signed bytes that precede the raw body (`<t>.`, `<id>.<t>.`). */
+  prefix: string;
+  /** Decoded `v1` signatures; empty when the header has no `v1` entry (invalid_signature). */
+  candidates: Buffer[];
+}
+
+/** The identity of a verified envelope, stored on the inbox row. */
+export interface EnvelopeIdentity {
+  eventId: string;
+  eventType: string;
+  /** The provider's id of the payment the event is about (or of its own resource). */
+  resourceId: string | null;
+  /** The provider's delivery id, where it sends one; never part of a key. */
+  deliveryId: string | null;
+}
+
+/** A provider's wire format: signature scheme and envelope. One small interface, four implementations. */
+export interface ProviderAdapter {
+  readonly name: ProviderName;
+  /** Lower-case names of the headers kept on the inbox row (signature values are redacted on read). */
+  readonly storedHeaders: readonly string[];
+  /** Lower-case names of headers whose values are signatures. */
+  readonly signatureHeaders: readonly string[];
+  /** The HMAC key of a configured secret. */
+  key(secret: string): Buffer;
+  /** Parses the signature headers; null when absent or unparseable (missing_signature). */
+  signature(headers: IncomingHttpHeaders): SignatureParts | null;
+  /** Reads the identity of the parsed, verified body; throws MalformedPayloadError. */
+  identify(body: Record<string, unknown>, headers: IncomingHttpHeaders): EnvelopeIdentity;
+}
+
+/** An authentic delivery that cannot be recorded as an event (400 malformed_payload). */
+export class MalformedPayloadError extends Error {
+  constructor(readonly detail: string) {
+    super(detail);
+    this.name = 'MalformedPayloadError';
+  }
+}
+
+const UNIX_SECONDS = /^\d{1,12}$/;
+const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
+/** Ids we store and key on: printable, bounded (a NUL would make PostgreSQL refuse the row). */
+const SAFE_ID = /^[^\x00-\x1f\x7f]{1,255}$/;
+
+export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function parseUnixSeconds(value: string | undefined): number | null {
+  return value !== undefined && UNIX_SECONDS.test(value) ? Number(value) : null;
+}
+
+/** A lower/upper-case hex SHA-256 signature, or null (a malformed candidate can never match). */
+export function decodeHexSignature(value: string): Buffer | null {
+  return HEX_SHA256.test(value) ? Buffer.from(value, 'hex') : null;
+}
+
+/**
+ * Parses `k=v,k=v` signature headers (Paymos, Factuarea, Stripe). Returns null when an entry
+ * has no `=`; keeps repeated keys in order.
+ */
+export function parseKeyValueHeader(value: string | undefined): Array<[string, string]> | null {
+  if (value === undefined || value.trim() === '') return null;
+  const entries: Array<[string, string]> = [];
+  for (const part of value.split(',')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) return null;
+    entries.push([part.slice(0, eq).trim(), part.slice(eq + 1).trim()]);
+  }
+  return entries;
+}
+
+/** The `t=…,v1=…` scheme shared by Factuarea and Stripe. */
+export function parseTimestampedHeader(value: string | undefined): SignatureParts | null {
+  const entries = parseKeyValueHeader(value);
+  if (!entries) return null;
+  const stamps = entries.filter(([k]) => k === 't');
+  if (stamps.length !== 1) return null;
+  const timestamp = parseUnixSeconds(stamps[0][1]);
+  if (timestamp === null) return null;
+  return { timestamp, prefix: `${stamps[0][1]}.`, candidates: v1Candidates(entries) };
+}
+
+export function v1Candidates(entries: Array<[string, string]>): Buffer[] {
+  const out: Buffer[] = [];
+  for (const [k, v] of entries) {
+    if (k !== 'v1') continue;
+    const decoded = decodeHexSignature(v);
+    if (decoded) out.push(decoded);
+  }
+  return out;
+}
+
+/** A required id string; absent or unusable ids are malformed. */
+export function requireId(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.length === 0) throw new MalformedPayloadError(`${what} is missing`);
+  if (!SAFE_ID.test(value)) throw new MalformedPayloadError(`${what} is not a printable string of at most 255 characters`);
+  return value;
+}
+
+/** An optional id: non-strings read as absent; unusable strings are malformed. */
+export function optionalId(value: unknown, what: string): string | null {
+  if (typeof value !== 'string' || value.length === 0) return null;
+  return requireId(value, what);
+}
+
+/** An id header, when sent, must name the body's event. */
+export function checkIdHeader(headers: IncomingHttpHeaders, name: string, eventId: string): void {
+  const value = header(headers, name);
+  if (value !== undefined && value !== eventId) {
+    throw new MalformedPayloadError(`${name} header does not match the body's event id`);
+  }
+}
+
+export function asObject(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+}

@@ -1,0 +1,107 @@
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import type { ResolvedOptions } from '../config/options';
+import { Clock, CLOCK, PW_OPTIONS } from '../payment-webhooks.constants';
+import { EndpointRegistry } from './endpoint-registry';
+import { ResolvedEndpoint, verifySignature } from './signature-verifier';
+import { WebhookError } from './webhook.errors';
+
+/** What the guard hands to the route once a delivery is authentic. */
+export interface VerifiedDelivery {
+  endpoint: ResolvedEndpoint;
+  rawBody: Buffer;
+  /** Index of the configured secret that matched. */
+  secretIndex: number;
+}
+
+export type WebhookRequest = Request & { rawBody?: Buffer; verifiedDelivery?: VerifiedDelivery };
+
+const TOO_LARGE = Symbol('too-large');
+
+/**
+ * Checks 1–5 of CONTRACT §2, in order: known endpoint, body size, signature present, a `v1`
+ * candidate matching a configured secret, timestamp within tolerance. The body is read as raw
+ * bytes here, whatever its content type, and never parsed before it is authentic.
+ */
+@Injectable()
+export class WebhookSignatureGuard implements CanActivate {
+  private readonly maxBytes: number;
+
+  constructor(
+    private readonly endpoints: EndpointRegistry,
+    @Inject(PW_OPTIONS) options: ResolvedOptions,
+    @Inject(CLOCK) private readonly clock: Clock,
+  ) {
+    this.maxBytes = options.webhookMaxBodyBytes;
+  }
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const http = context.switchToHttp();
+    const req = http.getRequest<WebhookRequest>();
+    const endpoint = this.endpoints.get(req.params.endpointId as string);
+    if (!endpoint) throw new WebhookError('unknown_endpoint');
+
+    const rawBody = await readRawBody(req, this.maxBytes);
+    if (rawBody === TOO_LARGE) {
+      // The rest of the body is not read: close the connection rather than drain it.
+      http.getResponse<Response>().setHeader('Connection', 'close');
+      throw new WebhookError('payload_too_large');
+    }
+
+    const result = verifySignature(endpoint, req.headers, rawBody, Math.floor(this.clock.now() / 1000));
+    if (!result.ok) throw new WebhookError(result.error);
+    req.verifiedDelivery = { endpoint, rawBody, secretIndex: result.secretIndex };
+    return true;
+  }
+}
+
+/**
+ * The request's bytes, up to `limit`. A host app that keeps Nest's body parser must create the
+ * app with `rawBody: true`, or the bytes the signature covers are gone (see README).
+ */
+function readRawBody(req: WebhookRequest, limit: number): Promise<Buffer | typeof TOO_LARGE> | Buffer | typeof TOO_LARGE {
+  if (Buffer.isBuffer(req.rawBody)) return req.rawBody.length > limit ? TOO_LARGE : req.rawBody;
+  if (req.readableEnded) {
+    throw new Error(
+      'The webhook body was consumed before the webhook route: create the app with rawBody: true, ' +
+        'or leave /webhooks out of the body parser (configurePaymentWebhooksApp does).',
+    );
+  }
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) return TOO_LARGE;
+
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        req.pause();
+        resolve(TOO_LARGE);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    // A sender that hangs up mid-body gets no answer; nothing was recorded.
+    const onClose = () => onError(new Error('request aborted before the body ended'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
