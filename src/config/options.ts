@@ -64,8 +64,11 @@ export interface TuningOptions {
   inboxBackoffMs: number;
   /** Jobs one process handles at once, per queue. */
   workerConcurrency: number;
-  /** Connections of the receive path's own pool (kept apart from the workers' pool). */
+  /** Connections of the receive path's own pool (kept apart from the workers' pool); also the
+   * number of insert batches in flight at once. */
   ingestPoolSize: number;
+  /** Most deliveries one insert statement records. */
+  ingestBatchSize: number;
   /** Bound on the receive path's wait for a connection and for its one statement. */
   ingestTimeoutMs: number;
   /** Bound on the receive path's wait for the enqueue (best effort). */
@@ -79,7 +82,8 @@ export const DEFAULT_TUNING: TuningOptions = {
   inboxAttempts: 10,
   inboxBackoffMs: 1_000,
   workerConcurrency: 8,
-  ingestPoolSize: 10,
+  ingestPoolSize: 2,
+  ingestBatchSize: 100,
   ingestTimeoutMs: 3_000,
   enqueueTimeoutMs: 1_000,
 };

@@ -5,6 +5,8 @@ import { Pool } from 'pg';
 import type { ResolvedOptions } from '../config/options';
 import { withTimeout } from '../common/with-timeout';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { MicroBatcher } from '../common/micro-batcher';
+import { uuid7 } from '../common/uuid7';
 import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import type { EnvelopeIdentity } from './providers';
 import type { ResolvedEndpoint } from './signature-verifier';
@@ -15,13 +17,38 @@ export interface IngestAnswer {
   eventId: string;
 }
 
-// One statement: a duplicate costs an index probe and writes nothing; a new row comes back.
-const INSERT_SQL = `
-  INSERT INTO webhook_inbox
-    (endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, headers, body)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+const COLUMNS = 'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, headers, body';
+
+// One statement for a whole batch: a duplicate costs an index probe and writes nothing; the new
+// rows come back. The batch travels as one JSON array of rows (positional), which both sides
+// encode and decode natively.
+const INSERT_BATCH_SQL = `
+  INSERT INTO webhook_inbox (${COLUMNS})
+  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, (r->>8)::jsonb, r->>9
+    FROM jsonb_array_elements($1::jsonb) AS r
   ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
-  RETURNING id`;
+  RETURNING id, provider, merchant_account_id, event_id`;
+
+// The same for one row: used to isolate a row the batch statement refused.
+const INSERT_ONE_SQL = `
+  INSERT INTO webhook_inbox (${COLUMNS})
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)
+  ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
+  RETURNING id, event_id`;
+
+/** A delivery to record: the ten columns, in INSERT order. */
+type InboxRow = [string, string, string, string, string, string, string | null, string | null, string, string];
+type InsertResult = string | null | Error;
+type RowOutcome = 'accepted' | 'duplicate' | Error;
+
+/** The deduplication key: (provider, merchant account, event id). */
+function keyOf(row: InboxRow): string {
+  return eventKey(row[2], row[3], row[4]);
+}
+
+function eventKey(provider: string, merchantAccountId: string, eventId: string): string {
+  return `${provider}\u0000${merchantAccountId}\u0000${eventId}`;
+}
 
 /** Headers every delivery keeps besides its provider's own. */
 const COMMON_HEADERS = ['content-type', 'user-agent'];
@@ -36,6 +63,7 @@ export class InboxIngestService implements OnApplicationShutdown {
   private readonly logger = new Logger('WebhookIngest');
   private readonly pool: Pool;
   private readonly queue: Queue<ProcessDeliveryData>;
+  private readonly batcher: MicroBatcher<InboxRow, RowOutcome>;
 
   constructor(@Inject(PW_OPTIONS) private readonly options: ResolvedOptions) {
     const { tuning } = options;
@@ -53,51 +81,107 @@ export class InboxIngestService implements OnApplicationShutdown {
       connection: { url: options.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 },
     });
     this.queue.on('error', (err) => this.logger.warn(`inbox queue connection: ${err.message}`));
+    this.batcher = new MicroBatcher((rows) => this.recordBatch(rows), tuning.ingestBatchSize, tuning.ingestPoolSize);
   }
 
+  /** Records one authentic delivery; resolves once its row is committed (or found committed). */
   async record(
     endpoint: ResolvedEndpoint,
     identity: EnvelopeIdentity,
     headers: IncomingHttpHeaders,
     body: string,
   ): Promise<IngestAnswer> {
-    let insertedId: string | undefined;
+    const row: InboxRow = [
+      uuid7(),
+      endpoint.id,
+      endpoint.provider.name,
+      endpoint.merchantAccountId,
+      identity.eventId,
+      identity.eventType,
+      identity.resourceId,
+      identity.deliveryId,
+      storedHeaders(endpoint, headers),
+      body,
+    ];
+    let outcome: RowOutcome;
     try {
-      const result = await this.pool.query<{ id: string }>({
-        name: 'pw_inbox_insert',
-        text: INSERT_SQL,
-        values: [
-          endpoint.id,
-          endpoint.provider.name,
-          endpoint.merchantAccountId,
-          identity.eventId,
-          identity.eventType,
-          identity.resourceId,
-          identity.deliveryId,
-          storedHeaders(endpoint, headers),
-          body,
-        ],
-      });
-      insertedId = result.rows[0]?.id;
+      outcome = await this.batcher.submit(row);
     } catch (err) {
-      this.logger.warn(`delivery to ${endpoint.id} not recorded: ${(err as Error).message}`);
+      outcome = err as Error;
+    }
+    if (outcome instanceof Error) {
+      this.logger.warn(`delivery to ${endpoint.id} not recorded: ${outcome.message}`);
       throw new WebhookError('unavailable');
     }
-    if (insertedId === undefined) return { status: 'duplicate', eventId: identity.eventId };
-    await this.enqueue(insertedId);
-    return { status: 'accepted', eventId: identity.eventId };
+    return { status: outcome, eventId: identity.eventId };
   }
 
-  /** Best effort and bounded: the row is committed, so a lost job only delays processing. */
-  private async enqueue(inboxId: string): Promise<void> {
+  /**
+   * Inserts a batch in one statement, enqueues the new rows in one call, then answers each. The
+   * same event twice in one batch is inserted once; the later copies are duplicates of it.
+   */
+  private async recordBatch(rows: InboxRow[]): Promise<RowOutcome[]> {
+    const first = new Map<string, InboxRow>();
+    for (const row of rows) if (!first.has(keyOf(row))) first.set(keyOf(row), row);
+    const unique = [...first.values()];
+    const results = unique.length === 1 ? await this.insertOne(unique[0]) : await this.insertMany(unique);
+    const newIds = [...results.values()].filter((r): r is string => typeof r === 'string');
+    if (newIds.length > 0) await this.enqueue(newIds);
+    return rows.map((row) => {
+      const result = results.get(keyOf(row));
+      if (result instanceof Error) return result;
+      return first.get(keyOf(row)) === row && typeof result === 'string' ? 'accepted' : 'duplicate';
+    });
+  }
+
+  /** Per key: the new row's id, null for a duplicate, or the error that kept the row out. */
+  private async insertMany(rows: InboxRow[]): Promise<Map<string, InsertResult>> {
+    let returned;
+    try {
+      returned = await this.pool.query<{ id: string; provider: string; merchant_account_id: string; event_id: string }>({
+        name: 'pw_inbox_insert_batch',
+        text: INSERT_BATCH_SQL,
+        values: [JSON.stringify(rows)],
+      });
+    } catch (err) {
+      // A row the database refuses (a data or constraint error, not an outage) must not take its
+      // batch-mates down with it: insert them one by one, so only that row fails.
+      if (!/^(22|23)/.test(String((err as { code?: unknown }).code ?? ''))) throw err;
+      const results = new Map<string, InsertResult>();
+      for (const row of rows) for (const [key, result] of await this.insertOne(row)) results.set(key, result);
+      return results;
+    }
+    const results = new Map<string, InsertResult>(rows.map((row) => [keyOf(row), null]));
+    for (const r of returned.rows) results.set(eventKey(r.provider, r.merchant_account_id, r.event_id), r.id);
+    return results;
+  }
+
+  private async insertOne(row: InboxRow): Promise<Map<string, InsertResult>> {
+    try {
+      const result = await this.pool.query<{ id: string }>({ name: 'pw_inbox_insert_one', text: INSERT_ONE_SQL, values: row });
+      return new Map([[keyOf(row), result.rows[0]?.id ?? null]]);
+    } catch (err) {
+      return new Map([[keyOf(row), err as Error]]);
+    }
+  }
+
+  /** Best effort and bounded: the rows are committed, so a lost job only delays processing. */
+  private async enqueue(inboxIds: string[]): Promise<void> {
+    const { tuning } = this.options;
     try {
       await withTimeout(
-        this.queue.add(InboxJob.ProcessDelivery, { inboxId }, processDeliveryJobOptions(inboxId, this.options.tuning)),
-        this.options.tuning.enqueueTimeoutMs,
+        this.queue.addBulk(
+          inboxIds.map((inboxId) => ({
+            name: InboxJob.ProcessDelivery,
+            data: { inboxId },
+            opts: processDeliveryJobOptions(inboxId, tuning),
+          })),
+        ),
+        tuning.enqueueTimeoutMs,
         'enqueue',
       );
     } catch (err) {
-      this.logger.warn(`delivery ${inboxId} recorded, not enqueued (the sweeper will): ${(err as Error).message}`);
+      this.logger.warn(`${inboxIds.length} deliveries recorded, not enqueued (the sweeper will): ${(err as Error).message}`);
     }
   }
 
