@@ -1,8 +1,9 @@
 import { BullModule } from '@nestjs/bullmq';
-import { DynamicModule, InjectionToken, Module, ModuleMetadata, OptionalFactoryDependency, Provider } from '@nestjs/common';
+import { DynamicModule, InjectionToken, Logger, Module, OnApplicationShutdown, ModuleMetadata, OptionalFactoryDependency, Provider } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import type { PaymentWebhooksOptions, ResolvedOptions } from './config/options';
+import { redisConnection } from './common/redis-connection';
 import { resolveOptions } from './config/validate';
 import { dataSourceOptions, PW_CONNECTION, runMigrationsLocked } from './database/data-source';
 import { FulfillmentModule } from './fulfillment/fulfillment.module';
@@ -45,7 +46,14 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
  * named TypeORM connection and BullMQ config key, so a host's own are left alone.
  */
 @Module({})
-export class PaymentWebhooksModule {
+export class PaymentWebhooksModule implements OnApplicationShutdown {
+  private readonly logger = new Logger('PaymentWebhooks');
+
+  /** Runs after every worker, sweeper and connection of the module has closed. */
+  onApplicationShutdown(signal?: string): void {
+    this.logger.log(`shut down${signal ? ` (${signal})` : ''}: workers and connections closed`);
+  }
+
   static forRoot(options: PaymentWebhooksOptions): DynamicModule {
     return this.build(optionsModule({ provide: PW_RAW_OPTIONS, useValue: options }));
   }
@@ -84,7 +92,7 @@ export class PaymentWebhooksModule {
         BullModule.forRootAsync(PW_BULL, {
           inject: [PW_OPTIONS],
           useFactory: (o: ResolvedOptions) => ({
-            connection: { url: o.redisUrl },
+            connection: redisConnection(o.redisUrl),
             prefix: o.queuePrefix,
           }),
         }),

@@ -6,6 +6,7 @@ import type { ResolvedOptions } from '../config/options';
 import { withTimeout } from '../common/with-timeout';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { MicroBatcher } from '../common/micro-batcher';
+import { redisConnection } from '../common/redis-connection';
 import { uuid7 } from '../common/uuid7';
 import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import type { EnvelopeIdentity } from './providers';
@@ -38,8 +39,15 @@ const INSERT_ONE_SQL = `
 
 /** A delivery to record: the ten columns, in INSERT order. */
 type InboxRow = [string, string, string, string, string, string, string | null, string | null, string, string];
-type InsertResult = string | null | Error;
-type RowOutcome = 'accepted' | 'duplicate' | Error;
+/** A row the database did not take. A class of our own: `instanceof Error` fails across realms (Jest's vm). */
+class NotRecorded {
+  constructor(readonly cause: unknown) {}
+  get message(): string {
+    return (this.cause as Error)?.message ?? String(this.cause);
+  }
+}
+type InsertResult = string | null | NotRecorded;
+type RowOutcome = 'accepted' | 'duplicate' | NotRecorded;
 
 /** The deduplication key: (provider, merchant account, event id). */
 function keyOf(row: InboxRow): string {
@@ -78,7 +86,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     this.pool.on('error', (err) => this.logger.warn(`idle database connection lost: ${err.message}`));
     this.queue = new Queue<ProcessDeliveryData>(InboxQueue.Name, {
       prefix: options.queuePrefix,
-      connection: { url: options.redisUrl, enableOfflineQueue: false, maxRetriesPerRequest: 1 },
+      connection: redisConnection(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
     });
     this.queue.on('error', (err) => this.logger.warn(`inbox queue connection: ${err.message}`));
     this.batcher = new MicroBatcher((rows) => this.recordBatch(rows), tuning.ingestBatchSize, tuning.ingestPoolSize);
@@ -107,9 +115,9 @@ export class InboxIngestService implements OnApplicationShutdown {
     try {
       outcome = await this.batcher.submit(row);
     } catch (err) {
-      outcome = err as Error;
+      outcome = new NotRecorded(err);
     }
-    if (outcome instanceof Error) {
+    if (outcome instanceof NotRecorded) {
       this.logger.warn(`delivery to ${endpoint.id} not recorded: ${outcome.message}`);
       throw new WebhookError('unavailable');
     }
@@ -129,7 +137,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     if (newIds.length > 0) await this.enqueue(newIds);
     return rows.map((row) => {
       const result = results.get(keyOf(row));
-      if (result instanceof Error) return result;
+      if (result instanceof NotRecorded) return result;
       return first.get(keyOf(row)) === row && typeof result === 'string' ? 'accepted' : 'duplicate';
     });
   }
@@ -161,7 +169,7 @@ export class InboxIngestService implements OnApplicationShutdown {
       const result = await this.pool.query<{ id: string }>({ name: 'pw_inbox_insert_one', text: INSERT_ONE_SQL, values: row });
       return new Map([[keyOf(row), result.rows[0]?.id ?? null]]);
     } catch (err) {
-      return new Map([[keyOf(row), err as Error]]);
+      return new Map([[keyOf(row), new NotRecorded(err)]]);
     }
   }
 

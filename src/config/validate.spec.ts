@@ -1,0 +1,407 @@
+import { DEFAULT_TUNING, PaymentWebhooksOptions } from './options';
+import {
+  ConfigurationError,
+  isHttpUrl,
+  parseJsonSetting,
+  resolveOptions,
+  validateCarriers,
+  validateEndpoints,
+} from './validate';
+
+const SECRET = 'SUPERSECRET-123';
+const SECRET_B64 = Buffer.from(SECRET).toString('base64');
+
+/** The ConfigurationError `fn` throws (fails the test if it throws nothing or something else). */
+function configError(fn: () => unknown): ConfigurationError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigurationError) return err;
+    throw err;
+  }
+  throw new Error('expected a ConfigurationError, nothing was thrown');
+}
+
+/** A secret must not be anywhere a logger could print it. */
+function expectNoSecret(err: ConfigurationError, secret: string): void {
+  expect(err.message.includes(secret)).toBe(false);
+  expect(err.problem.includes(secret)).toBe(false);
+  expect(err.setting.includes(secret)).toBe(false);
+  expect(String(err.stack).includes(secret)).toBe(false);
+  expect(String(err).includes(secret)).toBe(false);
+  expect(JSON.stringify(err).includes(secret)).toBe(false);
+}
+
+function endpoint(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_1', ...over };
+}
+
+describe('ConfigurationError', () => {
+  it('names the setting and the problem in one line', () => {
+    const err = new ConfigurationError('PORT', 'must be a positive integer');
+    expect(err).toBeInstanceOf(Error);
+    expect(err.name).toBe('ConfigurationError');
+    expect(err.setting).toBe('PORT');
+    expect(err.problem).toBe('must be a positive integer');
+    expect(err.message).toBe('PORT: must be a positive integer');
+  });
+});
+
+describe('parseJsonSetting', () => {
+  it('returns the parsed value', () => {
+    expect(parseJsonSetting('X', '[{"a":1}]')).toEqual([{ a: 1 }]);
+    expect(parseJsonSetting('X', 'null')).toBe(null);
+  });
+
+  it.each([
+    ['an unquoted secret', `[{"secrets":[${SECRET}]}]`],
+    ['an unterminated array after a secret', `[{"secrets":["${SECRET}"]`],
+    ['a trailing comma after a secret', `[{"secrets":["${SECRET}",]}]`],
+    ['single quotes around a secret', `[{'secrets':['${SECRET}']}]`],
+    ['a secret alone', SECRET],
+    ['text after the value', `[] ${SECRET}`],
+  ])('names the setting and never echoes the input: %s', (_label, text) => {
+    const err = configError(() => parseJsonSetting('WEBHOOK_ENDPOINTS', text));
+    expect(err.setting).toBe('WEBHOOK_ENDPOINTS');
+    expect(err.message).toMatch(/^WEBHOOK_ENDPOINTS: is not valid JSON( \(error at character \d+\))?$/);
+    expectNoSecret(err, SECRET);
+  });
+
+  it('gives the position when the parser reports one', () => {
+    // Node 20 reports a position for this input ("Expected ',' or '}' … at position 31").
+    const err = configError(() => parseJsonSetting('CARRIERS', `[{"secrets":["${SECRET}"]`));
+    expect(err.message).toBe('CARRIERS: is not valid JSON (error at character 31)');
+  });
+
+  it('rejects an empty string', () => {
+    expect(configError(() => parseJsonSetting('CARRIERS', '')).message).toBe('CARRIERS: is not valid JSON');
+  });
+});
+
+describe('validateEndpoints', () => {
+  const validate = (value: unknown) => validateEndpoints('WEBHOOK_ENDPOINTS', value);
+
+  it('accepts an empty array', () => {
+    expect(validate([])).toEqual([]);
+  });
+
+  it('normalises a valid definition: default tolerance 300, unknown fields dropped', () => {
+    expect(validate([endpoint({ extra: true }), endpoint({ id: 's', provider: 'stripe', toleranceSeconds: 0 })])).toEqual([
+      { id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 300 },
+      { id: 's', provider: 'stripe', secrets: [SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 0 },
+    ]);
+  });
+
+  it('copies the secrets array', () => {
+    const secrets = ['a', 'b'];
+    const [result] = validate([endpoint({ secrets })]);
+    expect(result.secrets).toEqual(['a', 'b']);
+    expect(result.secrets === secrets).toBe(false);
+  });
+
+  it.each(['paymos', 'factuarea', 'stripe'])('accepts any non-empty secret for %s', (provider) => {
+    expect(validate([endpoint({ provider, secrets: ['x', 'whsec_y', 'é'] })])[0].secrets).toEqual(['x', 'whsec_y', 'é']);
+  });
+
+  it('accepts Standard secrets that are whsec_ + base64', () => {
+    const secrets = [`whsec_${SECRET_B64}`, 'whsec_c3RhbmRhcmQ='];
+    expect(validate([endpoint({ provider: 'standard', secrets })])[0].secrets).toEqual(secrets);
+  });
+
+  it('accepts ids of 1 and 64 characters of [a-z0-9-]', () => {
+    const long = 'a-0'.repeat(21) + 'z';
+    expect(long.length).toBe(64);
+    expect(validate([endpoint({ id: 'a' }), endpoint({ id: long })]).map((e) => e.id)).toEqual(['a', long]);
+  });
+
+  it.each<[string, unknown, string]>([
+    ['an object', { id: 'x' }, 'must be a JSON array of endpoint definitions'],
+    ['a string', SECRET, 'must be a JSON array of endpoint definitions'],
+    ['null', null, 'must be a JSON array of endpoint definitions'],
+    ['a number', 1, 'must be a JSON array of endpoint definitions'],
+    ['an array holding a string', [SECRET], 'endpoint #1 must be an object'],
+    ['an array holding null', [endpoint(), null], 'endpoint #2 must be an object'],
+    ['an array holding an array', [[endpoint()]], 'endpoint #1 must be an object'],
+  ])('rejects %s', (_label, value, problem) => {
+    const err = configError(() => validate(value));
+    expect(err.setting).toBe('WEBHOOK_ENDPOINTS');
+    expect(err.message).toBe(`WEBHOOK_ENDPOINTS: ${problem}`);
+    expectNoSecret(err, SECRET);
+  });
+
+  it.each<[string, unknown]>([
+    ['upper case', 'Paymos-Main'],
+    ['65 characters', 'a'.repeat(65)],
+    ['empty', ''],
+    ['an underscore', 'paymos_main'],
+    ['a slash', 'paymos/main'],
+    ['a space', 'paymos main'],
+    ['a number', 42],
+    ['absent', undefined],
+  ])('rejects an id that is %s', (_label, id) => {
+    const err = configError(() => validate([endpoint(), endpoint({ id })]));
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint #2: "id" must match [a-z0-9-]{1,64}');
+    expectNoSecret(err, SECRET);
+  });
+
+  it('rejects a duplicate endpoint id', () => {
+    const err = configError(() => validate([endpoint(), endpoint({ id: 'other' }), endpoint({ provider: 'stripe' })]));
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: duplicate endpoint id "paymos-main"');
+    expectNoSecret(err, SECRET);
+  });
+
+  it.each<[string, unknown, string]>([
+    ['unknown', 'paypal', '"paypal"'],
+    ['upper case', 'Stripe', '"Stripe"'],
+    ['absent', undefined, '"undefined"'],
+    ['not a string', 7, '"7"'],
+  ])('rejects a provider that is %s', (_label, provider, shown) => {
+    const err = configError(() => validate([endpoint({ provider })]));
+    expect(err.message).toBe(
+      `WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider ${shown} (expected one of paymos, factuarea, stripe, standard)`,
+    );
+    expectNoSecret(err, SECRET);
+  });
+
+  it.each<[string, unknown]>([
+    ['absent', undefined],
+    ['an empty array', []],
+    ['a string instead of an array', SECRET],
+    ['an array with an empty string', [SECRET, '']],
+    ['an array with a blank string', ['  ']],
+    ['an array with a number', [SECRET, 123]],
+    ['an object', { primary: SECRET }],
+  ])('rejects secrets that are %s, without echoing them', (_label, secrets) => {
+    const err = configError(() => validate([endpoint({ secrets })]));
+    expect(err.message).toBe(
+      'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "secrets" must be a non-empty array of non-empty strings',
+    );
+    expectNoSecret(err, SECRET);
+  });
+
+  it('rejects a Standard secret that does not start with whsec_, without echoing it', () => {
+    const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets: [SECRET] })]));
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #1 must start with "whsec_" (Standard Webhooks)');
+    expectNoSecret(err, SECRET);
+  });
+
+  it('names the position of the bad Standard secret', () => {
+    const secrets = [`whsec_${SECRET_B64}`, `WHSEC_${SECRET_B64}`];
+    const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets })]));
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 must start with "whsec_" (Standard Webhooks)');
+    expectNoSecret(err, SECRET_B64);
+  });
+
+  it.each([
+    ['not base64', `whsec_${SECRET}!`],
+    ['empty after the prefix', 'whsec_'],
+    ['URL-safe base64', 'whsec_ab-_'],
+  ])('rejects a Standard secret %s after whsec_, without echoing it', (_label, secret) => {
+    const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets: [secret] })]));
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #1 is not base64 after "whsec_"');
+    expectNoSecret(err, secret.slice('whsec_'.length) || SECRET);
+  });
+
+  it.each<[string, unknown]>([
+    ['absent', undefined],
+    ['empty', ''],
+    ['blank', '   '],
+    ['a number', 1],
+  ])('rejects a merchantAccountId that is %s', (_label, merchantAccountId) => {
+    const err = configError(() => validate([endpoint({ merchantAccountId })]));
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "paymos-main": "merchantAccountId" is required');
+    expectNoSecret(err, SECRET);
+  });
+
+  it.each<[string, unknown]>([
+    ['negative', -1],
+    ['fractional', 1.5],
+    ['a string', '300'],
+    ['null', null],
+    ['NaN', Number.NaN],
+  ])('rejects a toleranceSeconds that is %s', (_label, toleranceSeconds) => {
+    const err = configError(() => validate([endpoint({ toleranceSeconds })]));
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "paymos-main": "toleranceSeconds" must be a non-negative integer');
+    expectNoSecret(err, SECRET);
+  });
+
+  it('reports under the setting name it is given', () => {
+    expect(configError(() => validateEndpoints('WEBHOOK_ENDPOINTS_FILE', {})).message).toBe(
+      'WEBHOOK_ENDPOINTS_FILE: must be a JSON array of endpoint definitions',
+    );
+  });
+});
+
+describe('validateCarriers', () => {
+  const validate = (value: unknown) => validateCarriers('CARRIERS', value);
+  const carrier = (over: Record<string, unknown> = {}) => ({ name: 'acme', url: 'https://acme.test/api', ...over });
+
+  it('normalises valid definitions: trailing slashes dropped, optional fields kept', () => {
+    expect(
+      validate([
+        carrier({ url: 'https://acme.test/api//', apiKey: SECRET, timeoutMs: 2500 }),
+        { name: 'local', url: 'http://127.0.0.1:4000' },
+      ]),
+    ).toEqual([
+      { name: 'acme', url: 'https://acme.test/api', apiKey: SECRET, timeoutMs: 2500 },
+      { name: 'local', url: 'http://127.0.0.1:4000', apiKey: undefined, timeoutMs: undefined },
+    ]);
+  });
+
+  it.each<[string, unknown, string]>([
+    ['not an array', { name: 'acme' }, 'must be a JSON array of carrier definitions'],
+    ['an element that is not an object', ['acme'], 'carrier #1 must be an object'],
+    ['a missing name', [carrier({ name: undefined, apiKey: SECRET })], 'carrier #1: "name" is required'],
+    ['a blank name', [carrier({ name: ' ', apiKey: SECRET })], 'carrier #1: "name" is required'],
+    ['a duplicate name', [carrier({ apiKey: SECRET }), carrier({ apiKey: SECRET })], 'duplicate carrier name "acme"'],
+    ['a non-http url', [carrier({ url: 'ftp://acme.test', apiKey: SECRET })], 'carrier "acme": "url" must be an http(s) URL'],
+    ['an unparseable url', [carrier({ url: `not a url ${SECRET}` })], 'carrier "acme": "url" must be an http(s) URL'],
+    ['a url with credentials and a bad scheme', [carrier({ url: `ftp://u:${SECRET}@acme.test` })], 'carrier "acme": "url" must be an http(s) URL'],
+    ['a missing url', [carrier({ url: undefined })], 'carrier "acme": "url" must be an http(s) URL'],
+    ['an empty apiKey', [carrier({ apiKey: '' })], 'carrier "acme": "apiKey" must be a non-empty string'],
+    ['a numeric apiKey', [carrier({ apiKey: 123456 })], 'carrier "acme": "apiKey" must be a non-empty string'],
+    ['a zero timeoutMs', [carrier({ timeoutMs: 0, apiKey: SECRET })], 'carrier "acme": "timeoutMs" must be a positive integer'],
+    ['a fractional timeoutMs', [carrier({ timeoutMs: 1.5 })], 'carrier "acme": "timeoutMs" must be a positive integer'],
+    ['a string timeoutMs', [carrier({ timeoutMs: '1000' })], 'carrier "acme": "timeoutMs" must be a positive integer'],
+  ])('rejects %s, without echoing secrets', (_label, value, problem) => {
+    const err = configError(() => validate(value));
+    expect(err.message).toBe(`CARRIERS: ${problem}`);
+    expectNoSecret(err, SECRET);
+  });
+});
+
+describe('isHttpUrl', () => {
+  it.each<[unknown, boolean]>([
+    ['http://a.test', true],
+    ['https://a.test/x', true],
+    ['ftp://a.test', false],
+    ['a.test', false],
+    ['', false],
+    [undefined, false],
+    [42, false],
+  ])('%j → %j', (value, expected) => {
+    expect(isHttpUrl(value)).toBe(expected);
+  });
+});
+
+describe('resolveOptions', () => {
+  const base: PaymentWebhooksOptions = {
+    databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+    redisUrl: 'redis://127.0.0.1:6379',
+  };
+
+  it('fills the defaults', () => {
+    expect(resolveOptions(base)).toEqual({
+      databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+      redisUrl: 'redis://127.0.0.1:6379',
+      queuePrefix: 'pw',
+      endpoints: [],
+      carriers: [],
+      carrierTimeoutMs: 10_000,
+      carrierMaxAttempts: 15,
+      adminToken: null,
+      runWorkers: true,
+      inboxRetentionDays: 90,
+      webhookMaxBodyBytes: 1_048_576,
+      migrationsRun: true,
+      tuning: DEFAULT_TUNING,
+    });
+  });
+
+  it('keeps the values given', () => {
+    const resolved = resolveOptions({
+      databaseUrl: 'postgresql://db.test/x',
+      redisUrl: 'rediss://cache.test:6380',
+      queuePrefix: 'test:run-1',
+      endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a' }],
+      carriers: [{ name: 'c', url: 'http://c.test/' }],
+      carrierTimeoutMs: 500,
+      carrierMaxAttempts: 3,
+      adminToken: 'tok',
+      runWorkers: false,
+      inboxRetentionDays: 7,
+      webhookMaxBodyBytes: 1,
+      migrationsRun: false,
+      tuning: { ingestBatchSize: 10 },
+    });
+    expect(resolved).toEqual({
+      databaseUrl: 'postgresql://db.test/x',
+      redisUrl: 'rediss://cache.test:6380',
+      queuePrefix: 'test:run-1',
+      endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a', toleranceSeconds: 300 }],
+      carriers: [{ name: 'c', url: 'http://c.test', apiKey: undefined, timeoutMs: undefined }],
+      carrierTimeoutMs: 500,
+      carrierMaxAttempts: 3,
+      adminToken: 'tok',
+      runWorkers: false,
+      inboxRetentionDays: 7,
+      webhookMaxBodyBytes: 1,
+      migrationsRun: false,
+      tuning: { ...DEFAULT_TUNING, ingestBatchSize: 10 },
+    });
+  });
+
+  it.each<[string, string | null | undefined]>([
+    ['empty', ''],
+    ['null', null],
+    ['undefined', undefined],
+  ])('reads an adminToken that is %s as none', (_label, adminToken) => {
+    expect(resolveOptions({ ...base, adminToken }).adminToken).toBe(null);
+  });
+
+  it.each<[string, Partial<PaymentWebhooksOptions>, string]>([
+    ['retention under 7', { inboxRetentionDays: 6 }, 'inboxRetentionDays: must be at least 7'],
+    ['retention 0', { inboxRetentionDays: 0 }, 'inboxRetentionDays: must be a positive integer'],
+    ['a zero carrierMaxAttempts', { carrierMaxAttempts: 0 }, 'carrierMaxAttempts: must be a positive integer'],
+    ['a negative webhookMaxBodyBytes', { webhookMaxBodyBytes: -1 }, 'webhookMaxBodyBytes: must be a positive integer'],
+    ['a fractional carrierTimeoutMs', { carrierTimeoutMs: 1.5 }, 'carrierTimeoutMs: must be a positive integer'],
+    ['a NaN carrierTimeoutMs', { carrierTimeoutMs: Number.NaN }, 'carrierTimeoutMs: must be a positive integer'],
+    ['an empty queuePrefix', { queuePrefix: '' }, 'queuePrefix: must be 1–64 characters of letters, digits, _ . : -'],
+    ['a queuePrefix with a space', { queuePrefix: 'p w' }, 'queuePrefix: must be 1–64 characters of letters, digits, _ . : -'],
+    ['a 65-character queuePrefix', { queuePrefix: 'p'.repeat(65) }, 'queuePrefix: must be 1–64 characters of letters, digits, _ . : -'],
+    ['a MySQL databaseUrl', { databaseUrl: `mysql://u:${SECRET}@h/db` }, 'databaseUrl: must start with postgres:// or postgresql://'],
+    ['an unparseable databaseUrl', { databaseUrl: `${SECRET}@localhost` }, 'databaseUrl: is not a valid URL'],
+    ['a missing databaseUrl', { databaseUrl: undefined }, 'databaseUrl: is required'],
+    ['an http redisUrl', { redisUrl: `http://:${SECRET}@h:6379` }, 'redisUrl: must start with redis:// or rediss://'],
+    ['an unparseable redisUrl', { redisUrl: `:${SECRET}@h` }, 'redisUrl: is not a valid URL'],
+    [
+      'an endpoint without secrets',
+      { endpoints: [{ id: 'p', provider: 'paymos', secrets: [], merchantAccountId: 'a' }] },
+      'endpoints: endpoint "p": "secrets" must be a non-empty array of non-empty strings',
+    ],
+    [
+      'a carrier with a bad url',
+      { carriers: [{ name: 'c', url: 'nope', apiKey: SECRET }] },
+      'carriers: carrier "c": "url" must be an http(s) URL',
+    ],
+  ])('rejects %s, naming the option', (_label, over, message) => {
+    const err = configError(() => resolveOptions({ ...base, ...over } as PaymentWebhooksOptions));
+    expect(err.message).toBe(message);
+    expectNoSecret(err, SECRET);
+  });
+
+  it('reports under the names it is given', () => {
+    const names = { inboxRetentionDays: 'INBOX_RETENTION_DAYS', endpoints: 'WEBHOOK_ENDPOINTS_FILE' };
+    expect(configError(() => resolveOptions({ ...base, inboxRetentionDays: 6 }, names)).message).toBe(
+      'INBOX_RETENTION_DAYS: must be at least 7',
+    );
+    expect(
+      configError(() =>
+        resolveOptions({ ...base, endpoints: [{ id: 'X', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a' }] }, names),
+      ).message,
+    ).toBe('WEBHOOK_ENDPOINTS_FILE: endpoint #1: "id" must match [a-z0-9-]{1,64}');
+  });
+
+  it('does not echo secrets of valid endpoints when another option is invalid', () => {
+    const err = configError(() =>
+      resolveOptions({
+        ...base,
+        adminToken: SECRET,
+        endpoints: [{ id: 'p', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'a' }],
+        inboxRetentionDays: 3,
+      }),
+    );
+    expect(err.message).toBe('inboxRetentionDays: must be at least 7');
+    expectNoSecret(err, SECRET);
+  });
+});

@@ -1,0 +1,137 @@
+import { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { getDataSourceToken } from '@nestjs/typeorm';
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { DataSource } from 'typeorm';
+import { EndpointDefinition, PaymentWebhooksOptions } from '../../src/config/options';
+import { configurePaymentWebhooksApp } from '../../src/configure-app';
+import { PW_CONNECTION } from '../../src/database/data-source';
+import { CLOCK, Clock } from '../../src/payment-webhooks.constants';
+import { PaymentWebhooksModule } from '../../src/payment-webhooks.module';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
+
+/** The endpoints most suites use; secrets match the shared signature vectors where they can. */
+export const TEST_ENDPOINTS: EndpointDefinition[] = [
+  { id: 'paymos-a', provider: 'paymos', secrets: ['paymos-secret-old'], merchantAccountId: 'acc_1' },
+  { id: 'paymos-b', provider: 'paymos', secrets: ['paymos-secret-b'], merchantAccountId: 'acc_1' },
+  {
+    id: 'factuarea-company',
+    provider: 'factuarea',
+    secrets: ['whsec_factuarea_company'],
+    merchantAccountId: 'fa-merchant-1',
+  },
+  {
+    id: 'factuarea-account',
+    provider: 'factuarea',
+    secrets: ['whsec_factuarea_account'],
+    merchantAccountId: 'fa-merchant-1',
+  },
+  // Rotation: only the new secret is configured, as in the shared vector.
+  { id: 'stripe-main', provider: 'stripe', secrets: ['whsec_test_stripe_new'], merchantAccountId: 'acct_1' },
+  {
+    id: 'standard-main',
+    provider: 'standard',
+    secrets: ['whsec_c3RhbmRhcmQtd2ViaG9va3MtdGVzdC1rZXktMDAwMQ=='],
+    merchantAccountId: 'acc_1',
+  },
+];
+
+export function secretOf(endpointId: string): string {
+  const endpoint = TEST_ENDPOINTS.find((e) => e.id === endpointId);
+  if (!endpoint) throw new Error(`no test endpoint ${endpointId}`);
+  return endpoint.secrets[0];
+}
+
+/** A clock the test moves; starts at the real time. */
+export class TestClock implements Clock {
+  constructor(public ms: number = Date.now()) {}
+  now(): number {
+    return this.ms;
+  }
+  setSeconds(seconds: number): void {
+    this.ms = seconds * 1000;
+  }
+}
+
+export interface TestApp {
+  app: INestApplication;
+  dataSource: DataSource;
+  clock: TestClock;
+  queuePrefix: string;
+  get<T>(token: unknown): T;
+  close(): Promise<void>;
+}
+
+/**
+ * The module on the real PostgreSQL and Redis, under a queue prefix of its own so suites never
+ * see each other's jobs. Workers are off unless a suite asks for them.
+ */
+export async function createTestApp(overrides: Partial<PaymentWebhooksOptions> = {}): Promise<TestApp> {
+  const queuePrefix = `pwtest-${randomUUID().slice(0, 8)}`;
+  const clock = new TestClock();
+  const moduleRef = await Test.createTestingModule({
+    imports: [
+      PaymentWebhooksModule.forRoot({
+        databaseUrl: TEST_DATABASE_URL,
+        redisUrl: TEST_REDIS_URL,
+        queuePrefix,
+        endpoints: TEST_ENDPOINTS,
+        migrationsRun: false,
+        runWorkers: false,
+        ...overrides,
+        tuning: { sweepIntervalMs: 60_000, inboxBackoffMs: 100, ...(overrides.tuning ?? {}) },
+      }),
+    ],
+  })
+    .overrideProvider(CLOCK)
+    .useValue(clock)
+    .compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+  configurePaymentWebhooksApp(app);
+  await app.init();
+  const dataSource = app.get<DataSource>(getDataSourceToken(PW_CONNECTION));
+  return {
+    app,
+    dataSource,
+    clock,
+    queuePrefix,
+    get: <T>(token: unknown) => app.get(token as never) as T,
+    close: async () => {
+      await app.close();
+      await deleteQueueKeys(queuePrefix);
+    },
+  };
+}
+
+async function deleteQueueKeys(prefix: string): Promise<void> {
+  const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await redis.connect();
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  } catch {
+    // Redis may be the thing a suite took down; leftover keys under a random prefix are harmless.
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Polls `probe` until it returns a truthy value or the deadline passes (no fixed sleeps). */
+export async function eventually<T>(probe: () => Promise<T>, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: T;
+  do {
+    last = await probe();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 25));
+  } while (Date.now() < deadline);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+export async function truncateAll(dataSource: DataSource): Promise<void> {
+  const tables: Array<{ tablename: string }> = await dataSource.query(
+    `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'pw_migrations'`,
+  );
+  if (tables.length > 0) await dataSource.query(`TRUNCATE ${tables.map((t) => `"${t.tablename}"`).join(', ')} CASCADE`);
+}
