@@ -33,11 +33,16 @@ export class MicroBatcher<In, Out> {
     while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
       const batch = this.pending.splice(0, this.maxBatch);
       this.inFlight++;
-      this.flush(batch.map((entry) => entry.input))
-        .then(
-          (outputs) => batch.forEach((entry, i) => entry.resolve(outputs[i])),
-          (err) => batch.forEach((entry) => entry.reject(err)),
-        )
+      // Through a promise, so even a flush that throws synchronously settles its batch.
+      Promise.resolve()
+        .then(() => this.flush(batch.map((entry) => entry.input)))
+        .then((outputs) => {
+          if (outputs.length !== batch.length) {
+            throw new Error(`batch flush returned ${outputs.length} results for ${batch.length} inputs`);
+          }
+          batch.forEach((entry, i) => entry.resolve(outputs[i]));
+        })
+        .catch((err) => batch.forEach((entry) => entry.reject(err)))
         .finally(() => {
           this.inFlight--;
           this.drain();

@@ -91,7 +91,8 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     databaseUrl: present(env, 'DATABASE_URL') ?? DEFAULT_DATABASE_URL,
     redisUrl: present(env, 'REDIS_URL') ?? DEFAULT_REDIS_URL,
     queuePrefix: present(env, 'QUEUE_PREFIX'),
-    endpoints: (endpoints?.value ?? []) as PaymentWebhooksOptions['endpoints'],
+    // `null` is passed on, so it is reported as "not an array" rather than read as "none".
+    endpoints: (endpoints === undefined ? [] : endpoints.value) as PaymentWebhooksOptions['endpoints'],
     carriers: carriers as PaymentWebhooksOptions['carriers'],
     carrierTimeoutMs: integer(env, 'CARRIER_TIMEOUT_MS'),
     carrierMaxAttempts: integer(env, 'CARRIER_MAX_ATTEMPTS'),

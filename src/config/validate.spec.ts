@@ -235,6 +235,8 @@ describe('validateEndpoints', () => {
 describe('validateCarriers', () => {
   const validate = (value: unknown) => validateCarriers('CARRIERS', value);
   const carrier = (over: Record<string, unknown> = {}) => ({ name: 'acme', url: 'https://acme.test/api', ...over });
+  const BAD_URL = 'carrier "acme": "url" must be an http(s) URL';
+  const BAD_TIMEOUT = 'carrier "acme": "timeoutMs" must be a positive integer';
 
   it('normalises valid definitions: trailing slashes dropped, optional fields kept', () => {
     expect(
@@ -254,15 +256,15 @@ describe('validateCarriers', () => {
     ['a missing name', [carrier({ name: undefined, apiKey: SECRET })], 'carrier #1: "name" is required'],
     ['a blank name', [carrier({ name: ' ', apiKey: SECRET })], 'carrier #1: "name" is required'],
     ['a duplicate name', [carrier({ apiKey: SECRET }), carrier({ apiKey: SECRET })], 'duplicate carrier name "acme"'],
-    ['a non-http url', [carrier({ url: 'ftp://acme.test', apiKey: SECRET })], 'carrier "acme": "url" must be an http(s) URL'],
-    ['an unparseable url', [carrier({ url: `not a url ${SECRET}` })], 'carrier "acme": "url" must be an http(s) URL'],
-    ['a url with credentials and a bad scheme', [carrier({ url: `ftp://u:${SECRET}@acme.test` })], 'carrier "acme": "url" must be an http(s) URL'],
-    ['a missing url', [carrier({ url: undefined })], 'carrier "acme": "url" must be an http(s) URL'],
+    ['a non-http url', [carrier({ url: 'ftp://acme.test', apiKey: SECRET })], BAD_URL],
+    ['an unparseable url', [carrier({ url: `not a url ${SECRET}` })], BAD_URL],
+    ['a url with credentials and a bad scheme', [carrier({ url: `ftp://u:${SECRET}@acme.test` })], BAD_URL],
+    ['a missing url', [carrier({ url: undefined })], BAD_URL],
     ['an empty apiKey', [carrier({ apiKey: '' })], 'carrier "acme": "apiKey" must be a non-empty string'],
     ['a numeric apiKey', [carrier({ apiKey: 123456 })], 'carrier "acme": "apiKey" must be a non-empty string'],
-    ['a zero timeoutMs', [carrier({ timeoutMs: 0, apiKey: SECRET })], 'carrier "acme": "timeoutMs" must be a positive integer'],
-    ['a fractional timeoutMs', [carrier({ timeoutMs: 1.5 })], 'carrier "acme": "timeoutMs" must be a positive integer'],
-    ['a string timeoutMs', [carrier({ timeoutMs: '1000' })], 'carrier "acme": "timeoutMs" must be a positive integer'],
+    ['a zero timeoutMs', [carrier({ timeoutMs: 0, apiKey: SECRET })], BAD_TIMEOUT],
+    ['a fractional timeoutMs', [carrier({ timeoutMs: 1.5 })], BAD_TIMEOUT],
+    ['a string timeoutMs', [carrier({ timeoutMs: '1000' })], BAD_TIMEOUT],
   ])('rejects %s, without echoing secrets', (_label, value, problem) => {
     const err = configError(() => validate(value));
     expect(err.message).toBe(`CARRIERS: ${problem}`);
@@ -349,6 +351,7 @@ describe('resolveOptions', () => {
     expect(resolveOptions({ ...base, adminToken }).adminToken).toBe(null);
   });
 
+  const BAD_PREFIX = 'queuePrefix: must be 1–64 characters of letters, digits, _ . : -';
   it.each<[string, Partial<PaymentWebhooksOptions>, string]>([
     ['retention under 7', { inboxRetentionDays: 6 }, 'inboxRetentionDays: must be at least 7'],
     ['retention 0', { inboxRetentionDays: 0 }, 'inboxRetentionDays: must be a positive integer'],
@@ -356,9 +359,9 @@ describe('resolveOptions', () => {
     ['a negative webhookMaxBodyBytes', { webhookMaxBodyBytes: -1 }, 'webhookMaxBodyBytes: must be a positive integer'],
     ['a fractional carrierTimeoutMs', { carrierTimeoutMs: 1.5 }, 'carrierTimeoutMs: must be a positive integer'],
     ['a NaN carrierTimeoutMs', { carrierTimeoutMs: Number.NaN }, 'carrierTimeoutMs: must be a positive integer'],
-    ['an empty queuePrefix', { queuePrefix: '' }, 'queuePrefix: must be 1–64 characters of letters, digits, _ . : -'],
-    ['a queuePrefix with a space', { queuePrefix: 'p w' }, 'queuePrefix: must be 1–64 characters of letters, digits, _ . : -'],
-    ['a 65-character queuePrefix', { queuePrefix: 'p'.repeat(65) }, 'queuePrefix: must be 1–64 characters of letters, digits, _ . : -'],
+    ['an empty queuePrefix', { queuePrefix: '' }, BAD_PREFIX],
+    ['a queuePrefix with a space', { queuePrefix: 'p w' }, BAD_PREFIX],
+    ['a 65-character queuePrefix', { queuePrefix: 'p'.repeat(65) }, BAD_PREFIX],
     ['a MySQL databaseUrl', { databaseUrl: `mysql://u:${SECRET}@h/db` }, 'databaseUrl: must start with postgres:// or postgresql://'],
     ['an unparseable databaseUrl', { databaseUrl: `${SECRET}@localhost` }, 'databaseUrl: is not a valid URL'],
     ['a missing databaseUrl', { databaseUrl: undefined }, 'databaseUrl: is required'],

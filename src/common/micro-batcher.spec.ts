@@ -1,0 +1,203 @@
+import { MicroBatcher } from './micro-batcher';
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (err: unknown) => void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** Lets the batcher's setImmediate run, and every promise callback queued before it. */
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A flush under the test's control: records each batch and waits for the test to settle it. */
+class ControlledFlush<In, Out> {
+  readonly batches: In[][] = [];
+  readonly pending: Array<Deferred<Out[]>> = [];
+  inFlight = 0;
+  maxInFlight = 0;
+
+  readonly fn = (inputs: In[]): Promise<Out[]> => {
+    this.batches.push([...inputs]);
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    const d = deferred<Out[]>();
+    this.pending.push(d);
+    return d.promise.finally(() => {
+      this.inFlight--;
+    });
+  };
+}
+
+/** Records how each call settled, so a test can look without awaiting. */
+function track<T>(promise: Promise<T>): { settled: boolean; value?: T; error?: unknown } {
+  const state: { settled: boolean; value?: T; error?: unknown } = { settled: false };
+  promise.then(
+    (value) => Object.assign(state, { settled: true, value }),
+    (error) => Object.assign(state, { settled: true, error }),
+  );
+  return state;
+}
+
+describe('MicroBatcher', () => {
+  it('puts calls made in the same tick into one batch', async () => {
+    const flush = new ControlledFlush<number, string>();
+    const batcher = new MicroBatcher(flush.fn, 100, 2);
+    const calls = [1, 2, 3].map((n) => batcher.submit(n));
+    expect(flush.batches).toEqual([]); // nothing runs before the tick ends
+    await tick();
+    expect(flush.batches).toEqual([[1, 2, 3]]);
+    flush.pending[0].resolve(['a', 'b', 'c']);
+    await expect(Promise.all(calls)).resolves.toEqual(['a', 'b', 'c']);
+  });
+
+  it('maps results back to calls in order', async () => {
+    const batcher = new MicroBatcher(async (inputs: number[]) => inputs.map((n) => n * 10), 100, 1);
+    const results = await Promise.all([5, 1, 4, 2].map((n) => batcher.submit(n)));
+    expect(results).toEqual([50, 10, 40, 20]);
+  });
+
+  it('flushes a lone call on the next tick, alone', async () => {
+    const flush = new ControlledFlush<string, string>();
+    const batcher = new MicroBatcher(flush.fn, 100, 2);
+    const first = batcher.submit('a');
+    await tick();
+    const second = batcher.submit('b');
+    await tick();
+    expect(flush.batches).toEqual([['a'], ['b']]);
+    flush.pending[1].resolve(['B']);
+    flush.pending[0].resolve(['A']);
+    expect(await first).toBe('A');
+    expect(await second).toBe('B');
+  });
+
+  it('rejects every call of a batch whose flush throws, with the same error, but not later batches', async () => {
+    const flush = new ControlledFlush<number, number>();
+    const batcher = new MicroBatcher(flush.fn, 100, 1);
+    const failing = [1, 2, 3].map((n) => track(batcher.submit(n)));
+    await tick();
+    const boom = new Error('database down');
+    flush.pending[0].reject(boom);
+    await tick();
+    expect(failing.map((s) => s.settled)).toEqual([true, true, true]);
+    expect(failing.map((s) => s.error)).toEqual([boom, boom, boom]);
+    for (const s of failing) expect(s.error).toBe(boom);
+
+    const later = [4, 5].map((n) => batcher.submit(n));
+    await tick();
+    expect(flush.batches).toEqual([[1, 2, 3], [4, 5]]);
+    flush.pending[1].resolve([40, 50]);
+    await expect(Promise.all(later)).resolves.toEqual([40, 50]);
+  });
+
+  it('a failed batch does not fail the batch queued behind it', async () => {
+    const flush = new ControlledFlush<number, number>();
+    const batcher = new MicroBatcher(flush.fn, 2, 1);
+    const calls = [1, 2, 3, 4].map((n) => track(batcher.submit(n)));
+    await tick();
+    expect(flush.batches).toEqual([[1, 2]]);
+    flush.pending[0].reject(new Error('first batch failed'));
+    await tick();
+    expect(flush.batches).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
+    flush.pending[1].resolve([30, 40]);
+    await tick();
+    expect(calls.map((s) => (s.error as Error | undefined)?.message ?? s.value)).toEqual([
+      'first batch failed',
+      'first batch failed',
+      30,
+      40,
+    ]);
+  });
+
+  it('splits a burst larger than maxBatch', async () => {
+    const flush = new ControlledFlush<number, number>();
+    const batcher = new MicroBatcher(flush.fn, 3, 10);
+    const calls = Array.from({ length: 8 }, (_, i) => batcher.submit(i));
+    await tick();
+    expect(flush.batches).toEqual([
+      [0, 1, 2],
+      [3, 4, 5],
+      [6, 7],
+    ]);
+    flush.pending.forEach((d, b) => d.resolve(flush.batches[b].map((n) => n * 2)));
+    await expect(Promise.all(calls)).resolves.toEqual([0, 2, 4, 6, 8, 10, 12, 14]);
+  });
+
+  it('never runs more than maxInFlight flushes at once; waiting calls form the next batches', async () => {
+    const flush = new ControlledFlush<number, number>();
+    const batcher = new MicroBatcher(flush.fn, 2, 2);
+    const calls = Array.from({ length: 9 }, (_, i) => batcher.submit(i));
+    await tick();
+    expect(flush.batches).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
+    expect(flush.inFlight).toBe(2);
+
+    // More calls while both slots are busy: they wait.
+    calls.push(batcher.submit(9));
+    await tick();
+    expect(flush.batches.length).toBe(2);
+
+    flush.pending[1].resolve([20, 30]);
+    await tick();
+    expect(flush.batches.length).toBe(3);
+    expect(flush.batches[2]).toEqual([4, 5]);
+    expect(flush.inFlight).toBe(2);
+
+    // Settle the oldest running batch, one at a time, until everything has been flushed.
+    const done = new Set<number>([1]);
+    while (done.size < flush.pending.length) {
+      const oldest = flush.pending.findIndex((_, i) => !done.has(i));
+      flush.pending[oldest].resolve(flush.batches[oldest].map((n) => n * 10));
+      done.add(oldest);
+      await tick();
+      expect(flush.inFlight).toBeLessThanOrEqual(2);
+    }
+    await expect(Promise.all(calls)).resolves.toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
+    expect(flush.maxInFlight).toBe(2);
+    expect(flush.batches.flat()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it('with maxInFlight 1, runs batches strictly one after another', async () => {
+    const flush = new ControlledFlush<string, string>();
+    const batcher = new MicroBatcher(flush.fn, 1, 1);
+    const calls = ['a', 'b', 'c'].map((s) => batcher.submit(s));
+    for (let i = 0; i < 3; i++) {
+      await tick();
+      expect(flush.batches.length).toBe(i + 1);
+      expect(flush.inFlight).toBe(1);
+      flush.pending[i].resolve([flush.batches[i][0].toUpperCase()]);
+    }
+    await expect(Promise.all(calls)).resolves.toEqual(['A', 'B', 'C']);
+    expect(flush.maxInFlight).toBe(1);
+    expect(flush.batches).toEqual([['a'], ['b'], ['c']]);
+  });
+
+  it('keeps working after many batches (the in-flight count is given back)', async () => {
+    const flush = new ControlledFlush<number, number>();
+    const batcher = new MicroBatcher(flush.fn, 5, 1);
+    for (let round = 0; round < 20; round++) {
+      const call = batcher.submit(round);
+      await tick();
+      expect(flush.batches.length).toBe(round + 1);
+      if (round % 2 === 0) flush.pending[round].resolve([round]);
+      else flush.pending[round].reject(new Error(`round ${round}`));
+      if (round % 2 === 0) expect(await call).toBe(round);
+      else await expect(call).rejects.toThrow(`round ${round}`);
+    }
+    expect(flush.maxInFlight).toBe(1);
+  });
+});

@@ -1,0 +1,69 @@
+import { uuid7 } from './uuid7';
+
+const UUID7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** The 48-bit millisecond timestamp at the front of a UUIDv7. */
+function millis(id: string): number {
+  return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+}
+
+describe('uuid7', () => {
+  it('is a lower-case UUID of version 7 and variant 10xx', () => {
+    for (let i = 0; i < 1000; i++) {
+      const id = uuid7();
+      expect(UUID7.test(id)).toBe(true);
+      const bytes = Buffer.from(id.replace(/-/g, ''), 'hex');
+      expect(bytes.length).toBe(16);
+      expect(bytes[6] >> 4).toBe(7);
+      expect(bytes[8] >> 6).toBe(0b10);
+    }
+  });
+
+  it('carries the given time in its first 48 bits', () => {
+    const now = 1_790_590_562_123;
+    const id = uuid7(now);
+    expect(millis(id)).toBe(now);
+    const hex = now.toString(16).padStart(12, '0');
+    expect(id.slice(0, 13)).toBe(`${hex.slice(0, 8)}-${hex.slice(8)}`);
+  });
+
+  it('handles the edges of the 48-bit range', () => {
+    expect(uuid7(0).startsWith('00000000-0000-7')).toBe(true);
+    expect(uuid7(2 ** 48 - 1).startsWith('ffffffff-ffff-7')).toBe(true);
+  });
+
+  it('defaults to the current time', () => {
+    const before = Date.now();
+    const id = uuid7();
+    const after = Date.now();
+    expect(millis(id)).toBeGreaterThanOrEqual(before);
+    expect(millis(id)).toBeLessThanOrEqual(after);
+  });
+
+  it('sorts as strings in time order for increasing now', () => {
+    const start = 1_790_590_562_000;
+    const ids = Array.from({ length: 2000 }, (_, i) => uuid7(start + i * 7));
+    expect([...ids].sort()).toEqual(ids);
+  });
+
+  it('sorts in time order across a change of leading hex digit', () => {
+    const a = uuid7(0x0fff_ffff_ffff);
+    const b = uuid7(0x1000_0000_0000);
+    expect([b, a].sort()).toEqual([a, b]);
+  });
+
+  it('makes 10k unique ids, also within one millisecond', () => {
+    const now = 1_790_590_562_000;
+    const sameMillisecond = new Set(Array.from({ length: 10_000 }, () => uuid7(now)));
+    expect(sameMillisecond.size).toBe(10_000);
+    const defaultClock = new Set(Array.from({ length: 10_000 }, () => uuid7()));
+    expect(defaultClock.size).toBe(10_000);
+  });
+
+  it('varies the random bits between consecutive ids', () => {
+    const now = 1_790_590_562_000;
+    const a = uuid7(now).replace(/-/g, '').slice(12);
+    const b = uuid7(now).replace(/-/g, '').slice(12);
+    expect(a === b).toBe(false);
+  });
+});

@@ -1,0 +1,499 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_DATABASE_URL, DEFAULT_REDIS_URL, loadStandaloneConfig } from './env';
+import { DEFAULT_TUNING } from './options';
+import { ConfigurationError } from './validate';
+
+const SECRET = 'SUPERSECRET-123';
+const STANDARD_SECRET = `whsec_${Buffer.from(SECRET).toString('base64')}`;
+
+type Env = Record<string, string | undefined>;
+
+function configError(env: Env): ConfigurationError {
+  try {
+    loadStandaloneConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigurationError) return err;
+    throw err;
+  }
+  throw new Error('expected a ConfigurationError, nothing was thrown');
+}
+
+function expectNoSecret(err: ConfigurationError, secret: string): void {
+  expect(err.message.includes(secret)).toBe(false);
+  expect(String(err.stack).includes(secret)).toBe(false);
+  expect(JSON.stringify(err).includes(secret)).toBe(false);
+}
+
+/** Secret-bearing variables set in every invalid case below: none may leak into the error. */
+const SECRET_ENV: Env = {
+  ADMIN_TOKEN: SECRET,
+  DATABASE_URL: `postgres://postgres:${SECRET}@127.0.0.1:5432/payments`,
+  REDIS_URL: `redis://:${SECRET}@127.0.0.1:6379`,
+};
+
+function endpointsJson(over: Record<string, unknown> = {}): string {
+  return JSON.stringify([{ id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_1', ...over }]);
+}
+
+describe('loadStandaloneConfig', () => {
+  let dir: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'pw-env-spec-'));
+  });
+
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function file(name: string, content: string): string {
+    const path = join(dir, name);
+    writeFileSync(path, content, 'utf8');
+    return path;
+  }
+
+  describe('defaults', () => {
+    it('gives the documented defaults for an empty environment', () => {
+      expect(loadStandaloneConfig({})).toEqual({
+        port: 3000,
+        runHttp: true,
+        options: {
+          databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+          redisUrl: 'redis://127.0.0.1:6379',
+          queuePrefix: 'pw',
+          endpoints: [],
+          carriers: [],
+          carrierTimeoutMs: 10_000,
+          carrierMaxAttempts: 15,
+          adminToken: null,
+          runWorkers: true,
+          inboxRetentionDays: 90,
+          webhookMaxBodyBytes: 1_048_576,
+          migrationsRun: true,
+          tuning: DEFAULT_TUNING,
+        },
+      });
+    });
+
+    it('exports the default URLs', () => {
+      expect(DEFAULT_DATABASE_URL).toBe('postgres://postgres:postgres@127.0.0.1:5432/payments');
+      expect(DEFAULT_REDIS_URL).toBe('redis://127.0.0.1:6379');
+    });
+
+    it('reads empty and blank variables as unset', () => {
+      const blank = ' ';
+      expect(
+        loadStandaloneConfig({
+          PORT: '',
+          DATABASE_URL: blank,
+          REDIS_URL: '',
+          QUEUE_PREFIX: '',
+          WEBHOOK_ENDPOINTS: '',
+          WEBHOOK_ENDPOINTS_FILE: blank,
+          CARRIERS: '',
+          CARRIER_URL: '',
+          CARRIER_API_KEY: '',
+          CARRIER_TIMEOUT_MS: '',
+          CARRIER_MAX_ATTEMPTS: blank,
+          ADMIN_TOKEN: '',
+          RUN_WORKERS: '',
+          RUN_HTTP: blank,
+          INBOX_RETENTION_DAYS: '',
+          WEBHOOK_MAX_BODY_BYTES: '',
+          DB_MIGRATIONS_RUN: '',
+        }),
+      ).toEqual(loadStandaloneConfig({}));
+    });
+
+    it('gives every endpoint toleranceSeconds 300 when none is set', () => {
+      expect(loadStandaloneConfig({ WEBHOOK_ENDPOINTS: endpointsJson() }).options.endpoints).toEqual([
+        { id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 300 },
+      ]);
+    });
+  });
+
+  describe('valid values', () => {
+    it('reads every variable', () => {
+      const config = loadStandaloneConfig({
+        PORT: '8080',
+        DATABASE_URL: 'postgresql://db.test:5432/pw',
+        REDIS_URL: 'rediss://cache.test:6380',
+        QUEUE_PREFIX: 'pw-test',
+        WEBHOOK_ENDPOINTS: endpointsJson({ toleranceSeconds: 60 }),
+        CARRIERS: JSON.stringify([{ name: 'acme', url: 'https://acme.test/', apiKey: SECRET, timeoutMs: 2000 }]),
+        CARRIER_TIMEOUT_MS: '2500',
+        CARRIER_MAX_ATTEMPTS: '3',
+        ADMIN_TOKEN: 'admin-token',
+        RUN_WORKERS: 'false',
+        RUN_HTTP: 'true',
+        INBOX_RETENTION_DAYS: '7',
+        WEBHOOK_MAX_BODY_BYTES: '2048',
+        DB_MIGRATIONS_RUN: 'false',
+      });
+      expect(config).toEqual({
+        port: 8080,
+        runHttp: true,
+        options: {
+          databaseUrl: 'postgresql://db.test:5432/pw',
+          redisUrl: 'rediss://cache.test:6380',
+          queuePrefix: 'pw-test',
+          endpoints: [
+            { id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 60 },
+          ],
+          carriers: [{ name: 'acme', url: 'https://acme.test', apiKey: SECRET, timeoutMs: 2000 }],
+          carrierTimeoutMs: 2500,
+          carrierMaxAttempts: 3,
+          adminToken: 'admin-token',
+          runWorkers: false,
+          inboxRetentionDays: 7,
+          webhookMaxBodyBytes: 2048,
+          migrationsRun: false,
+          tuning: DEFAULT_TUNING,
+        },
+      });
+    });
+
+    it('accepts PORT 1 and 65535 and spaces around a number', () => {
+      expect(loadStandaloneConfig({ PORT: '1' }).port).toBe(1);
+      expect(loadStandaloneConfig({ PORT: '65535' }).port).toBe(65535);
+      expect(loadStandaloneConfig({ PORT: ' 4000 ' }).port).toBe(4000);
+    });
+
+    it('runs a worker-only process with RUN_HTTP=false', () => {
+      const config = loadStandaloneConfig({ RUN_HTTP: 'false' });
+      expect(config.runHttp).toBe(false);
+      expect(config.options.runWorkers).toBe(true);
+    });
+
+    it.each<[string, boolean]>([
+      ['true', true],
+      ['TRUE', true],
+      [' True ', true],
+      ['false', false],
+      ['FALSE', false],
+      // Also accepted, though CONTRACT §1 names only true/false.
+      ['1', true],
+      ['0', false],
+    ])('reads the boolean %j as %j', (value, expected) => {
+      expect(loadStandaloneConfig({ RUN_WORKERS: value }).options.runWorkers).toBe(expected);
+      expect(loadStandaloneConfig({ DB_MIGRATIONS_RUN: value }).options.migrationsRun).toBe(expected);
+      expect(loadStandaloneConfig({ RUN_HTTP: value }).runHttp).toBe(expected);
+    });
+
+    it('reads an empty ADMIN_TOKEN as none, and keeps a set one', () => {
+      expect(loadStandaloneConfig({ ADMIN_TOKEN: '' }).options.adminToken).toBe(null);
+      expect(loadStandaloneConfig({ ADMIN_TOKEN: '   ' }).options.adminToken).toBe(null);
+      expect(loadStandaloneConfig({ ADMIN_TOKEN: 'tok' }).options.adminToken).toBe('tok');
+    });
+
+    it('defines one carrier named default from CARRIER_URL and CARRIER_API_KEY', () => {
+      expect(
+        loadStandaloneConfig({ CARRIER_URL: 'http://carrier.test:4000/', CARRIER_API_KEY: SECRET }).options.carriers,
+      ).toEqual([{ name: 'default', url: 'http://carrier.test:4000', apiKey: SECRET, timeoutMs: undefined }]);
+    });
+
+    it('defines the default carrier without an api key when CARRIER_API_KEY is unset', () => {
+      expect(loadStandaloneConfig({ CARRIER_URL: 'https://carrier.test' }).options.carriers).toEqual([
+        { name: 'default', url: 'https://carrier.test', apiKey: undefined, timeoutMs: undefined },
+      ]);
+    });
+
+    it('reads WEBHOOK_ENDPOINTS_FILE from a file', () => {
+      const path = file(
+        'endpoints.json',
+        JSON.stringify([
+          { id: 'std', provider: 'standard', secrets: [STANDARD_SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 0 },
+          { id: 'stripe-main', provider: 'stripe', secrets: ['whsec_a', 'whsec_b'], merchantAccountId: 'acct_1' },
+        ]),
+      );
+      expect(loadStandaloneConfig({ WEBHOOK_ENDPOINTS_FILE: path }).options.endpoints).toEqual([
+        { id: 'std', provider: 'standard', secrets: [STANDARD_SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 0 },
+        {
+          id: 'stripe-main',
+          provider: 'stripe',
+          secrets: ['whsec_a', 'whsec_b'],
+          merchantAccountId: 'acct_1',
+          toleranceSeconds: 300,
+        },
+      ]);
+    });
+  });
+
+  describe('invalid configuration', () => {
+    function expectError(env: Env, message: string, secret = SECRET): ConfigurationError {
+      const err = configError({ ...SECRET_ENV, ...env });
+      expect(err.message).toBe(message);
+      expectNoSecret(err, secret);
+      return err;
+    }
+
+    describe('number settings that are not positive integers', () => {
+      it.each([
+        ['PORT', 'abc'],
+        ['PORT', '0'],
+        ['PORT', '-1'],
+        ['PORT', '80.5'],
+        ['PORT', '3e3'],
+        ['PORT', '0x50'],
+        ['CARRIER_MAX_ATTEMPTS', '0'],
+        ['CARRIER_MAX_ATTEMPTS', 'ten'],
+        ['WEBHOOK_MAX_BODY_BYTES', '-1'],
+        ['WEBHOOK_MAX_BODY_BYTES', '1MB'],
+        ['CARRIER_TIMEOUT_MS', '1.5'],
+        ['CARRIER_TIMEOUT_MS', '99999999999999999999'],
+        ['INBOX_RETENTION_DAYS', 'abc'],
+        ['INBOX_RETENTION_DAYS', '00'],
+      ])('%s=%j', (name, value) => {
+        const err = expectError({ [name]: value }, `${name}: must be a positive integer`);
+        expect(err.setting).toBe(name);
+      });
+
+      it('PORT above 65535', () => {
+        expectError({ PORT: '65536' }, 'PORT: must be at most 65535');
+      });
+
+      it('INBOX_RETENTION_DAYS=6 (under 7)', () => {
+        const err = expectError({ INBOX_RETENTION_DAYS: '6' }, 'INBOX_RETENTION_DAYS: must be at least 7');
+        expect(err.setting).toBe('INBOX_RETENTION_DAYS');
+      });
+    });
+
+    describe('booleans that are not true/false', () => {
+      it.each([
+        ['RUN_WORKERS', 'yes'],
+        ['RUN_HTTP', 'no'],
+        ['DB_MIGRATIONS_RUN', 'maybe'],
+        ['RUN_WORKERS', '2'],
+      ])('%s=%j', (name, value) => {
+        expectError({ [name]: value }, `${name}: must be true or false`);
+      });
+
+      it('RUN_HTTP and RUN_WORKERS both false', () => {
+        expectError(
+          { RUN_HTTP: 'false', RUN_WORKERS: 'false' },
+          'RUN_HTTP and RUN_WORKERS: are both false; the process would do nothing',
+        );
+      });
+    });
+
+    describe('WEBHOOK_ENDPOINTS', () => {
+      it.each([
+        ['an unquoted secret', `[{"id":"p","secrets":[${SECRET}]}]`],
+        ['a truncated array', `[{"id":"p","secrets":["${SECRET}"]`],
+        ['a bare secret', SECRET],
+      ])('bad JSON (%s) is named and the secret is not echoed', (_label, text) => {
+        const err = configError({ ...SECRET_ENV, WEBHOOK_ENDPOINTS: text });
+        expect(err.setting).toBe('WEBHOOK_ENDPOINTS');
+        expect(err.message).toMatch(/^WEBHOOK_ENDPOINTS: is not valid JSON( \(error at character \d+\))?$/);
+        expectNoSecret(err, SECRET);
+      });
+
+      it('not an array', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: JSON.stringify({ id: 'p', secrets: [SECRET] }) },
+          'WEBHOOK_ENDPOINTS: must be a JSON array of endpoint definitions',
+        );
+      });
+
+      it('unknown provider', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ provider: 'paypal' }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider "paypal" (expected one of paymos, factuarea, stripe, standard)',
+        );
+      });
+
+      it('no secrets', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ secrets: undefined }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "secrets" must be a non-empty array of non-empty strings',
+        );
+      });
+
+      it('an empty secrets array', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ secrets: [] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "secrets" must be a non-empty array of non-empty strings',
+        );
+      });
+
+      it('a secrets array holding an empty string beside a secret', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ secrets: [SECRET, ''] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "secrets" must be a non-empty array of non-empty strings',
+        );
+      });
+
+      it('missing merchantAccountId', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ merchantAccountId: undefined }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "merchantAccountId" is required',
+        );
+      });
+
+      it('a standard secret not starting with whsec_', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ id: 'std', provider: 'standard', secrets: [SECRET] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "std": secret #1 must start with "whsec_" (Standard Webhooks)',
+        );
+      });
+
+      it('a standard secret that is not base64 after whsec_', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ id: 'std', provider: 'standard', secrets: [`whsec_${SECRET}`] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "std": secret #1 is not base64 after "whsec_"',
+        );
+      });
+
+      it('a duplicate endpoint id', () => {
+        const one = { id: 'dup', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'a' };
+        expectError(
+          { WEBHOOK_ENDPOINTS: JSON.stringify([one, { ...one, provider: 'stripe' }]) },
+          'WEBHOOK_ENDPOINTS: duplicate endpoint id "dup"',
+        );
+      });
+
+      it.each([
+        ['upper case', 'Paymos-Main'],
+        ['too long (65 characters)', 'a'.repeat(65)],
+        ['an underscore', 'paymos_main'],
+      ])('a bad endpoint id: %s', (_label, id) => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ id }) },
+          'WEBHOOK_ENDPOINTS: endpoint #1: "id" must match [a-z0-9-]{1,64}',
+        );
+      });
+
+      it('a negative toleranceSeconds', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ toleranceSeconds: -5 }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "toleranceSeconds" must be a non-negative integer',
+        );
+      });
+
+      it('both WEBHOOK_ENDPOINTS and WEBHOOK_ENDPOINTS_FILE, naming both', () => {
+        const path = file('both.json', endpointsJson());
+        const err = expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson(), WEBHOOK_ENDPOINTS_FILE: path },
+          'WEBHOOK_ENDPOINTS and WEBHOOK_ENDPOINTS_FILE: both are set; set only one',
+        );
+        expect(err.setting).toBe('WEBHOOK_ENDPOINTS and WEBHOOK_ENDPOINTS_FILE');
+      });
+    });
+
+    describe('WEBHOOK_ENDPOINTS_FILE', () => {
+      it('a path that does not exist', () => {
+        const path = join(dir, 'does-not-exist.json');
+        const err = expectError({ WEBHOOK_ENDPOINTS_FILE: path }, `WEBHOOK_ENDPOINTS_FILE: cannot read ${path} (ENOENT)`);
+        expect(err.setting).toBe('WEBHOOK_ENDPOINTS_FILE');
+      });
+
+      it('a directory', () => {
+        expectError({ WEBHOOK_ENDPOINTS_FILE: dir }, `WEBHOOK_ENDPOINTS_FILE: cannot read ${dir} (EISDIR)`);
+      });
+
+      it('bad JSON in the file, without echoing it', () => {
+        const path = file('bad.json', `[{"id":"p","secrets":[${SECRET}]}]`);
+        const err = configError({ ...SECRET_ENV, WEBHOOK_ENDPOINTS_FILE: path });
+        expect(err.message).toMatch(/^WEBHOOK_ENDPOINTS_FILE: is not valid JSON( \(error at character \d+\))?$/);
+        expectNoSecret(err, SECRET);
+      });
+
+      it('an invalid definition in the file is reported under WEBHOOK_ENDPOINTS_FILE', () => {
+        const path = file('no-secrets.json', endpointsJson({ secrets: [] }));
+        expectError(
+          { WEBHOOK_ENDPOINTS_FILE: path },
+          'WEBHOOK_ENDPOINTS_FILE: endpoint "paymos-main": "secrets" must be a non-empty array of non-empty strings',
+        );
+      });
+
+      it('a standard secret without whsec_ in the file, without echoing it', () => {
+        const path = file('standard.json', endpointsJson({ id: 'std', provider: 'standard', secrets: [SECRET] }));
+        expectError(
+          { WEBHOOK_ENDPOINTS_FILE: path },
+          'WEBHOOK_ENDPOINTS_FILE: endpoint "std": secret #1 must start with "whsec_" (Standard Webhooks)',
+        );
+      });
+    });
+
+    describe('carriers', () => {
+      it('both CARRIERS and CARRIER_URL, naming both', () => {
+        const err = expectError(
+          {
+            CARRIERS: JSON.stringify([{ name: 'acme', url: 'https://acme.test', apiKey: SECRET }]),
+            CARRIER_URL: 'https://other.test',
+            CARRIER_API_KEY: SECRET,
+          },
+          'CARRIERS and CARRIER_URL: both are set; set only one',
+        );
+        expect(err.setting).toBe('CARRIERS and CARRIER_URL');
+      });
+
+      it('bad CARRIERS JSON, without echoing an api key', () => {
+        const err = configError({ ...SECRET_ENV, CARRIERS: `[{"name":"acme","apiKey":${SECRET}}]` });
+        expect(err.message).toMatch(/^CARRIERS: is not valid JSON( \(error at character \d+\))?$/);
+        expectNoSecret(err, SECRET);
+      });
+
+      it('CARRIERS not an array', () => {
+        expectError(
+          { CARRIERS: JSON.stringify({ name: 'acme', url: 'https://acme.test', apiKey: SECRET }) },
+          'CARRIERS: must be a JSON array of carrier definitions',
+        );
+      });
+
+      it('a CARRIERS entry with a bad url', () => {
+        expectError(
+          { CARRIERS: JSON.stringify([{ name: 'acme', url: 'ftp://acme.test', apiKey: SECRET }]) },
+          'CARRIERS: carrier "acme": "url" must be an http(s) URL',
+        );
+      });
+
+      it('a CARRIER_URL that is not http(s) is reported under CARRIER_URL', () => {
+        expectError(
+          { CARRIER_URL: `ftp://user:${SECRET}@carrier.test`, CARRIER_API_KEY: SECRET },
+          'CARRIER_URL: carrier "default": "url" must be an http(s) URL',
+        );
+      });
+
+      it('CARRIER_API_KEY without CARRIER_URL', () => {
+        expectError({ CARRIER_API_KEY: SECRET }, 'CARRIER_API_KEY: is set without CARRIER_URL');
+      });
+    });
+
+    describe('URLs and prefix', () => {
+      it('a DATABASE_URL that is not PostgreSQL, without echoing its password', () => {
+        expectError(
+          { DATABASE_URL: `mysql://root:${SECRET}@127.0.0.1/payments` },
+          'DATABASE_URL: must start with postgres:// or postgresql://',
+        );
+      });
+
+      it('an unparseable DATABASE_URL, without echoing it', () => {
+        expectError({ DATABASE_URL: `${SECRET}@nowhere` }, 'DATABASE_URL: is not a valid URL');
+      });
+
+      it('a REDIS_URL that is not Redis, without echoing its password', () => {
+        expectError({ REDIS_URL: `http://:${SECRET}@127.0.0.1:6379` }, 'REDIS_URL: must start with redis:// or rediss://');
+      });
+
+      it('a QUEUE_PREFIX with a space', () => {
+        expectError({ QUEUE_PREFIX: 'p w' }, 'QUEUE_PREFIX: must be 1–64 characters of letters, digits, _ . : -');
+      });
+    });
+
+    describe('a JSON setting that is valid JSON but not an array (CONTRACT §1)', () => {
+      // `null` must not read as "none": a typo would leave every webhook answering 404.
+      it('WEBHOOK_ENDPOINTS=null is rejected', () => {
+        expect(configError({ WEBHOOK_ENDPOINTS: 'null' }).message).toBe(
+          'WEBHOOK_ENDPOINTS: must be a JSON array of endpoint definitions',
+        );
+      });
+
+      it('CARRIERS=null is rejected', () => {
+        expect(configError({ CARRIERS: 'null' }).message).toBe('CARRIERS: must be a JSON array of carrier definitions');
+      });
+    });
+  });
+});
