@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { PaymentEvent } from '../../payments/payment-event';
 import {
   asObject,
   checkIdHeader,
@@ -38,5 +39,9 @@ export const factuareaProvider: ProviderAdapter = {
       resourceId: optionalId(object?.id, 'data.object.id'),
       deliveryId: optionalId(header(headers, 'factuarea-delivery-id'), 'Factuarea-Delivery-Id'),
     };
+  },
+
+  normalize(): PaymentEvent | null {
+    return null; // TODO(normalise): CONTRACT mapping table
   },
 };

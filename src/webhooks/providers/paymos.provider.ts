@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { PaymentEvent } from '../../payments/payment-event';
 import {
   asObject,
   checkIdHeader,
@@ -38,5 +39,9 @@ export const paymosProvider: ProviderAdapter = {
       resourceId: optionalId(asObject(body.data)?.id, 'data.id'),
       deliveryId: null,
     };
+  },
+
+  normalize(): PaymentEvent | null {
+    return null; // TODO(normalise): CONTRACT mapping table
   },
 };

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderName } from '../../config/options';
+import type { PaymentEvent } from '../../payments/payment-event';
 
 /** What a signature header yields: the content signed besides the body, and the candidates. */
 export interface SignatureParts {
@@ -34,6 +35,11 @@ export interface ProviderAdapter {
   signature(headers: IncomingHttpHeaders): SignatureParts | null;
   /** Reads the identity of the parsed, verified body; throws MalformedPayloadError. */
   identify(body: Record<string, unknown>, headers: IncomingHttpHeaders): EnvelopeIdentity;
+  /**
+   * Maps a recorded event to the payment domain's vocabulary; null for a type or resource the
+   * service does not act on (the delivery ends `ignored`).
+   */
+  normalize(body: Record<string, unknown>, eventType: string): PaymentEvent | null;
 }
 
 /** An authentic delivery that cannot be recorded as an event (400 malformed_payload). */

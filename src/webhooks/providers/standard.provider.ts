@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { PaymentEvent } from '../../payments/payment-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -48,5 +49,9 @@ export const standardProvider: ProviderAdapter = {
       resourceId: optionalId(asObject(body.data)?.payment_id, 'data.payment_id'),
       deliveryId: null,
     };
+  },
+
+  normalize(): PaymentEvent | null {
+    return null; // TODO(normalise): CONTRACT mapping table
   },
 };

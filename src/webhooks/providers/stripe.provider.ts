@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { PaymentEvent } from '../../payments/payment-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -35,5 +36,9 @@ export const stripeProvider: ProviderAdapter = {
       resourceId: optionalId(resource, 'data.object.id'),
       deliveryId: null,
     };
+  },
+
+  normalize(): PaymentEvent | null {
+    return null; // TODO(normalise): CONTRACT mapping table
   },
 };

@@ -1,0 +1,38 @@
+/**
+ * A provider event normalised to what the payment domain acts on (CONTRACT §2.1–2.4 mapping
+ * tables). Amounts stay as the provider sent them, with their form, until the processing
+ * transaction parses them against the currency (a bad amount is a mismatch, not a crash).
+ */
+export type PaymentEventKind =
+  | 'pending'
+  | 'processing'
+  | 'authorized'
+  | 'succeeded'
+  | 'failed'
+  | 'canceled'
+  | 'expired'
+  | 'refunded'
+  | 'disputed'
+  | 'dispute_won'
+  | 'dispute_lost';
+
+/** An amount as sent: a decimal string in the currency's exponent ("49.90") or integer minor units (4990). */
+export type RawAmount = { form: 'decimal'; value: string } | { form: 'minor'; value: number | string };
+
+export interface PaymentEvent {
+  kind: PaymentEventKind;
+  /** The provider's id of the payment (invoice, PaymentIntent, payment). */
+  resourceId: string;
+  /** Our order id when the event carries one (`order_id` / `metadata.order_id`). */
+  orderId: string | null;
+  /** The payment's amount as the event states it (captured amount for `succeeded`), if any. */
+  amount: RawAmount | null;
+  /** ISO 4217 code as sent (Stripe sends lower case). */
+  currency: string | null;
+  /** Cumulative refunded amount, for `refunded`. */
+  refundedAmount: RawAmount | null;
+  /** The merchant account the body declares (Stripe `account`, Factuarea `account.id`, Standard `data.account_id`). */
+  declaredAccount: string | null;
+  /** When the provider says it happened, if it says. */
+  occurredAt: Date | null;
+}
