@@ -15,9 +15,27 @@ export function configurePaymentWebhooksApp(app: INestApplication, options: { js
     if (req.path.startsWith('/webhooks/')) return next();
     let i = 0;
     const run = (err?: unknown): void => {
-      if (err || i === parsers.length) return next(err);
+      if (err) return parserError(err as { status?: number; type?: string }, res as JsonResponse);
+      if (i === parsers.length) return next();
       (parsers[i++] as (req: unknown, res: unknown, next: (err?: unknown) => void) => void)(req, res, run);
     };
     run();
+  });
+}
+
+interface JsonResponse {
+  status(code: number): JsonResponse;
+  json(body: unknown): void;
+}
+
+/** A body the parser refused gets the API's error shape, not Express's HTML page. */
+function parserError(err: { status?: number; type?: string }, res: JsonResponse): void {
+  if (err.status === 413) {
+    res.status(413).json({ error: 'payload_too_large' });
+    return;
+  }
+  res.status(400).json({
+    error: 'validation_failed',
+    details: [{ field: 'body', message: err.type === 'entity.parse.failed' ? 'the body is not valid JSON' : 'the body cannot be read' }],
   });
 }

@@ -1,14 +1,20 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import { CreateWebhookInbox1764460800000 } from '../../migrations/1764460800000-CreateWebhookInbox';
+import { CreatePaymentDomain1764547200000 } from '../../migrations/1764547200000-CreatePaymentDomain';
+import { Fulfillment } from '../fulfillment/fulfillment.entity';
+import { OutboxMessage } from '../outbox/outbox-message.entity';
+import { IdempotencyKey } from '../payments/idempotency-key.entity';
+import { Order } from '../payments/order.entity';
+import { Payment } from '../payments/payment.entity';
 import { WebhookInbox } from '../webhooks/inbox.entity';
 
 /** The module's own TypeORM connection name, so a host's default connection is left alone. */
 export const PW_CONNECTION = 'payment-webhooks';
 
-export const ENTITIES = [WebhookInbox];
+export const ENTITIES = [WebhookInbox, Order, Payment, Fulfillment, OutboxMessage, IdempotencyKey];
 
 /** Listed, not globbed, so Jest, the CLI and the app see the same list. */
-export const MIGRATIONS = [CreateWebhookInbox1764460800000];
+export const MIGRATIONS = [CreateWebhookInbox1764460800000, CreatePaymentDomain1764547200000];
 
 export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
   return {

@@ -2,7 +2,11 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
+import { PaymentEventsService } from '../payments/payment-events.service';
 import type { InboxStatus } from './inbox.entity';
+import { InboxQueueService } from './inbox-queue.service';
+import { PROVIDERS } from './providers';
+import type { ProviderName } from '../config/options';
 
 /** A delivery as the processing transaction reads it (locked). */
 export interface LockedDelivery {
@@ -22,6 +26,10 @@ export interface ProcessingResult {
   outcome: string;
 }
 
+interface Decision extends ProcessingResult {
+  requeue?: string[];
+}
+
 /** An error whose code becomes the delivery's `last_error` code and, at the end, its outcome. */
 export function errorCode(err: unknown): string {
   const code = (err as { code?: unknown })?.code;
@@ -36,16 +44,21 @@ export function errorCode(err: unknown): string {
 export class DeliveryProcessingService {
   private readonly logger = new Logger('DeliveryProcessing');
 
-  constructor(@InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly payments: PaymentEventsService,
+    private readonly inboxQueue: InboxQueueService,
+  ) {}
 
   /** Processes a delivery; throws (after recording the attempt) so the queue retries. */
   async process(inboxId: string, finalAttempt: boolean): Promise<ProcessingResult | null> {
+    let decision: Decision | null;
     try {
-      return await this.dataSource.transaction(async (em) => {
+      decision = await this.dataSource.transaction(async (em) => {
         const delivery = await this.lock(em, inboxId);
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!delivery || delivery.status !== 'received') return null;
-        const result = await this.decide(em, delivery);
+        const result = await this.decide(em, delivery, finalAttempt);
         await em.query(
           `UPDATE webhook_inbox
               SET status = $2, outcome = $3, processed_at = now(), attempts = attempts + 1, last_error = NULL
@@ -58,6 +71,10 @@ export class DeliveryProcessingService {
       await this.recordFailure(inboxId, err, finalAttempt);
       throw err;
     }
+    if (!decision) return null;
+    const { requeue, ...result } = decision;
+    if (requeue?.length) await this.inboxQueue.requeueAfterCommit(requeue);
+    return result;
   }
 
   private async lock(em: EntityManager, id: string): Promise<LockedDelivery | undefined> {
@@ -70,9 +87,17 @@ export class DeliveryProcessingService {
     return rows[0];
   }
 
-  /** The business decision. No event type has a handler yet: every delivery ends `ignored`. */
-  private async decide(_em: EntityManager, _delivery: LockedDelivery): Promise<ProcessingResult> {
-    return { status: 'ignored', outcome: 'no_handler' };
+  /** Normalises the recorded event, then hands it to the payment domain in this transaction. */
+  private async decide(em: EntityManager, delivery: LockedDelivery, finalAttempt: boolean): Promise<Decision> {
+    const adapter = PROVIDERS[delivery.provider as ProviderName];
+    const event = adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
+    if (!event) return { status: 'ignored', outcome: 'no_handler' };
+    return this.payments.apply(
+      em,
+      { inboxId: delivery.id, provider: delivery.provider, merchantAccountId: delivery.merchantAccountId },
+      event,
+      finalAttempt,
+    );
   }
 
   /** In a short transaction of its own, since the processing one was rolled back. */

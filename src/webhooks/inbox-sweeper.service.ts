@@ -1,18 +1,17 @@
-import { InjectQueue } from '@nestjs/bullmq';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
-import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+import { InboxQueueService } from './inbox-queue.service';
 
 /**
  * Re-enqueues deliveries still `received` a few seconds after they arrived: an enqueue lost to a
  * Redis outage, a crash before the enqueue, or a flushed Redis delays a delivery, never loses it.
  * Jobs that still exist are not doubled (the job id is the inbox id).
+ * Returns how many jobs it added.
  */
 @Injectable()
 export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -23,7 +22,7 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
-    @InjectQueue(InboxQueue.Name) private readonly queue: Queue<ProcessDeliveryData>,
+    private readonly inboxQueue: InboxQueueService,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -56,18 +55,13 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
         [sweepAfterMs, sweepBatchSize],
       );
       if (rows.length === 0) return 0;
-      await withTimeout(
-        this.queue.addBulk(
-          rows.map(({ id }) => ({
-            name: InboxJob.ProcessDelivery,
-            data: { inboxId: id },
-            opts: processDeliveryJobOptions(id, this.options.tuning),
-          })),
-        ),
+      // A job still waiting or running is left alone; a finished one kept under the same id is
+      // replaced (the row says it must run again).
+      return withTimeout(
+        this.inboxQueue.requeue(rows.map((r) => r.id)),
         Math.max(enqueueTimeoutMs, 5_000),
         'sweeper enqueue',
       );
-      return rows.length;
     });
   }
 

@@ -1,18 +1,17 @@
-import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
-import { PW_BULL } from '../payment-webhooks.constants';
+import { PaymentsModule } from '../payments/payments.module';
 import { DeliveryProcessingService } from './delivery-processing.service';
 import { EndpointRegistry } from './endpoint-registry';
 import { InboxIngestService } from './inbox-ingest.service';
 import { InboxSweeper } from './inbox-sweeper.service';
 import { InboxProcessor } from './inbox.processor';
-import { InboxQueue } from './inbox.queue';
+import { InboxQueueModule } from './inbox-queue.module';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhooksController } from './webhooks.controller';
 
 /** Endpoint config, provider adapters, the signature guard, the inbox, ingest and processing. */
 @Module({
-  imports: [BullModule.registerQueue({ name: InboxQueue.Name, configKey: PW_BULL })],
+  imports: [InboxQueueModule, PaymentsModule],
   controllers: [WebhooksController],
   providers: [
     EndpointRegistry,
@@ -22,6 +21,6 @@ import { WebhooksController } from './webhooks.controller';
     InboxProcessor,
     InboxSweeper,
   ],
-  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper],
+  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueModule],
 })
 export class WebhooksModule {}

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent } from '../../payments/payment-event';
+import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
 import {
   asObject,
   checkIdHeader,
@@ -10,6 +10,32 @@ import {
   ProviderAdapter,
   requireId,
 } from './provider';
+
+/** CONTRACT §2.2: invoice event types the service acts on. */
+const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+  ['invoice.created', 'pending'],
+  ['invoice.sent', 'pending'],
+  ['invoice.paid', 'succeeded'],
+  ['invoice.voided', 'canceled'],
+  ['invoice.refunded', 'refunded'],
+]);
+
+/** A non-empty string, else null. */
+function text(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+/** Unix seconds (a JSON number) as a Date; anything else, or out of Date's range, is null. */
+function unixDate(value: unknown): Date | null {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+  const date = new Date(value * 1000);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** A decimal-string amount as sent; missing or another JSON type is null (parsed later, against the currency). */
+function decimal(value: unknown): RawAmount | null {
+  return typeof value === 'string' ? { form: 'decimal', value } : null;
+}
 
 /** Factuarea (CONTRACT §2.2): `Factuarea-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `<t>.<body>`. */
 export const factuareaProvider: ProviderAdapter = {
@@ -41,7 +67,24 @@ export const factuareaProvider: ProviderAdapter = {
     };
   },
 
-  normalize(): PaymentEvent | null {
-    return null; // TODO(normalise): CONTRACT mapping table
+  normalize(body, eventType): PaymentEvent | null {
+    const kind = INVOICE_KINDS.get(eventType);
+    const envelope = asObject(body);
+    const invoice = asObject(asObject(envelope?.data)?.object);
+    const resourceId = text(invoice?.id);
+    // `account.*` and other types, and objects that are not invoices, are ignored.
+    if (!kind || !invoice || resourceId === null) return null;
+    if (invoice.object !== undefined && invoice.object !== 'invoice') return null;
+    return {
+      kind,
+      resourceId,
+      orderId: text(asObject(invoice.metadata)?.order_id),
+      amount: decimal(invoice.total),
+      currency: text(invoice.currency),
+      refundedAmount: kind === 'refunded' ? decimal(invoice.refunded_total) : null,
+      // Account endpoints name the connected account; company endpoints declare none.
+      declaredAccount: text(asObject(envelope?.account)?.id),
+      occurredAt: unixDate(envelope?.created),
+    };
   },
 };

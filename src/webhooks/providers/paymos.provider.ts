@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent } from '../../payments/payment-event';
+import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
 import {
   asObject,
   checkIdHeader,
@@ -13,6 +13,33 @@ import {
   SignatureParts,
   v1Candidates,
 } from './provider';
+
+/** CONTRACT §2.1: invoice event types the service acts on. */
+const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+  ['invoice.created', 'pending'],
+  ['invoice.confirming', 'processing'],
+  ['invoice.paid', 'succeeded'],
+  ['invoice.expired', 'expired'],
+  ['invoice.invalid', 'failed'],
+  ['invoice.refunded', 'refunded'],
+]);
+
+/** A non-empty string, else null. */
+function text(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+/** Unix seconds (a JSON number) as a Date; anything else, or out of Date's range, is null. */
+function unixDate(value: unknown): Date | null {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+  const date = new Date(value * 1000);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** A decimal-string amount as sent; missing or another JSON type is null (parsed later, against the currency). */
+function decimal(value: unknown): RawAmount | null {
+  return typeof value === 'string' ? { form: 'decimal', value } : null;
+}
 
 /** Paymos (CONTRACT §2.1): `X-Webhook-Signature: v1=<hex>[,v1=<hex>…]` over `<timestamp>.<body>`. */
 export const paymosProvider: ProviderAdapter = {
@@ -41,7 +68,21 @@ export const paymosProvider: ProviderAdapter = {
     };
   },
 
-  normalize(): PaymentEvent | null {
-    return null; // TODO(normalise): CONTRACT mapping table
+  normalize(body, eventType): PaymentEvent | null {
+    const kind = INVOICE_KINDS.get(eventType);
+    const data = asObject(asObject(body)?.data);
+    const resourceId = text(data?.id);
+    // Only invoices are payments; withdrawals (`wdr_…`), `pcd_…` and the rest are ignored.
+    if (!kind || !data || !resourceId?.startsWith('inv_')) return null;
+    return {
+      kind,
+      resourceId,
+      orderId: text(data.order_id),
+      amount: decimal(data.price_amount),
+      currency: text(data.price_currency),
+      refundedAmount: kind === 'refunded' ? decimal(data.refunded_amount) : null,
+      declaredAccount: null, // Paymos never declares a merchant account in the body.
+      occurredAt: unixDate(asObject(body)?.created),
+    };
   },
 };

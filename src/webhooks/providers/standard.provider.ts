@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent } from '../../payments/payment-event';
+import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -12,6 +12,41 @@ import {
 } from './provider';
 
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
+
+/** CONTRACT §2.4: the service's native event types. */
+const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+  ['payment.pending', 'pending'],
+  ['payment.processing', 'processing'],
+  ['payment.authorized', 'authorized'],
+  ['payment.succeeded', 'succeeded'],
+  ['payment.failed', 'failed'],
+  ['payment.canceled', 'canceled'],
+  ['payment.expired', 'expired'],
+  ['payment.refunded', 'refunded'],
+  ['payment.disputed', 'disputed'],
+  ['payment.dispute_won', 'dispute_won'],
+  ['payment.dispute_lost', 'dispute_lost'],
+]);
+
+/** An ISO 8601 date-time with an explicit offset (`Z` or `±hh:mm`). */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** A non-empty string, else null. */
+function text(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+/** The ISO `timestamp` as a Date; another type, another format or an impossible date is null. */
+function isoDate(value: unknown): Date | null {
+  if (typeof value !== 'string' || !ISO_INSTANT.test(value)) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** A minor-units amount as sent (number, or numeric string); missing or another JSON type is null. */
+function minor(value: unknown): RawAmount | null {
+  return typeof value === 'number' || typeof value === 'string' ? { form: 'minor', value } : null;
+}
 
 /**
  * Standard Webhooks (CONTRACT §2.4): `webhook-signature: v1,<base64>[ v1,<base64>…]` over
@@ -51,7 +86,21 @@ export const standardProvider: ProviderAdapter = {
     };
   },
 
-  normalize(): PaymentEvent | null {
-    return null; // TODO(normalise): CONTRACT mapping table
+  normalize(body, eventType): PaymentEvent | null {
+    const kind = KINDS.get(eventType);
+    const envelope = asObject(body);
+    const data = asObject(envelope?.data);
+    const resourceId = text(data?.payment_id);
+    if (!kind || !data || resourceId === null) return null;
+    return {
+      kind,
+      resourceId,
+      orderId: text(data.order_id),
+      amount: minor(data.amount),
+      currency: text(data.currency),
+      refundedAmount: kind === 'refunded' ? minor(data.amount_refunded) : null,
+      declaredAccount: text(data.account_id),
+      occurredAt: isoDate(envelope?.timestamp),
+    };
   },
 };

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent } from '../../payments/payment-event';
+import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -9,6 +9,41 @@ import {
   ProviderAdapter,
   requireId,
 } from './provider';
+
+/** CONTRACT §2.3: event types the service acts on (`charge.dispute.closed` depends on its status). */
+const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+  ['payment_intent.processing', 'processing'],
+  ['payment_intent.amount_capturable_updated', 'authorized'],
+  ['payment_intent.succeeded', 'succeeded'],
+  ['payment_intent.payment_failed', 'failed'],
+  ['payment_intent.canceled', 'canceled'],
+  ['charge.refunded', 'refunded'],
+  ['charge.dispute.created', 'disputed'],
+]);
+
+function stripeKind(eventType: string, body: Record<string, unknown>): PaymentEventKind | null {
+  if (eventType !== 'charge.dispute.closed') return KINDS.get(eventType) ?? null;
+  const status = asObject(asObject(asObject(body)?.data)?.object)?.status;
+  // `warning_closed` (an inquiry) and any other status change nothing.
+  return status === 'won' ? 'dispute_won' : status === 'lost' ? 'dispute_lost' : null;
+}
+
+/** A non-empty string, else null. */
+function text(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+/** Unix seconds (a JSON number) as a Date; anything else, or out of Date's range, is null. */
+function unixDate(value: unknown): Date | null {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+  const date = new Date(value * 1000);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** A minor-units amount as sent (number, or numeric string); missing or another JSON type is null. */
+function minor(value: unknown): RawAmount | null {
+  return typeof value === 'number' || typeof value === 'string' ? { form: 'minor', value } : null;
+}
 
 /**
  * Stripe (CONTRACT §2.3): `Stripe-Signature: t=<unix>,v1=<hex>…` over `<t>.<body>`, keyed with
@@ -38,7 +73,28 @@ export const stripeProvider: ProviderAdapter = {
     };
   },
 
-  normalize(): PaymentEvent | null {
-    return null; // TODO(normalise): CONTRACT mapping table
+  normalize(body, eventType): PaymentEvent | null {
+    const kind = stripeKind(eventType, body);
+    const envelope = asObject(body);
+    const object = asObject(asObject(envelope?.data)?.object);
+    if (!kind || !object) return null;
+    // The PaymentIntent holds the money: charges, refunds and disputes point at it.
+    const resourceId = text(eventType.startsWith('charge.') ? object.payment_intent : object.id);
+    if (resourceId === null) return null;
+    let amount: RawAmount | null;
+    if (eventType === 'payment_intent.succeeded') amount = minor(object.amount_received);
+    else if (eventType.startsWith('charge.dispute.')) amount = null; // a dispute may be partial: never checked
+    else amount = minor(object.amount);
+    const currency = text(object.currency);
+    return {
+      kind,
+      resourceId,
+      orderId: text(asObject(object.metadata)?.order_id),
+      amount,
+      currency: currency === null ? null : currency.toUpperCase(),
+      refundedAmount: kind === 'refunded' ? minor(object.amount_refunded) : null,
+      declaredAccount: text(envelope?.account), // Connect
+      occurredAt: unixDate(envelope?.created),
+    };
   },
 };

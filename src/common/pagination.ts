@@ -1,0 +1,52 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
+import { ValidationFailed } from './domain-error';
+
+/** `cursor` and `limit` of every list (CONTRACT §3). */
+export class PageQuery {
+  @ApiPropertyOptional({ description: 'Opaque cursor from the previous page\'s `nextCursor`.' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9_-]{1,200}$/, { message: 'cursor is not a cursor this API issued' })
+  cursor?: string;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt({ message: 'limit must be an integer from 1 to 100' })
+  @Min(1, { message: 'limit must be an integer from 1 to 100' })
+  @Max(100, { message: 'limit must be an integer from 1 to 100' })
+  limit?: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/**
+ * Keyset pagination on a time-ordered id (UUIDv7): newest first, `id < cursor`. No OFFSET, so a
+ * page never repeats or skips an item that existed when the first page was read.
+ */
+export function decodeCursor(cursor: string | undefined): string | null {
+  if (cursor === undefined) return null;
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) {
+    throw new ValidationFailed([{ field: 'cursor', message: 'cursor is not a cursor this API issued' }]);
+  }
+  return id;
+}
+
+export function encodeCursor(id: string): string {
+  return Buffer.from(id, 'utf8').toString('base64url');
+}
+
+/** Callers fetch `limit + 1` rows; the extra one only says whether a next page exists. */
+export function toPage<R extends { id: string }, T>(rows: R[], limit: number, map: (row: R) => T): Page<T> {
+  const items = rows.slice(0, limit);
+  return {
+    items: items.map(map),
+    nextCursor: rows.length > limit ? encodeCursor(items[items.length - 1].id) : null,
+  };
+}

@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import { uuid7 } from '../common/uuid7';
+
+export interface NewOutboxMessage {
+  type: string;
+  payload: Record<string, unknown>;
+  /** Unique: a second message with the same key is the same intent, and is not written again. */
+  idempotencyKey: string;
+}
+
+/**
+ * Writes outbox messages, and only inside the caller's transaction: the message must commit or
+ * roll back with the business change that decided it. A manager outside a transaction is a
+ * programming error.
+ */
+@Injectable()
+export class OutboxWriter {
+  /** Returns the new message's id, or null when a message with this key already exists. */
+  async add(em: EntityManager, message: NewOutboxMessage): Promise<string | null> {
+    if (!em.queryRunner?.isTransactionActive) {
+      throw new Error('OutboxWriter.add needs the EntityManager of an open transaction');
+    }
+    const rows: Array<{ id: string }> = await em.query(
+      `INSERT INTO outbox_message (id, type, payload, idempotency_key, status, attempts, next_attempt_at, created_at)
+       VALUES ($1, $2, $3, $4, 'pending', 0, now(), now())
+       ON CONFLICT (idempotency_key) DO NOTHING
+       RETURNING id`,
+      [uuid7(), message.type, JSON.stringify(message.payload), message.idempotencyKey],
+    );
+    return rows[0]?.id ?? null;
+  }
+}

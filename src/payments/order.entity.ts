@@ -1,0 +1,147 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { uuid7 } from '../common/uuid7';
+import { bigintTransformer } from '../database/transformers';
+import { Money } from './money';
+import type { Payment } from './payment.entity';
+import { decideOrderMove, OrderMoveResult, OrderStatus } from './order.state';
+
+export interface ShipTo {
+  name: string;
+  line1: string;
+  line2?: string;
+  city: string;
+  postalCode: string;
+  country: string;
+}
+
+export interface OrderItem {
+  sku: string;
+  quantity: number;
+}
+
+/** Why an order became paid: its payment, or a support agent. */
+export type PaidVia = { source: 'payment'; paymentId: string } | { source: 'support'; reason: string };
+
+/**
+ * The Order aggregate. It follows its payments: the first capture of the exact amount makes it
+ * `paid` (and only that first time asks for a fulfillment); a full refund makes it `refunded`.
+ * The support path (`mark-paid`) goes through the same `markPaid`.
+ */
+@Entity({ name: 'orders' })
+export class Order {
+  @PrimaryColumn('uuid')
+  id: string;
+
+  @Column({ type: 'text', nullable: true })
+  reference: string | null;
+
+  @Column({ type: 'text' })
+  status: OrderStatus;
+
+  @Column({ name: 'amount_minor', type: 'bigint', transformer: bigintTransformer })
+  amountMinor: bigint;
+
+  @Column({ type: 'text' })
+  currency: string;
+
+  @Column({ type: 'text' })
+  carrier: string;
+
+  @Column({ name: 'ship_to', type: 'jsonb' })
+  shipTo: ShipTo;
+
+  @Column({ type: 'jsonb' })
+  items: OrderItem[];
+
+  @Column({ name: 'paid_via', type: 'jsonb', nullable: true })
+  paidVia: PaidVia | null;
+
+  @Column({ name: 'paid_at', type: 'timestamptz', nullable: true })
+  paidAt: Date | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+
+  static place(params: {
+    reference: string | null;
+    amount: Money;
+    carrier: string;
+    shipTo: ShipTo;
+    items: OrderItem[];
+    now?: Date;
+  }): Order {
+    const now = params.now ?? new Date();
+    return Object.assign(new Order(), {
+      id: uuid7(now.getTime()),
+      reference: params.reference,
+      status: 'awaiting_payment' as OrderStatus,
+      amountMinor: params.amount.minor,
+      currency: params.amount.currency,
+      carrier: params.carrier,
+      shipTo: params.shipTo,
+      items: params.items,
+      paidVia: null,
+      paidAt: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+
+  get amount(): Money {
+    return Money.fromMinor(this.amountMinor, this.currency);
+  }
+
+  /**
+   * `awaiting_payment` → `paid`. Only an `applied` result asks for a fulfillment; an order that
+   * was already paid (or went further) answers `already_applied`.
+   */
+  markPaid(via: PaidVia, now: Date = new Date()): OrderMoveResult {
+    const result = decideOrderMove(this.status, 'paid', ['paid', 'fulfilled', 'refunded']);
+    if (result.outcome === 'applied') {
+      this.status = result.to;
+      this.paidVia = via;
+      this.paidAt = now;
+      this.updatedAt = now;
+    }
+    return result;
+  }
+
+  cancel(now: Date = new Date()): OrderMoveResult {
+    return this.move('canceled', now);
+  }
+
+  markFulfilled(now: Date = new Date()): OrderMoveResult {
+    return this.move('fulfilled', now);
+  }
+
+  markRefunded(now: Date = new Date()): OrderMoveResult {
+    return this.move('refunded', now);
+  }
+
+  /**
+   * The order's reaction to one of its payments having moved. Returns the paid result when the
+   * payment's capture made the order paid (the caller requests the fulfillment then).
+   */
+  followPayment(payment: Payment, now: Date = new Date()): OrderMoveResult | null {
+    if (payment.captured && this.status === 'awaiting_payment' && payment.amount.equals(this.amount)) {
+      return this.markPaid({ source: 'payment', paymentId: payment.id }, now);
+    }
+    if (payment.status === 'refunded' && (this.status === 'paid' || this.status === 'fulfilled')) {
+      return this.markRefunded(now);
+    }
+    // A canceled order stays canceled when money arrives: it is recorded on the payment only.
+    return null;
+  }
+
+  private move(to: OrderStatus, now: Date): OrderMoveResult {
+    const result = decideOrderMove(this.status, to);
+    if (result.outcome === 'applied') {
+      this.status = result.to;
+      this.updatedAt = now;
+    }
+    return result;
+  }
+}

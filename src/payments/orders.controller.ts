@@ -1,0 +1,95 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { AdminAuthGuard } from '../common/admin-auth.guard';
+import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
+import { ApiErrorResponses } from '../common/api-docs';
+import { ValidationFailed } from '../common/domain-error';
+import { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
+import { RegisterPaymentDto } from './dto/payment.dto';
+import { OrderPage, OrderView, PaymentView } from './dto/views';
+import { OrdersService } from './orders.service';
+
+/** An id in the path must be a UUID: anything else is a validation error, not a 500. */
+export const uuidParam = new ParseUUIDPipe({
+  exceptionFactory: () => new ValidationFailed([{ field: 'id', message: 'id must be a UUID' }]),
+});
+
+@ApiTags('orders')
+@ApiBearerAuth('admin')
+@Controller('orders')
+@UseGuards(AdminAuthGuard)
+@UseFilters(ApiExceptionFilter)
+@UsePipes(apiValidationPipe)
+export class OrdersController {
+  constructor(private readonly orders: OrdersService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Place an order', description: 'Safe to retry for 24 h with an `Idempotency-Key`.' })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Up to 255 characters.' })
+  @ApiBody({ type: CreateOrderDto })
+  @ApiResponse({ status: 201, type: OrderView })
+  @ApiErrorResponses(400, 401, 409, 422, 503)
+  async create(
+    @Body() dto: CreateOrderDto,
+    @Req() req: Request,
+    @Res({ passthrough: true }) res: Response,
+    @Headers('idempotency-key') key?: string,
+  ): Promise<OrderView> {
+    const answer = await this.orders.create(dto, req.body, key);
+    res.status(answer.status);
+    return answer.body;
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'List orders, newest first' })
+  @ApiOkResponse({ type: OrderPage })
+  @ApiErrorResponses(400, 401, 503)
+  list(@Query() query: ListOrdersQuery): Promise<OrderPage> {
+    return this.orders.list(query);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'Get an order with its payments and fulfillment' })
+  @ApiOkResponse({ type: OrderView })
+  @ApiErrorResponses(400, 401, 404, 503)
+  get(@Param('id', uuidParam) id: string): Promise<OrderView> {
+    return this.orders.get(id);
+  }
+
+  @Post(':id/payments')
+  @ApiOperation({
+    summary: 'Register a provider payment for the order',
+    description: '201 a new payment; 200 the same registration again; parked deliveries for it are processed at once.',
+  })
+  @ApiResponse({ status: 201, type: PaymentView })
+  @ApiResponse({ status: 200, type: PaymentView })
+  @ApiErrorResponses(400, 401, 404, 409, 503)
+  async registerPayment(
+    @Param('id', uuidParam) id: string,
+    @Body() dto: RegisterPaymentDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<PaymentView> {
+    const answer = await this.orders.registerPayment(id, dto);
+    res.status(answer.status);
+    return answer.body;
+  }
+
+  @Post(':id/mark-paid')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Mark the order paid (support)', description: 'Through the same rules as a webhook: fulfilled once.' })
+  @ApiOkResponse({ type: OrderView })
+  @ApiErrorResponses(400, 401, 404, 409, 503)
+  markPaid(@Param('id', uuidParam) id: string, @Body() dto: MarkPaidDto): Promise<OrderView> {
+    return this.orders.markPaid(id, dto);
+  }
+
+  @Post(':id/cancel')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Cancel an order awaiting payment' })
+  @ApiOkResponse({ type: OrderView })
+  @ApiErrorResponses(400, 401, 404, 409, 503)
+  cancel(@Param('id', uuidParam) id: string): Promise<OrderView> {
+    return this.orders.cancel(id);
+  }
+}

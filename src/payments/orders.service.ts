@@ -1,0 +1,350 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { createHash } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { DomainError, ValidationFailed } from '../common/domain-error';
+import { decodeCursor, Page, toPage } from '../common/pagination';
+import type { ResolvedOptions } from '../config/options';
+import { PW_CONNECTION } from '../database/data-source';
+import { Fulfillment } from '../fulfillment/fulfillment.entity';
+import { FulfillmentService } from '../fulfillment/fulfillment.service';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { InboxQueueService } from '../webhooks/inbox-queue.service';
+import type { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
+import type { ListPaymentsQuery, RegisterPaymentDto } from './dto/payment.dto';
+import type { OrderView, PaymentView } from './dto/views';
+import { Money, MoneyError } from './money';
+import { Order } from './order.entity';
+import { Payment } from './payment.entity';
+
+/** A response to send as it is: status and body (the first response of an idempotent request). */
+export interface Answer<T> {
+  status: number;
+  body: T;
+}
+
+const IDEMPOTENCY_SCOPE = 'POST /orders';
+
+/** The host application's orders and payments (CONTRACT §3). Each use case is one transaction. */
+@Injectable()
+export class OrdersService {
+  private readonly carriers: Set<string>;
+
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly fulfillment: FulfillmentService,
+    private readonly inboxQueue: InboxQueueService,
+  ) {
+    this.carriers = new Set(options.carriers.map((c) => c.name));
+  }
+
+  /**
+   * Places an order. With an `Idempotency-Key`, the same key and an equal body (key order aside)
+   * answer the first response again; another body answers 422. A second request with the same key
+   * waits on the first one's row until it commits, so two at once cannot both create.
+   */
+  async create(dto: CreateOrderDto, rawBody: unknown, idempotencyKey?: string): Promise<Answer<OrderView>> {
+    if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
+      throw new ValidationFailed([{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
+    }
+    const amount = parseAmount(dto.amount, dto.currency);
+    const carrier = dto.carrier ?? 'default';
+    if (!this.carriers.has(carrier)) {
+      throw new ValidationFailed([{ field: 'carrier', message: `carrier "${carrier}" is not configured` }]);
+    }
+    return this.dataSource.transaction(async (em) => {
+      if (idempotencyKey !== undefined) {
+        const replay = await this.claimKey(em, idempotencyKey, requestHash(rawBody));
+        if (replay) return replay;
+      }
+      const order = Order.place({
+        reference: dto.reference ?? null,
+        amount,
+        carrier,
+        shipTo: { ...dto.shipTo },
+        items: dto.items.map((i) => ({ sku: i.sku, quantity: i.quantity })),
+      });
+      const inserted: unknown[] = await em.query(
+        `INSERT INTO orders (id, reference, status, amount_minor, currency, carrier, ship_to, items, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+         ON CONFLICT (reference) DO NOTHING
+         RETURNING id`,
+        [order.id, order.reference, order.status, order.amountMinor.toString(), order.currency, order.carrier,
+          JSON.stringify(order.shipTo), JSON.stringify(order.items), order.createdAt],
+      );
+      if (inserted.length === 0) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
+      const answer = { status: 201, body: orderView(order, [], null) };
+      if (idempotencyKey !== undefined) {
+        await em.query(
+          `UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE scope = $1 AND key = $2`,
+          [IDEMPOTENCY_SCOPE, idempotencyKey, answer.status, JSON.stringify(answer.body)],
+        );
+      }
+      return answer;
+    });
+  }
+
+  /** Claims the key for this request, or returns the first response; an expired key (24 h) is taken over. */
+  private async claimKey(em: EntityManager, key: string, hash: string): Promise<Answer<OrderView> | null> {
+    const claimed: unknown[] = await em.query(
+      `INSERT INTO idempotency_keys (scope, key, request_hash, created_at) VALUES ($1, $2, $3, now())
+       ON CONFLICT (scope, key) DO UPDATE
+         SET request_hash = EXCLUDED.request_hash, response_status = NULL, response_body = NULL, created_at = now()
+         WHERE idempotency_keys.created_at < now() - interval '24 hours'
+       RETURNING key`,
+      [IDEMPOTENCY_SCOPE, key, hash],
+    );
+    if (claimed.length > 0) return null;
+    const [first] = await em.query(
+      `SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE scope = $1 AND key = $2`,
+      [IDEMPOTENCY_SCOPE, key],
+    );
+    if (first.request_hash !== hash) {
+      throw new DomainError('IDEMPOTENCY.KEY_REUSED', 'this Idempotency-Key was used with another body');
+    }
+    return { status: first.response_status, body: first.response_body };
+  }
+
+  async get(id: string): Promise<OrderView> {
+    const order = await this.dataSource.getRepository(Order).findOne({ where: { id } });
+    if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
+    return (await this.views([order]))[0];
+  }
+
+  async list(query: ListOrdersQuery): Promise<Page<OrderView>> {
+    const limit = query.limit ?? 50;
+    const cursor = decodeCursor(query.cursor);
+    const params: unknown[] = [limit + 1];
+    const where: string[] = [];
+    if (query.status) where.push(`status = $${params.push(query.status)}`);
+    if (cursor) where.push(`id < $${params.push(cursor)}`);
+    const ids: Array<{ id: string }> = await this.dataSource.query(
+      `SELECT id FROM orders ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`,
+      params,
+    );
+    const orders = ids.length
+      ? await this.dataSource.getRepository(Order).find({ where: ids.map(({ id }) => ({ id })), order: { id: 'DESC' } })
+      : [];
+    const views = await this.views(orders);
+    return toPage(views, limit, (v) => v);
+  }
+
+  /**
+   * Registers a provider payment for an order, expecting the order's amount and currency. The same
+   * (provider, account, payment) again for the same order answers the existing payment (200); for
+   * another order, 409. Deliveries parked for that payment are released at once.
+   */
+  async registerPayment(orderId: string, dto: RegisterPaymentDto): Promise<Answer<PaymentView>> {
+    const merchantAccountId = this.merchantAccountFor(dto);
+    const key = { provider: dto.provider, merchantAccountId, providerPaymentId: dto.providerPaymentId };
+    const { answer, release } = await this.dataSource.transaction(async (em) => {
+      const order = await em.getRepository(Order).findOne({ where: { id: orderId }, lock: { mode: 'pessimistic_write' } });
+      if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
+      const payment = Payment.register({ orderId, ...key, expected: order.amount });
+      const inserted: unknown[] = await em.query(
+        `INSERT INTO payments (id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor,
+                               currency, refunded_minor, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, 0, $8, $8)
+         ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
+         RETURNING id`,
+        [payment.id, orderId, key.provider, key.providerPaymentId, key.merchantAccountId,
+          payment.amountMinor.toString(), payment.currency, payment.createdAt],
+      );
+      if (inserted.length === 0) {
+        const existing = await em.getRepository(Payment).findOneOrFail({ where: key });
+        if (existing.orderId !== orderId) {
+          throw new DomainError('PAYMENT.ALREADY_REGISTERED', 'this provider payment belongs to another order');
+        }
+        return { answer: { status: 200, body: paymentView(existing) }, release: [] as string[] };
+      }
+      const release = await this.inboxQueue.releaseParked(em, {
+        provider: key.provider,
+        merchantAccountId: key.merchantAccountId,
+        resourceId: key.providerPaymentId,
+      });
+      return { answer: { status: 201, body: paymentView(payment) }, release };
+    });
+    await this.inboxQueue.requeueAfterCommit(release, { expedite: true });
+    return answer;
+  }
+
+  /**
+   * The support path: the same `markPaid` a captured payment calls, so the order is fulfilled
+   * once whichever comes first. An order already paid answers as it is.
+   */
+  async markPaid(id: string, dto: MarkPaidDto): Promise<OrderView> {
+    await this.dataSource.transaction(async (em) => {
+      const order = await this.lockOrder(em, id);
+      const result = order.markPaid({ source: 'support', reason: dto.reason });
+      if (result.outcome === 'rejected' || (result.outcome === 'already_applied' && order.status !== 'paid')) {
+        throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be marked paid`);
+      }
+      if (result.outcome === 'applied') {
+        await em.getRepository(Order).update(
+          { id },
+          { status: order.status, paidVia: order.paidVia, paidAt: order.paidAt, updatedAt: order.updatedAt },
+        );
+        await this.fulfillment.request(em, order);
+      }
+    });
+    return this.get(id);
+  }
+
+  async cancel(id: string): Promise<OrderView> {
+    await this.dataSource.transaction(async (em) => {
+      const order = await this.lockOrder(em, id);
+      const result = order.cancel();
+      if (result.outcome !== 'applied') {
+        throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be canceled`);
+      }
+      await em.getRepository(Order).update({ id }, { status: order.status, updatedAt: order.updatedAt });
+    });
+    return this.get(id);
+  }
+
+  async getPayment(id: string): Promise<PaymentView> {
+    const payment = await this.dataSource.getRepository(Payment).findOne({ where: { id } });
+    if (!payment) throw new DomainError('PAYMENT.NOT_FOUND', 'no such payment');
+    return paymentView(payment);
+  }
+
+  async listPayments(query: ListPaymentsQuery): Promise<Page<PaymentView>> {
+    const limit = query.limit ?? 50;
+    const cursor = decodeCursor(query.cursor);
+    const params: unknown[] = [limit + 1];
+    const where: string[] = [];
+    if (query.provider) where.push(`provider = $${params.push(query.provider)}`);
+    if (query.providerPaymentId) where.push(`provider_payment_id = $${params.push(query.providerPaymentId)}`);
+    if (query.orderId) where.push(`order_id = $${params.push(query.orderId)}`);
+    if (cursor) where.push(`id < $${params.push(cursor)}`);
+    const ids: Array<{ id: string }> = await this.dataSource.query(
+      `SELECT id FROM payments ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`,
+      params,
+    );
+    const payments = ids.length
+      ? await this.dataSource.getRepository(Payment).find({ where: ids.map(({ id }) => ({ id })), order: { id: 'DESC' } })
+      : [];
+    return toPage(payments, limit, paymentView);
+  }
+
+  private async lockOrder(em: EntityManager, id: string): Promise<Order> {
+    const order = await em.getRepository(Order).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+    if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
+    return order;
+  }
+
+  /** The merchant account a registration means: given, or the single one the provider's endpoints name. */
+  private merchantAccountFor(dto: RegisterPaymentDto): string {
+    const accounts = [
+      ...new Set(this.options.endpoints.filter((e) => e.provider === dto.provider).map((e) => e.merchantAccountId)),
+    ];
+    if (dto.merchantAccountId !== undefined) {
+      if (!accounts.includes(dto.merchantAccountId)) {
+        throw new ValidationFailed([
+          { field: 'merchantAccountId', message: `no ${dto.provider} endpoint has merchant account "${dto.merchantAccountId}"` },
+        ]);
+      }
+      return dto.merchantAccountId;
+    }
+    if (accounts.length !== 1) {
+      throw new ValidationFailed([
+        {
+          field: 'merchantAccountId',
+          message:
+            accounts.length === 0
+              ? `no ${dto.provider} endpoint is configured`
+              : `required: the ${dto.provider} endpoints name ${accounts.length} merchant accounts`,
+        },
+      ]);
+    }
+    return accounts[0];
+  }
+
+  /** Orders with their payments and fulfillment, in three queries whatever the page size. */
+  private async views(orders: Order[]): Promise<OrderView[]> {
+    if (orders.length === 0) return [];
+    const ids = orders.map((o) => o.id);
+    const payments = await this.dataSource
+      .getRepository(Payment)
+      .createQueryBuilder('p')
+      .where('p.order_id = ANY(:ids)', { ids })
+      .orderBy('p.id', 'ASC')
+      .getMany();
+    const fulfillments = await this.dataSource
+      .getRepository(Fulfillment)
+      .createQueryBuilder('f')
+      .where('f.order_id = ANY(:ids)', { ids })
+      .getMany();
+    return orders.map((order) =>
+      orderView(
+        order,
+        payments.filter((p) => p.orderId === order.id),
+        fulfillments.find((f) => f.orderId === order.id) ?? null,
+      ),
+    );
+  }
+}
+
+function parseAmount(amount: string, currency: string): Money {
+  try {
+    return Money.parse(amount, currency);
+  } catch (err) {
+    if (err instanceof MoneyError) {
+      const field = err.code === 'MONEY.UNKNOWN_CURRENCY' ? 'currency' : 'amount';
+      throw new ValidationFailed([{ field, message: err.message }]);
+    }
+    throw err;
+  }
+}
+
+/** JSON with keys sorted at every level, so key order does not change the hash. */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+function requestHash(body: unknown): string {
+  return createHash('sha256').update(canonical(body)).digest('hex');
+}
+
+export function paymentView(p: Payment): PaymentView {
+  return {
+    id: p.id,
+    orderId: p.orderId,
+    provider: p.provider,
+    providerPaymentId: p.providerPaymentId,
+    merchantAccountId: p.merchantAccountId,
+    status: p.status,
+    amount: p.amount.toDecimal(),
+    currency: p.currency,
+    refundedAmount: p.refundedAmount.toDecimal(),
+    createdAt: p.createdAt.toISOString(),
+    updatedAt: p.updatedAt.toISOString(),
+  };
+}
+
+export function orderView(o: Order, payments: Payment[], fulfillment: Fulfillment | null): OrderView {
+  return {
+    id: o.id,
+    reference: o.reference,
+    status: o.status,
+    amount: o.amount.toDecimal(),
+    currency: o.currency,
+    carrier: o.carrier,
+    shipTo: o.shipTo,
+    items: o.items,
+    payments: payments.map(paymentView),
+    fulfillment: fulfillment
+      ? { id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }
+      : null,
+    createdAt: o.createdAt.toISOString(),
+    updatedAt: o.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,196 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { uuid7 } from '../common/uuid7';
+import { bigintTransformer } from '../database/transformers';
+import { Money } from './money';
+import type { PaymentEventKind } from './payment-event';
+import { ApplyResult, CAPTURED_STATUSES, decideMove, PaymentStatus } from './payment.state';
+
+/** An event in the payment's own terms: amounts parsed against their currency. */
+export interface PaymentChange {
+  kind: PaymentEventKind;
+  /** The payment's amount as the event states it (the captured amount for `succeeded`). */
+  amount: Money | null;
+  /** The currency the event states, when it states one without an amount (disputes). */
+  currency: string | null;
+  /** Cumulative refunded amount, for `refunded`. */
+  refunded: Money | null;
+}
+
+/**
+ * The Payment aggregate: one provider payment (invoice, PaymentIntent…) expected to bring an
+ * order's exact amount. Its status only moves forward (PAYMENT_TRANSITIONS); every change goes
+ * through `apply`, which returns the outcome as a value and never does twice what it already did.
+ */
+@Entity({ name: 'payments' })
+export class Payment {
+  @PrimaryColumn('uuid')
+  id: string;
+
+  @Column({ name: 'order_id', type: 'uuid' })
+  orderId: string;
+
+  @Column({ type: 'text' })
+  provider: string;
+
+  @Column({ name: 'provider_payment_id', type: 'text' })
+  providerPaymentId: string;
+
+  @Column({ name: 'merchant_account_id', type: 'text' })
+  merchantAccountId: string;
+
+  @Column({ type: 'text' })
+  status: PaymentStatus;
+
+  @Column({ name: 'amount_minor', type: 'bigint', transformer: bigintTransformer })
+  amountMinor: bigint;
+
+  @Column({ type: 'text' })
+  currency: string;
+
+  @Column({ name: 'refunded_minor', type: 'bigint', transformer: bigintTransformer })
+  refundedMinor: bigint;
+
+  /** How the last dispute ended; a dispute event after that is stale. */
+  @Column({ name: 'dispute_outcome', type: 'text', nullable: true })
+  disputeOutcome: 'won' | 'lost' | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz' })
+  createdAt: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz' })
+  updatedAt: Date;
+
+  static register(params: {
+    orderId: string;
+    provider: string;
+    providerPaymentId: string;
+    merchantAccountId: string;
+    expected: Money;
+    now?: Date;
+  }): Payment {
+    const now = params.now ?? new Date();
+    return Object.assign(new Payment(), {
+      id: uuid7(now.getTime()),
+      orderId: params.orderId,
+      provider: params.provider,
+      providerPaymentId: params.providerPaymentId,
+      merchantAccountId: params.merchantAccountId,
+      status: 'pending' as PaymentStatus,
+      amountMinor: params.expected.minor,
+      currency: params.expected.currency,
+      refundedMinor: 0n,
+      disputeOutcome: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+  }
+
+  get amount(): Money {
+    return Money.fromMinor(this.amountMinor, this.currency);
+  }
+
+  get refundedAmount(): Money {
+    return Money.fromMinor(this.refundedMinor, this.currency);
+  }
+
+  get captured(): boolean {
+    return CAPTURED_STATUSES.has(this.status);
+  }
+
+  /**
+   * Applies one event. Checks the money first (nothing changes on a mismatch), then asks the
+   * transition table where the payment may go, and writes only what the table answered.
+   */
+  apply(change: PaymentChange, now: Date = new Date()): ApplyResult {
+    const from = this.status;
+    const mismatch = this.checkMoney(change);
+    if (mismatch) return mismatch;
+
+    let result: ApplyResult;
+    let refunded = this.refundedMinor;
+    let disputeOutcome = this.disputeOutcome;
+    switch (change.kind) {
+      case 'refunded': {
+        if (!change.refunded) return reject(from, 'amount_mismatch', 'a refund event without its refunded amount');
+        if (!this.captured) return reject(from, 'illegal_transition', 'a refund of a payment never captured');
+        if (change.refunded.minor > this.amountMinor) {
+          return reject(from, 'illegal_transition', 'a refund above the captured amount');
+        }
+        if (change.refunded.minor < this.refundedMinor) return { outcome: 'stale', from, to: from };
+        if (change.refunded.minor === this.refundedMinor) return { outcome: 'already_applied', from, to: from };
+        refunded = change.refunded.minor;
+        if (refunded === this.amountMinor) {
+          result = decideMove(from, 'refunded');
+        } else if (from === 'disputed') {
+          // The amount rises; the dispute still decides the status.
+          result = { outcome: 'applied', from, to: from };
+        } else {
+          result = decideMove(from, 'partially_refunded');
+          if (from === 'partially_refunded' && result.outcome === 'already_applied') {
+            result = { outcome: 'applied', from, to: from };
+          }
+        }
+        break;
+      }
+      case 'disputed':
+        if (!this.captured) return reject(from, 'illegal_transition', 'a dispute on a payment never captured');
+        if (this.disputeOutcome !== null) return { outcome: 'stale', from, to: from };
+        result = decideMove(from, 'disputed');
+        break;
+      case 'dispute_won':
+        if (!this.captured) return reject(from, 'illegal_transition', 'a dispute won on a payment never captured');
+        if (this.disputeOutcome === 'won') return { outcome: 'already_applied', from, to: from };
+        if (this.disputeOutcome === 'lost') return { outcome: 'stale', from, to: from };
+        disputeOutcome = 'won';
+        // A won dispute arriving before its opening still closes it.
+        result =
+          from === 'disputed'
+            ? decideMove(from, this.refundedMinor > 0n ? 'partially_refunded' : 'succeeded')
+            : { outcome: 'applied', from, to: from };
+        break;
+      case 'dispute_lost':
+        if (!this.captured) return reject(from, 'illegal_transition', 'a dispute lost on a payment never captured');
+        if (this.disputeOutcome === 'won') return { outcome: 'stale', from, to: from };
+        disputeOutcome = 'lost';
+        result = decideMove(from, 'dispute_lost');
+        break;
+      case 'succeeded':
+        // A capture already recorded (whatever came after it) is nothing new.
+        result = this.captured ? { outcome: 'already_applied', from, to: from } : decideMove(from, 'succeeded');
+        break;
+      default:
+        result = decideMove(from, change.kind);
+    }
+
+    if (result.outcome === 'applied') {
+      this.status = result.to;
+      this.refundedMinor = refunded;
+      this.disputeOutcome = disputeOutcome;
+      this.updatedAt = now;
+    }
+    return result;
+  }
+
+  /** The event's money must be this payment's: same currency, and the same amount where stated. */
+  private checkMoney(change: PaymentChange): ApplyResult | null {
+    const currency = change.amount?.currency ?? change.refunded?.currency ?? change.currency;
+    if (currency !== null && currency !== undefined && currency !== this.currency) {
+      return reject(this.status, 'currency_mismatch', `the event is in ${currency}, the payment in ${this.currency}`);
+    }
+    if (change.kind === 'succeeded' && !change.amount) {
+      return reject(this.status, 'amount_mismatch', 'a payment event without its amount');
+    }
+    if (change.amount && change.amount.minor !== this.amountMinor) {
+      return reject(
+        this.status,
+        'amount_mismatch',
+        `the event states ${change.amount.toDecimal()} ${currency}, the payment expects ${this.amount.toDecimal()} ${this.currency}`,
+      );
+    }
+    return null;
+  }
+}
+
+function reject(from: PaymentStatus, reason: 'illegal_transition' | 'amount_mismatch' | 'currency_mismatch', detail: string): ApplyResult {
+  return { outcome: 'rejected', from, reason, detail };
+}

@@ -1,0 +1,104 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { Queue } from 'bullmq';
+import type { EntityManager } from 'typeorm';
+import type { ResolvedOptions } from '../config/options';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+
+/**
+ * Puts deliveries (back) on the inbox queue: for the sweeper, for deliveries re-run after their
+ * payment moved, for parked deliveries released by a registration, and for replays. A job id is
+ * the inbox id; a finished job still kept under that id is replaced, since the row says it must
+ * run again. The database decides what the run does.
+ */
+@Injectable()
+export class InboxQueueService {
+  private readonly logger = new Logger('InboxQueue');
+
+  constructor(
+    @InjectQueue(InboxQueue.Name) private readonly queue: Queue<ProcessDeliveryData>,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+  ) {}
+
+  /**
+   * Enqueues each delivery unless its job is already waiting or running. `expedite` also moves a
+   * job out of its retry backoff (a registration that makes a parked delivery processable).
+   * Returns how many jobs were added or promoted.
+   */
+  async requeue(ids: readonly string[], { expedite = false } = {}): Promise<number> {
+    let count = 0;
+    for (const id of ids) {
+      const job = await this.queue.getJob(id);
+      if (job) {
+        const state = await job.getState();
+        if (state === 'delayed') {
+          if (expedite) {
+            await job.promote().catch(() => undefined); // it may have started meanwhile
+            count++;
+          }
+          continue;
+        }
+        if (state !== 'completed' && state !== 'failed') continue;
+        await job.remove().catch(() => undefined);
+      }
+      await this.queue.add(InboxJob.ProcessDelivery, { inboxId: id }, processDeliveryJobOptions(id, this.options.tuning));
+      count++;
+    }
+    return count;
+  }
+
+  /** Best effort after a commit: a failure leaves the rows `received`, and the sweeper enqueues them. */
+  async requeueAfterCommit(ids: readonly string[], options: { expedite?: boolean } = {}): Promise<void> {
+    if (ids.length === 0) return;
+    try {
+      await this.requeue(ids, options);
+    } catch (err) {
+      this.logger.warn(`${ids.length} deliveries left for the sweeper: ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * In the caller's transaction: deliveries of one provider payment parked as `unmatched` become
+   * `received` again, and the ids of every delivery of that payment still waiting are returned,
+   * to be requeued (expedited) after the commit.
+   */
+  async releaseParked(
+    em: EntityManager,
+    key: { provider: string; merchantAccountId: string; resourceId: string },
+  ): Promise<string[]> {
+    const released: Array<{ id: string }> = await em.query(
+      `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL
+        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status = 'unmatched'
+        RETURNING id`,
+      [key.provider, key.merchantAccountId, key.resourceId],
+    );
+    const waiting: Array<{ id: string }> = await em.query(
+      `SELECT id FROM webhook_inbox
+        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status = 'received'`,
+      [key.provider, key.merchantAccountId, key.resourceId],
+    );
+    return [...new Set([...released, ...waiting].map((r) => r.id))];
+  }
+
+  /**
+   * In the caller's transaction: deliveries of one provider payment that were refused as illegal
+   * transitions become `received` again. Called when the payment has just moved: an event that
+   * came too early (a refund before its capture) gets its turn, so the order events arrive in
+   * does not change where the payment ends.
+   */
+  async reopenRejected(
+    em: EntityManager,
+    key: { provider: string; merchantAccountId: string; resourceId: string },
+    exceptId: string,
+  ): Promise<string[]> {
+    const rows: Array<{ id: string }> = await em.query(
+      `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL
+        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3
+          AND status = 'rejected' AND outcome = 'illegal_transition' AND id <> $4
+        RETURNING id`,
+      [key.provider, key.merchantAccountId, key.resourceId, exceptId],
+    );
+    return rows.map((r) => r.id);
+  }
+}
