@@ -37,6 +37,10 @@ export const TEST_ENDPOINTS: EndpointDefinition[] = [
   },
 ];
 
+/** The admin token every test app is configured with. */
+export const ADMIN_TOKEN = 'test-admin-token';
+export const AUTH = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+
 export function secretOf(endpointId: string): string {
   const endpoint = TEST_ENDPOINTS.find((e) => e.id === endpointId);
   if (!endpoint) throw new Error(`no test endpoint ${endpointId}`);
@@ -77,6 +81,9 @@ export async function createTestApp(overrides: Partial<PaymentWebhooksOptions> =
         redisUrl: TEST_REDIS_URL,
         queuePrefix,
         endpoints: TEST_ENDPOINTS,
+        // Nothing listens on port 9: suites that dispatch to a carrier configure their own.
+        carriers: [{ name: 'default', url: 'http://127.0.0.1:9' }],
+        adminToken: ADMIN_TOKEN,
         migrationsRun: false,
         runWorkers: false,
         ...overrides,

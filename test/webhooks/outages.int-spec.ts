@@ -7,7 +7,7 @@ import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 
 function delivery(eventId: string) {
-  const body = JSON.stringify({ event_id: eventId, type: 'invoice.paid', data: { id: 'inv_1' } });
+  const body = JSON.stringify({ event_id: eventId, type: 'invoice.updated', data: { id: 'inv_1' } });
   return { body, headers: signedHeaders('paymos', secretOf('paymos-a'), body, { eventId }) };
 }
 

@@ -4,7 +4,7 @@ import { signedHeaders } from '../../tools/sign';
 import { createTestApp, eventually, secretOf, TestApp, truncateAll } from '../support/app';
 
 async function receive(t: TestApp, eventId: string): Promise<string> {
-  const body = JSON.stringify({ event_id: eventId, type: 'invoice.paid', data: { id: 'inv_1' } });
+  const body = JSON.stringify({ event_id: eventId, type: 'invoice.updated', data: { id: 'inv_1' } });
   const res = await request(t.app.getHttpServer())
     .post('/webhooks/paymos-a')
     .set(signedHeaders('paymos', secretOf('paymos-a'), body))
