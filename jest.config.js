@@ -18,6 +18,7 @@ module.exports = {
   // Nest 12 packages are ESM-only; Jest on Node 20 needs them transpiled.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|cookie|light-my-request/node_modules/cookie)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30_000,
   maxWorkers: 1,
 };
