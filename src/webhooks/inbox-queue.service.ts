@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { EntityManager } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
+import { rowsReturned } from '../database/returning';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 
@@ -40,7 +41,7 @@ export class InboxQueueService {
           continue;
         }
         if (state !== 'completed' && state !== 'failed') continue;
-        await job.remove().catch(() => undefined);
+        await job.remove().catch(() => undefined); // it may have been removed meanwhile
       }
       await this.queue.add(InboxJob.ProcessDelivery, { inboxId: id }, processDeliveryJobOptions(id, this.options.tuning));
       count++;
@@ -67,7 +68,8 @@ export class InboxQueueService {
     em: EntityManager,
     key: { provider: string; merchantAccountId: string; resourceId: string },
   ): Promise<string[]> {
-    const released: Array<{ id: string }> = await em.query(
+    const released = await rowsReturned<{ id: string }>(
+      em,
       `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL
         WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status = 'unmatched'
         RETURNING id`,
@@ -92,7 +94,8 @@ export class InboxQueueService {
     key: { provider: string; merchantAccountId: string; resourceId: string },
     exceptId: string,
   ): Promise<string[]> {
-    const rows: Array<{ id: string }> = await em.query(
+    const rows = await rowsReturned<{ id: string }>(
+      em,
       `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL
         WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3
           AND status = 'rejected' AND outcome = 'illegal_transition' AND id <> $4

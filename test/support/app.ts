@@ -63,7 +63,7 @@ export interface TestApp {
   dataSource: DataSource;
   clock: TestClock;
   queuePrefix: string;
-  get<T>(token: unknown): T;
+  get<T>(token: (abstract new (...args: any[]) => T) | string | symbol): T;
   close(): Promise<void>;
 }
 
@@ -103,7 +103,7 @@ export async function createTestApp(overrides: Partial<PaymentWebhooksOptions> =
     dataSource,
     clock,
     queuePrefix,
-    get: <T>(token: unknown) => app.get(token as never) as T,
+    get: <T>(token: (abstract new (...args: any[]) => T) | string | symbol) => app.get(token as never) as T,
     close: async () => {
       await app.close();
       await deleteQueueKeys(queuePrefix);
