@@ -1,0 +1,361 @@
+import fc from 'fast-check';
+import { Money } from './money';
+import { Order } from './order.entity';
+import type { OrderStatus } from './order.state';
+import { Payment, PaymentChange } from './payment.entity';
+import type { PaymentEventKind } from './payment-event';
+import type { ApplyResult, PaymentStatus } from './payment.state';
+
+/**
+ * "Any interleaving of a payment's events, with duplicates and reorderings, ends in the same state
+ * as the events in order and never requests two fulfillments."
+ *
+ * One order of 49.90 EUR, one payment for it. A history is what the provider did, in order; a
+ * delivery is that history shuffled with duplicates. Both go through the processing policy of
+ * PaymentEventsService + InboxQueueService.reopenRejected, modelled in `run`.
+ */
+
+const NOW = new Date('2026-03-01T10:00:00.000Z');
+const AMOUNT = Money.parse('49.90', 'EUR');
+
+/** One provider event, as plain data so that counter-examples print readably. */
+type Step = { kind: Exclude<PaymentEventKind, 'refunded'> } | { kind: 'refunded'; refunded: number };
+
+function toChange(step: Step): PaymentChange {
+  switch (step.kind) {
+    case 'refunded':
+      return { kind: 'refunded', amount: AMOUNT, currency: 'EUR', refunded: Money.fromMinor(step.refunded, 'EUR') };
+    case 'disputed':
+    case 'dispute_won':
+    case 'dispute_lost':
+      return { kind: step.kind, amount: null, currency: 'EUR', refunded: null };
+    default:
+      return { kind: step.kind, amount: AMOUNT, currency: 'EUR', refunded: null };
+  }
+}
+
+interface Outcome {
+  step: Step;
+  result: ApplyResult;
+}
+
+interface RunResult {
+  payment: { status: PaymentStatus; refundedMinor: bigint; disputeOutcome: 'won' | 'lost' | null };
+  orderStatus: OrderStatus;
+  captured: boolean;
+  fulfillmentRequests: number;
+  /** Events still refused as illegal transitions when the delivery is over. */
+  leftRejected: Step[];
+  outcomes: Outcome[];
+}
+
+const isIllegal = (r: ApplyResult) => r.outcome === 'rejected' && r.reason === 'illegal_transition';
+
+/**
+ * The service's policy: events one at a time; an illegal transition is kept aside; whenever an
+ * event is applied, the kept-aside ones are retried in the order they were kept, pass after pass,
+ * until a pass applies nothing. After each applied change the order follows its payment; a
+ * follow that makes the order `paid` is a fulfillment request.
+ */
+function run(deliveries: readonly Step[]): RunResult {
+  const order = Order.place({
+    reference: 'ORD-1',
+    amount: AMOUNT,
+    carrier: 'default',
+    shipTo: { name: 'Ada', line1: '1 Main St', city: 'Paris', postalCode: '75001', country: 'FR' },
+    items: [{ sku: 'SKU-1', quantity: 1 }],
+    now: NOW,
+  });
+  const payment = Payment.register({
+    orderId: order.id,
+    provider: 'stripe',
+    providerPaymentId: 'pi_1',
+    merchantAccountId: 'acct_1',
+    expected: order.amount,
+    now: NOW,
+  });
+  let fulfillmentRequests = 0;
+  const kept: Step[] = [];
+  const outcomes: Outcome[] = [];
+
+  const process = (step: Step): ApplyResult => {
+    const result = payment.apply(toChange(step), NOW);
+    outcomes.push({ step, result });
+    if (result.outcome === 'applied') {
+      const moved = order.followPayment(payment, NOW);
+      if (moved?.outcome === 'applied' && moved.to === 'paid') fulfillmentRequests += 1;
+    }
+    return result;
+  };
+
+  const retryKept = () => {
+    for (;;) {
+      const pass = kept.splice(0);
+      let appliedSome = false;
+      for (const step of pass) {
+        const result = process(step);
+        if (isIllegal(result)) kept.push(step);
+        else if (result.outcome === 'applied') appliedSome = true;
+      }
+      if (!appliedSome) return;
+    }
+  };
+
+  for (const step of deliveries) {
+    const result = process(step);
+    if (isIllegal(result)) kept.push(step);
+    else if (result.outcome === 'applied') retryKept();
+  }
+
+  return {
+    payment: { status: payment.status, refundedMinor: payment.refundedMinor, disputeOutcome: payment.disputeOutcome },
+    orderStatus: order.status,
+    captured: payment.captured,
+    fulfillmentRequests,
+    leftRejected: kept,
+    outcomes,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Realistic histories of one payment
+// ---------------------------------------------------------------------------------------------
+
+type Shape = 'H1 captured and refunded' | 'H2 never captured' | 'H3 disputed' | 'H4 retried attempt';
+interface History {
+  shape: Shape;
+  events: Step[];
+}
+
+/** Optional pending, processing, authorized, in that order. */
+const preCapture: fc.Arbitrary<Step[]> = fc
+  .tuple(fc.boolean(), fc.boolean(), fc.boolean())
+  .map(([pending, processing, authorized]) => [
+    ...(pending ? [{ kind: 'pending' as const }] : []),
+    ...(processing ? [{ kind: 'processing' as const }] : []),
+    ...(authorized ? [{ kind: 'authorized' as const }] : []),
+  ]);
+
+/** H1: capture, then 0–3 strictly increasing partial refunds (cumulative), optionally a full refund. */
+const h1: fc.Arbitrary<History> = fc
+  .record({
+    pre: preCapture,
+    partials: fc.uniqueArray(fc.integer({ min: 1, max: 4989 }), { maxLength: 3 }),
+    full: fc.boolean(),
+  })
+  .map(({ pre, partials, full }) => ({
+    shape: 'H1 captured and refunded' as const,
+    events: [
+      ...pre,
+      { kind: 'succeeded' as const },
+      ...[...partials].sort((a, b) => a - b).map((refunded) => ({ kind: 'refunded' as const, refunded })),
+      ...(full ? [{ kind: 'refunded' as const, refunded: 4990 }] : []),
+    ],
+  }));
+
+/** H2: pre-capture events, then exactly one of failed | canceled | expired. */
+const h2: fc.Arbitrary<History> = fc
+  .record({ pre: preCapture, end: fc.constantFrom('failed' as const, 'canceled' as const, 'expired' as const) })
+  .map(({ pre, end }) => ({ shape: 'H2 never captured' as const, events: [...pre, { kind: end }] }));
+
+/** H3: capture, a dispute, optionally its end. */
+const h3: fc.Arbitrary<History> = fc
+  .record({ pre: preCapture, end: fc.constantFrom(null, 'dispute_won' as const, 'dispute_lost' as const) })
+  .map(({ pre, end }) => ({
+    shape: 'H3 disputed' as const,
+    events: [...pre, { kind: 'succeeded' as const }, { kind: 'disputed' as const }, ...(end ? [{ kind: end }] : [])],
+  }));
+
+/** H4: an attempt that failed, then a retried attempt on the same payment that succeeded. */
+const h4: fc.Arbitrary<History> = fc.constant({
+  shape: 'H4 retried attempt' as const,
+  events: [{ kind: 'processing' as const }, { kind: 'failed' as const }, { kind: 'succeeded' as const }],
+});
+
+const histories = fc.oneof(h1, h2, h3, h4);
+
+/** A history and one delivery of it: shuffled, with 0–6 duplicates of its events inserted. */
+const historyAndDelivery: fc.Arbitrary<{ history: History; delivery: Step[] }> = histories.chain((history) =>
+  fc
+    .array(fc.nat({ max: history.events.length - 1 }), { maxLength: 6 })
+    .map((dups) => [...history.events, ...dups.map((i) => history.events[i])])
+    .chain((all) => fc.shuffledSubarray(all, { minLength: all.length, maxLength: all.length }))
+    .map((delivery) => ({ history, delivery })),
+);
+
+/** Where each history must end when delivered in order (independent of the policy above). */
+function expectedInOrder(history: History): Pick<RunResult, 'payment' | 'orderStatus' | 'captured' | 'fulfillmentRequests'> {
+  const events = history.events;
+  const last = events[events.length - 1];
+  switch (history.shape) {
+    case 'H1 captured and refunded': {
+      const refunds = events.flatMap((e) => (e.kind === 'refunded' ? [e.refunded] : []));
+      const refunded = refunds.length ? refunds[refunds.length - 1] : 0;
+      return {
+        payment: {
+          status: refunded === 4990 ? 'refunded' : refunded > 0 ? 'partially_refunded' : 'succeeded',
+          refundedMinor: BigInt(refunded),
+          disputeOutcome: null,
+        },
+        orderStatus: refunded === 4990 ? 'refunded' : 'paid',
+        captured: true,
+        fulfillmentRequests: 1,
+      };
+    }
+    case 'H2 never captured':
+      return {
+        payment: { status: last.kind as PaymentStatus, refundedMinor: 0n, disputeOutcome: null },
+        orderStatus: 'awaiting_payment',
+        captured: false,
+        fulfillmentRequests: 0,
+      };
+    case 'H3 disputed':
+      return {
+        payment:
+          last.kind === 'dispute_won'
+            ? { status: 'succeeded', refundedMinor: 0n, disputeOutcome: 'won' }
+            : last.kind === 'dispute_lost'
+              ? { status: 'dispute_lost', refundedMinor: 0n, disputeOutcome: 'lost' }
+              : { status: 'disputed', refundedMinor: 0n, disputeOutcome: null },
+        orderStatus: 'paid',
+        captured: true,
+        fulfillmentRequests: 1,
+      };
+    case 'H4 retried attempt':
+      return {
+        payment: { status: 'succeeded', refundedMinor: 0n, disputeOutcome: null },
+        orderStatus: 'paid',
+        captured: true,
+        fulfillmentRequests: 1,
+      };
+  }
+}
+
+describe('payment lifecycle: in-order histories', () => {
+  it('every generated history, delivered in order, applies every event and ends where the history says', () => {
+    fc.assert(
+      fc.property(histories, (history) => {
+        const inOrder = run(history.events);
+        // A payment is registered pending: only its `pending` event is nothing new.
+        expect(inOrder.outcomes.map((o) => o.result.outcome)).toEqual(
+          history.events.map((e) => (e.kind === 'pending' ? 'already_applied' : 'applied')),
+        );
+        expect(inOrder.leftRejected).toEqual([]);
+        expect({
+          payment: inOrder.payment,
+          orderStatus: inOrder.orderStatus,
+          captured: inOrder.captured,
+          fulfillmentRequests: inOrder.fulfillmentRequests,
+        }).toEqual(expectedInOrder(history));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('payment lifecycle: any interleaving', () => {
+  it('with duplicates and reorderings, ends in the same state as the events in order and never requests two fulfillments', () => {
+    fc.assert(
+      fc.property(historyAndDelivery, ({ history, delivery }) => {
+        const inOrder = run(history.events);
+        const shuffled = run(delivery);
+
+        expect(shuffled.payment).toEqual(inOrder.payment);
+        expect(shuffled.orderStatus).toBe(inOrder.orderStatus);
+        expect(shuffled.fulfillmentRequests).toBeLessThanOrEqual(1);
+        expect(shuffled.fulfillmentRequests).toBe(inOrder.captured ? 1 : 0);
+        // Every event refused for coming too early got its turn.
+        expect(shuffled.leftRejected).toEqual([]);
+        // The money of these events is always the payment's: no mismatch, whatever the order.
+        expect(shuffled.outcomes.filter((o) => o.result.outcome === 'rejected' && o.result.reason !== 'illegal_transition')).toEqual([]);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('payment lifecycle: regressions', () => {
+  const succeeded: Step = { kind: 'succeeded' };
+  const refund = (refunded: number): Step => ({ kind: 'refunded', refunded });
+
+  it('a refund before its capture is kept aside, then applied once the capture lands', () => {
+    const r = run([refund(1000), succeeded]);
+    expect(r.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([
+      ['refunded', 'rejected'],
+      ['succeeded', 'applied'],
+      ['refunded', 'applied'],
+    ]);
+    expect(r.payment).toEqual({ status: 'partially_refunded', refundedMinor: 1000n, disputeOutcome: null });
+    expect(r.orderStatus).toBe('paid');
+    expect(r.fulfillmentRequests).toBe(1);
+    expect(r.leftRejected).toEqual([]);
+  });
+
+  it('a full refund, then a lower one, both before the capture: refunded, the order refunded, one fulfillment', () => {
+    const r = run([refund(4990), { kind: 'pending' }, refund(2000), succeeded, succeeded]);
+    expect(r.payment).toEqual({ status: 'refunded', refundedMinor: 4990n, disputeOutcome: null });
+    expect(r.orderStatus).toBe('refunded');
+    expect(r.fulfillmentRequests).toBe(1);
+    expect(r).toEqual(expect.objectContaining({ leftRejected: [] }));
+    expect(run([{ kind: 'pending' }, succeeded, refund(2000), refund(4990)]).payment).toEqual(r.payment);
+  });
+
+  it('dispute_won before disputed: the late opening is stale, the payment stays succeeded with the outcome won', () => {
+    const r = run([succeeded, { kind: 'dispute_won' }, { kind: 'disputed' }]);
+    expect(r.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([
+      ['succeeded', 'applied'],
+      ['dispute_won', 'applied'],
+      ['disputed', 'stale'],
+    ]);
+    expect(r.payment).toEqual({ status: 'succeeded', refundedMinor: 0n, disputeOutcome: 'won' });
+    expect(r.payment).toEqual(run([succeeded, { kind: 'disputed' }, { kind: 'dispute_won' }]).payment);
+    expect(r.orderStatus).toBe('paid');
+    expect(r.fulfillmentRequests).toBe(1);
+  });
+
+  it('dispute events before the capture are kept aside and replayed in the order they came', () => {
+    const r = run([{ kind: 'dispute_lost' }, { kind: 'disputed' }, succeeded]);
+    expect(r.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([
+      ['dispute_lost', 'rejected'],
+      ['disputed', 'rejected'],
+      ['succeeded', 'applied'],
+      ['dispute_lost', 'applied'],
+      ['disputed', 'stale'],
+    ]);
+    expect(r.payment).toEqual({ status: 'dispute_lost', refundedMinor: 0n, disputeOutcome: 'lost' });
+    expect(r.orderStatus).toBe('paid');
+    expect(r.fulfillmentRequests).toBe(1);
+  });
+
+  it('failed after succeeded is stale: the payment stays succeeded, the order paid once', () => {
+    const r = run([{ kind: 'pending' }, succeeded, { kind: 'failed' }, { kind: 'processing' }]);
+    expect(r.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([
+      ['pending', 'already_applied'],
+      ['succeeded', 'applied'],
+      ['failed', 'stale'],
+      ['processing', 'stale'],
+    ]);
+    expect(r.payment).toEqual({ status: 'succeeded', refundedMinor: 0n, disputeOutcome: null });
+    expect(r.orderStatus).toBe('paid');
+    expect(r.fulfillmentRequests).toBe(1);
+  });
+
+  it('a retried attempt: failed, then succeeded (in either order) pays the order once', () => {
+    for (const delivery of [
+      [{ kind: 'processing' }, { kind: 'failed' }, succeeded],
+      [succeeded, { kind: 'failed' }, { kind: 'processing' }, succeeded],
+    ] as Step[][]) {
+      const r = run(delivery);
+      expect(r.payment).toEqual({ status: 'succeeded', refundedMinor: 0n, disputeOutcome: null });
+      expect(r.orderStatus).toBe('paid');
+      expect(r.fulfillmentRequests).toBe(1);
+    }
+  });
+
+  it('a payment that never captures leaves the order awaiting_payment with no fulfillment', () => {
+    const r = run([{ kind: 'expired' }, { kind: 'authorized' }, { kind: 'pending' }, { kind: 'expired' }]);
+    expect(r.payment).toEqual({ status: 'expired', refundedMinor: 0n, disputeOutcome: null });
+    expect(r.orderStatus).toBe('awaiting_payment');
+    expect(r.fulfillmentRequests).toBe(0);
+  });
+});
