@@ -42,8 +42,8 @@ export class PaymentEventsService {
       return { status: 'rejected', outcome: 'account_mismatch', requeue: [] };
     }
 
-    const payment = await this.findPayment(em, ctx, event);
-    if (!payment) {
+    const found = await this.findPayment(em, ctx, event);
+    if (!found) {
       // The webhook may have beaten the checkout that registers its payment: retry for a while
       // (the queue's backoff), then park it; a registration releases it.
       if (!finalAttempt) {
@@ -51,24 +51,29 @@ export class PaymentEventsService {
       }
       return { status: 'unmatched', outcome: 'payment_not_found', requeue: [] };
     }
+    const { payment, isNew } = found;
 
     const parsed = toPaymentChange(event);
     if (!parsed.ok) return { status: 'rejected', outcome: parsed.reason, requeue: [] };
 
     const now = new Date();
     const result = payment.apply(parsed.change, now);
+    // A rejected event changes nothing: not even the payment its order id would have created.
     if (result.outcome === 'rejected') return { status: 'rejected', outcome: result.reason, requeue: [] };
+    if (isNew) await this.insertPayment(em, payment);
     if (result.outcome !== 'applied') return { status: 'processed', outcome: result.outcome, requeue: [] };
 
-    await em.getRepository(Payment).update(
-      { id: payment.id },
-      {
-        status: payment.status,
-        refundedMinor: payment.refundedMinor,
-        disputeOutcome: payment.disputeOutcome,
-        updatedAt: payment.updatedAt,
-      },
-    );
+    if (!isNew) {
+      await em.getRepository(Payment).update(
+        { id: payment.id },
+        {
+          status: payment.status,
+          refundedMinor: payment.refundedMinor,
+          disputeOutcome: payment.disputeOutcome,
+          updatedAt: payment.updatedAt,
+        },
+      );
+    }
     await this.orderFollows(em, payment, now);
     const requeue = await this.inbox.reopenRejected(
       em,
@@ -78,26 +83,42 @@ export class PaymentEventsService {
     return { status: 'processed', outcome: 'applied', requeue };
   }
 
-  /** The registered payment, or one created from the order id the event carries; locked either way. */
-  private async findPayment(em: EntityManager, ctx: DeliveryContext, event: PaymentEvent): Promise<Payment | null> {
+  /**
+   * The registered payment, locked; or, when the event carries the id of an order we have, a new
+   * payment for it expecting the order's amount (not yet written). The order's row lock serialises
+   * everyone who could create that payment, so the second look after it cannot miss one.
+   */
+  private async findPayment(
+    em: EntityManager,
+    ctx: DeliveryContext,
+    event: PaymentEvent,
+  ): Promise<{ payment: Payment; isNew: boolean } | null> {
     const key = { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, providerPaymentId: event.resourceId };
-    const repo = em.getRepository(Payment);
-    const existing = await repo.findOne({ where: key, lock: { mode: 'pessimistic_write' } });
-    if (existing || event.orderId === null || !UUID.test(event.orderId)) return existing;
+    const payments = em.getRepository(Payment);
+    const lockPayment = () => payments.findOne({ where: key, lock: { mode: 'pessimistic_write' } });
+    const existing = await lockPayment();
+    if (existing) return { payment: existing, isNew: false };
+    if (event.orderId === null || !UUID.test(event.orderId)) return null;
 
     const order = await em.getRepository(Order).findOne({ where: { id: event.orderId }, lock: { mode: 'pessimistic_write' } });
     if (!order) return null;
-    const payment = Payment.register({ orderId: order.id, ...key, expected: order.amount });
-    // Two deliveries about one new payment may race here: the unique key decides, the loser reads.
-    await em.query(
+    const created = await lockPayment();
+    if (created) return { payment: created, isNew: false };
+    return { payment: Payment.register({ orderId: order.id, ...key, expected: order.amount }), isNew: true };
+  }
+
+  private async insertPayment(em: EntityManager, p: Payment): Promise<void> {
+    const inserted: unknown[] = await em.query(
       `INSERT INTO payments (id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor,
-                             currency, refunded_minor, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, 0, $8, $8)
-       ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING`,
-      [payment.id, payment.orderId, payment.provider, payment.providerPaymentId, payment.merchantAccountId,
-        payment.amountMinor.toString(), payment.currency, payment.createdAt],
+                             currency, refunded_minor, dispute_outcome, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
+       RETURNING id`,
+      [p.id, p.orderId, p.provider, p.providerPaymentId, p.merchantAccountId, p.status, p.amountMinor.toString(),
+        p.currency, p.refundedMinor.toString(), p.disputeOutcome, p.createdAt, p.updatedAt],
     );
-    return repo.findOne({ where: key, lock: { mode: 'pessimistic_write' } });
+    // Registered meanwhile for another order: roll back and let the retry see it.
+    if (inserted.length === 0) throw new DomainError('PAYMENT.CREATED_CONCURRENTLY', 'the payment was registered meanwhile');
   }
 
   private async orderFollows(em: EntityManager, payment: Payment, now: Date): Promise<void> {
