@@ -158,6 +158,15 @@ describe('payment-order scenarios (signed webhooks, workers on)', () => {
       expect(await fulfillmentsOf(order.id)).toBe(0);
     });
 
+    it('amount, on a payment the event would create from its order id: no payment is created', async () => {
+      const order = await d.createOrder();
+      const { eventId, body } = bodies.paymos('invoice.paid', uniqueId('inv'), { orderId: order.id, amount: '10.00' });
+      await d.send('paymos-a', 'paymos', body);
+      expect(await d.processed(eventId)).toMatchObject({ status: 'rejected', outcome: 'amount_mismatch' });
+      expect(await d.count(`SELECT 1 FROM payments`)).toBe(0);
+      expect((await d.getOrder(order.id)).status).toBe('awaiting_payment');
+    });
+
     it('signature', async () => {
       const order = await d.createOrder();
       const { body } = bodies.stripe('payment_intent.succeeded', uniqueId('pi'), { orderId: order.id });
