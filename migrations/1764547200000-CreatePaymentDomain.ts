@@ -76,7 +76,7 @@ export class CreatePaymentDomain1764547200000 implements MigrationInterface {
         key             text        NOT NULL,
         request_hash    text        NOT NULL,
         response_status integer,
-        response_body   jsonb,
+        response_body   text,
         created_at      timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (scope, key)
       )`);

@@ -72,7 +72,7 @@ function flatten(errors: ValidationError[], parent = ''): FieldError[] {
   const out: FieldError[] = [];
   for (const e of errors) {
     const field = parent ? (/^\d+$/.test(e.property) ? `${parent}[${e.property}]` : `${parent}.${e.property}`) : e.property;
-    for (const message of Object.values(e.constraints ?? {})) out.push({ field, message });
+    for (const message of new Set(Object.values(e.constraints ?? {}))) out.push({ field, message });
     if (e.children?.length) out.push(...flatten(e.children, field));
   }
   return out;
@@ -83,6 +83,8 @@ export const apiValidationPipe = new ValidationPipe({
   whitelist: true,
   forbidNonWhitelisted: true,
   transform: true,
+  // One reason per field: the first rule it breaks.
+  stopAtFirstError: true,
   exceptionFactory: (errors) => new ValidationFailed(flatten(errors)),
 });
 

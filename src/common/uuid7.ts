@@ -2,11 +2,14 @@ import { randomFillSync } from 'node:crypto';
 
 const pool = Buffer.alloc(16 * 256);
 let offset = pool.length;
+let lastMs = 0;
+let sequence = 0;
 
 /**
- * A UUID version 7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. Ids made in time
- * order land at the right edge of a B-tree index instead of on random pages, which keeps inserts
- * (and the WAL they write) cheap; they also sort by creation time.
+ * A UUID version 7 (RFC 9562): 48 bits of Unix milliseconds, a 12-bit sequence, then random bits.
+ * Ids made in time order land at the right edge of a B-tree index instead of on random pages,
+ * which keeps inserts (and the WAL they write) cheap; they also sort by creation time, and within
+ * one process strictly so (the sequence counts up inside a millisecond, RFC 9562 §6.2 method 1).
  */
 export function uuid7(now: number = Date.now()): string {
   if (offset === pool.length) {
@@ -15,8 +18,23 @@ export function uuid7(now: number = Date.now()): string {
   }
   const b = pool.subarray(offset, offset + 16);
   offset += 16;
-  b.writeUIntBE(now, 0, 6);
-  b[6] = (b[6] & 0x0f) | 0x70;
+  let ms = now;
+  if (now > lastMs) {
+    lastMs = now;
+    sequence = b[6] & 0x07; // a random start, leaving room to count up
+  } else if (now === lastMs || now === lastMs - 1) {
+    sequence++;
+    if (sequence > 0xfff) {
+      lastMs++; // borrow the next millisecond rather than repeat an order
+      sequence = 0;
+    }
+    ms = lastMs;
+  } else {
+    sequence = b[6] & 0x07; // an explicitly older time: honoured as given
+  }
+  b.writeUIntBE(ms, 0, 6);
+  b[6] = 0x70 | (sequence >> 8);
+  b[7] = sequence & 0xff;
   b[8] = (b[8] & 0x3f) | 0x80;
   const hex = b.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;

@@ -15,8 +15,9 @@ export class IdempotencyKey {
   @Column({ name: 'response_status', type: 'integer', nullable: true })
   responseStatus: number | null;
 
-  @Column({ name: 'response_body', type: 'jsonb', nullable: true })
-  responseBody: unknown;
+  /** The first response's JSON text, kept as text so a replay is the same bytes. */
+  @Column({ name: 'response_body', type: 'text', nullable: true })
+  responseBody: string | null;
 
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;

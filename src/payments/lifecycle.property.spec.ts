@@ -121,7 +121,12 @@ function run(deliveries: readonly Step[]): RunResult {
 // Realistic histories of one payment
 // ---------------------------------------------------------------------------------------------
 
-type Shape = 'H1 captured and refunded' | 'H2 never captured' | 'H3 disputed' | 'H4 retried attempt';
+type Shape =
+  | 'H1 captured and refunded'
+  | 'H2 never captured'
+  | 'H3 disputed'
+  | 'H4 retried attempt'
+  | 'H5 refunds around a won dispute';
 interface History {
   shape: Shape;
   events: Step[];
@@ -172,7 +177,43 @@ const h4: fc.Arbitrary<History> = fc.constant({
   events: [{ kind: 'processing' as const }, { kind: 'failed' as const }, { kind: 'succeeded' as const }],
 });
 
-const histories = fc.oneof(h1, h2, h3, h4);
+/**
+ * H5: capture, partial refunds, a dispute that is won, then further refunds (a full one maybe).
+ *
+ * EXCLUDED on purpose — refunds followed by a dispute that is LOST. That history does not
+ * converge today: in order, succeeded → refunded(0.09) → disputed → dispute_lost ends
+ * dispute_lost with refundedMinor 9; delivered as dispute_lost, refunded(0.09), disputed,
+ * succeeded it ends dispute_lost with refundedMinor 0, because a refund reaching a dispute_lost
+ * payment is `stale` (payment.entity.ts, `refunded` case: decideMove(dispute_lost,
+ * partially_refunded)) while the same refund reaching a `disputed` payment raises the amount.
+ * Reported as a bug; put `dispute_lost` back as an end here once it is fixed.
+ * Also left out: a refund while the dispute is open and unresolved, which providers refuse.
+ */
+const h5: fc.Arbitrary<History> = fc
+  .record({
+    pre: preCapture,
+    partials: fc.uniqueArray(fc.integer({ min: 1, max: 4989 }), { maxLength: 4 }),
+    split: fc.nat({ max: 4 }),
+    full: fc.boolean(),
+  })
+  .map(({ pre, partials, split, full }) => {
+    const refunds: Step[] = [...partials].sort((a, b) => a - b).map((refunded) => ({ kind: 'refunded' as const, refunded }));
+    const at = Math.min(split, refunds.length);
+    return {
+      shape: 'H5 refunds around a won dispute' as const,
+      events: [
+        ...pre,
+        { kind: 'succeeded' as const },
+        ...refunds.slice(0, at),
+        { kind: 'disputed' as const },
+        { kind: 'dispute_won' as const },
+        ...refunds.slice(at),
+        ...(full ? [{ kind: 'refunded' as const, refunded: 4990 }] : []),
+      ],
+    };
+  });
+
+const histories = fc.oneof(h1, h2, h3, h4, h5);
 
 /** A history and one delivery of it: shuffled, with 0–6 duplicates of its events inserted. */
 const historyAndDelivery: fc.Arbitrary<{ history: History; delivery: Step[] }> = histories.chain((history) =>
@@ -188,14 +229,15 @@ function expectedInOrder(history: History): Pick<RunResult, 'payment' | 'orderSt
   const events = history.events;
   const last = events[events.length - 1];
   switch (history.shape) {
-    case 'H1 captured and refunded': {
+    case 'H1 captured and refunded':
+    case 'H5 refunds around a won dispute': {
       const refunds = events.flatMap((e) => (e.kind === 'refunded' ? [e.refunded] : []));
       const refunded = refunds.length ? refunds[refunds.length - 1] : 0;
       return {
         payment: {
           status: refunded === 4990 ? 'refunded' : refunded > 0 ? 'partially_refunded' : 'succeeded',
           refundedMinor: BigInt(refunded),
-          disputeOutcome: null,
+          disputeOutcome: history.shape === 'H5 refunds around a won dispute' ? 'won' : null,
         },
         orderStatus: refunded === 4990 ? 'refunded' : 'paid',
         captured: true,
@@ -323,6 +365,15 @@ describe('payment lifecycle: regressions', () => {
       ['disputed', 'stale'],
     ]);
     expect(r.payment).toEqual({ status: 'dispute_lost', refundedMinor: 0n, disputeOutcome: 'lost' });
+    expect(r.orderStatus).toBe('paid');
+    expect(r.fulfillmentRequests).toBe(1);
+  });
+
+  it('a partial refund, then a lost dispute, delivered in order: dispute_lost keeps the refunded amount', () => {
+    // The reordered delivery of this history (dispute_lost first) ends with refundedMinor 0n
+    // today: see the H5 exclusion above and the report. Only the in-order run is pinned here.
+    const r = run([succeeded, refund(9), { kind: 'disputed' }, { kind: 'dispute_lost' }]);
+    expect(r.payment).toEqual({ status: 'dispute_lost', refundedMinor: 9n, disputeOutcome: 'lost' });
     expect(r.orderStatus).toBe('paid');
     expect(r.fulfillmentRequests).toBe(1);
   });

@@ -126,10 +126,14 @@ export class Order {
    * payment's capture made the order paid (the caller requests the fulfillment then).
    */
   followPayment(payment: Payment, now: Date = new Date()): OrderMoveResult | null {
-    if (payment.captured && this.status === 'awaiting_payment' && payment.amount.equals(this.amount)) {
+    const holdsMoney = payment.status === 'succeeded' || payment.status === 'partially_refunded';
+    if (holdsMoney && this.status === 'awaiting_payment' && payment.amount.equals(this.amount)) {
       return this.markPaid({ source: 'payment', paymentId: payment.id }, now);
     }
-    if (payment.status === 'refunded' && (this.status === 'paid' || this.status === 'fulfilled')) {
+    // Only the refund of the money that paid the order refunds it (another payment of the same
+    // order may be refunded as a double payment); an order marked paid by support follows any.
+    const paidByThis = this.paidVia?.source === 'support' || this.paidVia?.paymentId === payment.id;
+    if (payment.status === 'refunded' && paidByThis && (this.status === 'paid' || this.status === 'fulfilled')) {
       return this.markRefunded(now);
     }
     // A canceled order stays canceled when money arrives: it is recorded on the payment only.

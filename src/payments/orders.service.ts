@@ -103,7 +103,7 @@ export class OrdersService {
     if (first.request_hash !== hash) {
       throw new DomainError('IDEMPOTENCY.KEY_REUSED', 'this Idempotency-Key was used with another body');
     }
-    return { status: first.response_status, body: first.response_body };
+    return { status: first.response_status, body: JSON.parse(first.response_body) };
   }
 
   async get(id: string): Promise<OrderView> {

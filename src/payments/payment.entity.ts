@@ -119,11 +119,11 @@ export class Payment {
         if (change.refunded.minor < this.refundedMinor) return { outcome: 'stale', from, to: from };
         if (change.refunded.minor === this.refundedMinor) return { outcome: 'already_applied', from, to: from };
         refunded = change.refunded.minor;
-        if (refunded === this.amountMinor) {
-          result = decideMove(from, 'refunded');
-        } else if (from === 'disputed') {
+        if (from === 'disputed' || from === 'dispute_lost') {
           // The amount rises; the dispute still decides the status.
           result = { outcome: 'applied', from, to: from };
+        } else if (refunded === this.amountMinor) {
+          result = decideMove(from, 'refunded');
         } else {
           result = decideMove(from, 'partially_refunded');
           if (from === 'partially_refunded' && result.outcome === 'already_applied') {
@@ -145,7 +145,7 @@ export class Payment {
         // A won dispute arriving before its opening still closes it.
         result =
           from === 'disputed'
-            ? decideMove(from, this.refundedMinor > 0n ? 'partially_refunded' : 'succeeded')
+            ? decideMove(from, this.statusAfterRefunds())
             : { outcome: 'applied', from, to: from };
         break;
       case 'dispute_lost':
@@ -169,6 +169,12 @@ export class Payment {
       this.updatedAt = now;
     }
     return result;
+  }
+
+  /** Where a captured payment stands once no dispute holds it. */
+  private statusAfterRefunds(): PaymentStatus {
+    if (this.refundedMinor === 0n) return 'succeeded';
+    return this.refundedMinor === this.amountMinor ? 'refunded' : 'partially_refunded';
   }
 
   /** The event's money must be this payment's: same currency, and the same amount where stated. */

@@ -22,8 +22,10 @@ export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
  * - `failed`, `canceled` and `expired` may still become `succeeded`: money that arrives is
  *   recorded (a retried attempt on the same Stripe PaymentIntent, a late payment); the order
  *   decides what it means.
- * - `disputed` → `succeeded` / `partially_refunded` is a dispute won (only a dispute-won event
- *   makes it; a plain `succeeded` on a captured payment is already applied).
+ * - `disputed` → `succeeded` / `partially_refunded` / `refunded` is a dispute won (only a
+ *   dispute-won event makes it; a plain `succeeded` on a captured payment is already applied).
+ *   While a dispute is open or lost, refunds raise the refunded amount and the dispute keeps the
+ *   status.
  */
 export const PAYMENT_TRANSITIONS: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
   pending: ['processing', 'authorized', 'succeeded', 'failed', 'canceled', 'expired'],
@@ -34,7 +36,7 @@ export const PAYMENT_TRANSITIONS: Readonly<Record<PaymentStatus, readonly Paymen
   expired: ['succeeded'],
   succeeded: ['partially_refunded', 'refunded', 'disputed', 'dispute_lost'],
   partially_refunded: ['partially_refunded', 'refunded', 'disputed', 'dispute_lost'],
-  disputed: ['succeeded', 'partially_refunded', 'dispute_lost'],
+  disputed: ['succeeded', 'partially_refunded', 'refunded', 'dispute_lost'],
   refunded: [],
   dispute_lost: [],
 };

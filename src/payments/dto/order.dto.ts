@@ -4,10 +4,12 @@ import {
   ArrayMaxSize,
   ArrayMinSize,
   IsArray,
+  IsDefined,
   IsIn,
   IsInt,
   IsISO31661Alpha2,
   IsNotEmpty,
+  IsObject,
   IsOptional,
   IsString,
   Matches,
@@ -49,8 +51,9 @@ export class ShipToDto {
   @MaxLength(20)
   postalCode: string;
 
-  @ApiProperty({ example: 'GB', description: 'ISO 3166-1 alpha-2' })
-  @IsISO31661Alpha2({ message: 'country must be an ISO 3166-1 alpha-2 code' })
+  @ApiProperty({ example: 'GB', description: 'ISO 3166-1 alpha-2, upper case' })
+  @IsISO31661Alpha2({ message: 'country must be an ISO 3166-1 alpha-2 code in upper case' })
+  @Matches(/^[A-Z]{2}$/, { message: 'country must be an ISO 3166-1 alpha-2 code in upper case' })
   country: string;
 }
 
@@ -92,11 +95,14 @@ export class CreateOrderDto {
   carrier?: string;
 
   @ApiProperty({ type: ShipToDto })
+  @IsDefined({ message: 'shipTo is required' })
+  @IsObject({ message: 'shipTo must be an object' })
   @ValidateNested()
   @Type(() => ShipToDto)
   shipTo: ShipToDto;
 
   @ApiProperty({ type: [OrderItemDto] })
+  @IsDefined({ message: 'items is required' })
   @IsArray()
   @ArrayMinSize(1, { message: 'items must have at least one entry' })
   @ArrayMaxSize(500)
