@@ -4,6 +4,10 @@ export const PW_OPTIONS = 'PAYMENT_WEBHOOKS_OPTIONS';
 export const PW_RAW_OPTIONS = 'PAYMENT_WEBHOOKS_RAW_OPTIONS';
 /** The `@nestjs/bullmq` config key of the module's queues, apart from a host's own. */
 export const PW_BULL = 'payment-webhooks';
+/** Injection token of the host's own carrier adapters (module option `carrierAdapters`). */
+export const PW_CARRIER_ADAPTERS = 'PAYMENT_WEBHOOKS_CARRIER_ADAPTERS';
+/** Injection token of the guard protecting the admin and host routes (module option `adminGuard`). */
+export const PW_ADMIN_GUARD = 'PAYMENT_WEBHOOKS_ADMIN_GUARD';
 /** Injection token of the clock (tests replace it). */
 export const CLOCK = 'PAYMENT_WEBHOOKS_CLOCK';
 

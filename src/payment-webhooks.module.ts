@@ -9,7 +9,7 @@ import { dataSourceOptions, PW_CONNECTION, runMigrationsLocked } from './databas
 import { FulfillmentModule } from './fulfillment/fulfillment.module';
 import { HealthModule } from './health/health.module';
 import { OutboxModule } from './outbox/outbox.module';
-import { CLOCK, PW_BULL, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
+import { CLOCK, PW_BULL, PW_CARRIER_ADAPTERS, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
@@ -34,9 +34,14 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         inject: [PW_RAW_OPTIONS],
         useFactory: (raw: PaymentWebhooksOptions) => resolveOptions(raw),
       },
+      {
+        provide: PW_CARRIER_ADAPTERS,
+        inject: [PW_RAW_OPTIONS],
+        useFactory: (raw: PaymentWebhooksOptions) => raw.carrierAdapters ?? [],
+      },
       { provide: CLOCK, useValue: systemClock },
     ],
-    exports: [PW_OPTIONS, CLOCK],
+    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, CLOCK],
   };
 }
 

@@ -101,6 +101,8 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     inboxRetentionDays: integer(env, 'INBOX_RETENTION_DAYS'),
     webhookMaxBodyBytes: integer(env, 'WEBHOOK_MAX_BODY_BYTES'),
     migrationsRun: boolean(env, 'DB_MIGRATIONS_RUN', true),
+    // Advanced: overrides of the tuning knobs (README "Tuning"), as a JSON object.
+    tuning: present(env, 'PW_TUNING') === undefined ? undefined : (parseJsonSetting('PW_TUNING', env.PW_TUNING!) as PaymentWebhooksOptions['tuning']),
   };
   const resolved = resolveOptions(options, {
     databaseUrl: 'DATABASE_URL',
@@ -112,6 +114,7 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     carrierMaxAttempts: 'CARRIER_MAX_ATTEMPTS',
     inboxRetentionDays: 'INBOX_RETENTION_DAYS',
     webhookMaxBodyBytes: 'WEBHOOK_MAX_BODY_BYTES',
+    tuning: 'PW_TUNING',
   });
   return { port, runHttp, options: resolved };
 }

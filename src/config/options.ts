@@ -1,3 +1,5 @@
+import type { CarrierAdapter } from '../fulfillment/carriers/carrier';
+
 /** The four signature schemes the module verifies (CONTRACT §2.1–2.4). */
 export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
@@ -49,6 +51,11 @@ export interface PaymentWebhooksOptions {
   migrationsRun?: boolean;
   /** Tuning knobs; the defaults suit production. */
   tuning?: Partial<TuningOptions>;
+  /**
+   * Carriers of the host's own (a license issuer, a digital-goods service), next to the HTTP
+   * carriers of `carriers`; an order names one by its `name`.
+   */
+  carrierAdapters?: CarrierAdapter[];
 }
 
 export interface TuningOptions {
@@ -73,6 +80,14 @@ export interface TuningOptions {
   ingestTimeoutMs: number;
   /** Bound on the receive path's wait for the enqueue (best effort). */
   enqueueTimeoutMs: number;
+  /** First carrier retry delay; it doubles each attempt (CONTRACT §5: from 1 s). */
+  carrierBackoffBaseMs: number;
+  /** Longest carrier retry delay (CONTRACT §5: 5 min). */
+  carrierBackoffCapMs: number;
+  /** A job whose worker died is taken back after its lock lapses (BullMQ lockDuration). */
+  jobLockMs: number;
+  /** How often workers look for jobs whose worker died (BullMQ stalledInterval). */
+  stalledIntervalMs: number;
 }
 
 export const DEFAULT_TUNING: TuningOptions = {
@@ -86,6 +101,10 @@ export const DEFAULT_TUNING: TuningOptions = {
   ingestBatchSize: 100,
   ingestTimeoutMs: 3_000,
   enqueueTimeoutMs: 1_000,
+  carrierBackoffBaseMs: 1_000,
+  carrierBackoffCapMs: 300_000,
+  jobLockMs: 30_000,
+  stalledIntervalMs: 30_000,
 };
 
 export interface ResolvedOptions {

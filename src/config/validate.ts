@@ -6,6 +6,7 @@ import {
   PROVIDER_NAMES,
   ProviderName,
   ResolvedOptions,
+  TuningOptions,
 } from './options';
 
 /**
@@ -179,6 +180,20 @@ export function resolveOptions(
     inboxRetentionDays: checkPositiveInteger(name('inboxRetentionDays'), options.inboxRetentionDays, 90, 7),
     webhookMaxBodyBytes: checkPositiveInteger(name('webhookMaxBodyBytes'), options.webhookMaxBodyBytes, 1_048_576),
     migrationsRun: options.migrationsRun ?? true,
-    tuning: { ...DEFAULT_TUNING, ...(options.tuning ?? {}) },
+    tuning: validateTuning(name('tuning'), options.tuning ?? {}),
   };
+}
+
+/** Tuning overrides: known keys only, each a positive integer. */
+export function validateTuning(setting: string, value: unknown): TuningOptions {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ConfigurationError(setting, 'must be an object of tuning values');
+  }
+  for (const [key, v] of Object.entries(value)) {
+    if (!(key in DEFAULT_TUNING)) {
+      throw new ConfigurationError(setting, `unknown tuning key "${key}" (known: ${Object.keys(DEFAULT_TUNING).join(', ')})`);
+    }
+    if (!isPositiveInteger(v)) throw new ConfigurationError(setting, `"${key}" must be a positive integer`);
+  }
+  return { ...DEFAULT_TUNING, ...(value as Partial<TuningOptions>) };
 }

@@ -36,4 +36,32 @@ export class Fulfillment {
 
   @Column({ name: 'dispatched_at', type: 'timestamptz', nullable: true })
   dispatchedAt: Date | null;
+
+  /** `requested` → `dispatched`, keeping the carrier's shipment id. Returns false if it was not requested. */
+  dispatched(shipmentId: string, now: Date = new Date()): boolean {
+    if (this.status !== 'requested') return false;
+    this.status = 'dispatched';
+    this.shipmentId = shipmentId;
+    this.lastError = null;
+    this.dispatchedAt = now;
+    this.updatedAt = now;
+    return true;
+  }
+
+  /** `requested` → `failed`: the carrier refused it, or every attempt failed. */
+  failed(reason: string, now: Date = new Date()): boolean {
+    if (this.status !== 'requested') return false;
+    this.status = 'failed';
+    this.lastError = reason;
+    this.updatedAt = now;
+    return true;
+  }
+
+  /** A dead message retried by an operator asks again. */
+  requestAgain(now: Date = new Date()): boolean {
+    if (this.status !== 'failed') return false;
+    this.status = 'requested';
+    this.updatedAt = now;
+    return true;
+  }
 }

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { uuid7 } from '../common/uuid7';
+import { OUTBOX_CHANNEL } from './outbox.queue';
 
 export interface NewOutboxMessage {
   type: string;
@@ -28,6 +29,9 @@ export class OutboxWriter {
        RETURNING id`,
       [uuid7(), message.type, JSON.stringify(message.payload), message.idempotencyKey],
     );
-    return rows[0]?.id ?? null;
+    const id = rows[0]?.id ?? null;
+    // Delivered to the relays only if this transaction commits: nothing announced is ever missing.
+    if (id) await em.query(`SELECT pg_notify($1, $2)`, [OUTBOX_CHANNEL, id]);
+    return id;
   }
 }

@@ -126,7 +126,7 @@ type Shape =
   | 'H2 never captured'
   | 'H3 disputed'
   | 'H4 retried attempt'
-  | 'H5 refunds around a won dispute';
+  | 'H5 refunds around a dispute';
 interface History {
   shape: Shape;
   events: Step[];
@@ -178,37 +178,40 @@ const h4: fc.Arbitrary<History> = fc.constant({
 });
 
 /**
- * H5: capture, partial refunds, a dispute that is won, then further refunds (a full one maybe).
- *
- * EXCLUDED on purpose — refunds followed by a dispute that is LOST. That history does not
- * converge today: in order, succeeded → refunded(0.09) → disputed → dispute_lost ends
- * dispute_lost with refundedMinor 9; delivered as dispute_lost, refunded(0.09), disputed,
- * succeeded it ends dispute_lost with refundedMinor 0, because a refund reaching a dispute_lost
- * payment is `stale` (payment.entity.ts, `refunded` case: decideMove(dispute_lost,
- * partially_refunded)) while the same refund reaching a `disputed` payment raises the amount.
- * Reported as a bug; put `dispute_lost` back as an end here once it is fixed.
- * Also left out: a refund while the dispute is open and unresolved, which providers refuse.
+ * H5: capture, partial refunds, a dispute opened; partial refunds while it is open; then the
+ * dispute won (further refunds may follow, a full one maybe), lost, or still open. A full refund
+ * while the dispute is open is generated only when the dispute is then won (see the report for the
+ * other ends).
  */
 const h5: fc.Arbitrary<History> = fc
   .record({
     pre: preCapture,
     partials: fc.uniqueArray(fc.integer({ min: 1, max: 4989 }), { maxLength: 4 }),
-    split: fc.nat({ max: 4 }),
-    full: fc.boolean(),
+    before: fc.nat({ max: 4 }),
+    during: fc.nat({ max: 4 }),
+    end: fc.constantFrom(null, 'dispute_won' as const, 'dispute_lost' as const),
+    full: fc.constantFrom(null, 'while disputed' as const, 'after the win' as const),
   })
-  .map(({ pre, partials, split, full }) => {
+  .map(({ pre, partials, before, during, end, full }) => {
     const refunds: Step[] = [...partials].sort((a, b) => a - b).map((refunded) => ({ kind: 'refunded' as const, refunded }));
-    const at = Math.min(split, refunds.length);
+    const a = Math.min(before, refunds.length);
+    // Refunds after the dispute closes only after a win; otherwise all the rest come while it is open.
+    const b = end === 'dispute_won' ? Math.min(a + during, refunds.length) : refunds.length;
+    const fullRefund: Step[] = [{ kind: 'refunded' as const, refunded: 4990 }];
+    const fullWhileDisputed = end === 'dispute_won' && full === 'while disputed' && b === refunds.length;
+    const fullAfterWin = end === 'dispute_won' && full === 'after the win';
     return {
-      shape: 'H5 refunds around a won dispute' as const,
+      shape: 'H5 refunds around a dispute' as const,
       events: [
         ...pre,
         { kind: 'succeeded' as const },
-        ...refunds.slice(0, at),
+        ...refunds.slice(0, a),
         { kind: 'disputed' as const },
-        { kind: 'dispute_won' as const },
-        ...refunds.slice(at),
-        ...(full ? [{ kind: 'refunded' as const, refunded: 4990 }] : []),
+        ...refunds.slice(a, b),
+        ...(fullWhileDisputed ? fullRefund : []),
+        ...(end ? [{ kind: end }] : []),
+        ...refunds.slice(b),
+        ...(fullAfterWin ? fullRefund : []),
       ],
     };
   });
@@ -230,16 +233,21 @@ function expectedInOrder(history: History): Pick<RunResult, 'payment' | 'orderSt
   const last = events[events.length - 1];
   switch (history.shape) {
     case 'H1 captured and refunded':
-    case 'H5 refunds around a won dispute': {
+    case 'H5 refunds around a dispute': {
       const refunds = events.flatMap((e) => (e.kind === 'refunded' ? [e.refunded] : []));
       const refunded = refunds.length ? refunds[refunds.length - 1] : 0;
+      const afterRefunds: PaymentStatus = refunded === 4990 ? 'refunded' : refunded > 0 ? 'partially_refunded' : 'succeeded';
+      const end = events.find((e) => e.kind === 'dispute_won' || e.kind === 'dispute_lost')?.kind;
+      const disputeOpened = events.some((e) => e.kind === 'disputed');
+      // While a dispute is open or lost it holds the status; a won one gives it back to the refunds.
+      const status: PaymentStatus = end === 'dispute_lost' ? 'dispute_lost' : disputeOpened && !end ? 'disputed' : afterRefunds;
       return {
         payment: {
-          status: refunded === 4990 ? 'refunded' : refunded > 0 ? 'partially_refunded' : 'succeeded',
+          status,
           refundedMinor: BigInt(refunded),
-          disputeOutcome: history.shape === 'H5 refunds around a won dispute' ? 'won' : null,
+          disputeOutcome: end === 'dispute_won' ? 'won' : end === 'dispute_lost' ? 'lost' : null,
         },
-        orderStatus: refunded === 4990 ? 'refunded' : 'paid',
+        orderStatus: status === 'refunded' ? 'refunded' : 'paid',
         captured: true,
         fulfillmentRequests: 1,
       };
@@ -369,13 +377,60 @@ describe('payment lifecycle: regressions', () => {
     expect(r.fulfillmentRequests).toBe(1);
   });
 
-  it('a partial refund, then a lost dispute, delivered in order: dispute_lost keeps the refunded amount', () => {
-    // The reordered delivery of this history (dispute_lost first) ends with refundedMinor 0n
-    // today: see the H5 exclusion above and the report. Only the in-order run is pinned here.
+  it('a partial refund, then a lost dispute: dispute_lost keeps the refunded amount, in order and reordered', () => {
     const r = run([succeeded, refund(9), { kind: 'disputed' }, { kind: 'dispute_lost' }]);
     expect(r.payment).toEqual({ status: 'dispute_lost', refundedMinor: 9n, disputeOutcome: 'lost' });
     expect(r.orderStatus).toBe('paid');
     expect(r.fulfillmentRequests).toBe(1);
+
+    // The refund reaches the payment after the lost dispute: it still raises the amount.
+    const reordered = run([{ kind: 'dispute_lost' }, refund(9), { kind: 'disputed' }, succeeded]);
+    expect(reordered.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([
+      ['dispute_lost', 'rejected'],
+      ['refunded', 'rejected'],
+      ['disputed', 'rejected'],
+      ['succeeded', 'applied'],
+      ['dispute_lost', 'applied'],
+      ['refunded', 'applied'],
+      ['disputed', 'stale'],
+    ]);
+    expect(reordered.payment).toEqual(r.payment);
+    expect(reordered.orderStatus).toBe('paid');
+    expect(reordered.fulfillmentRequests).toBe(1);
+    expect(reordered.leftRejected).toEqual([]);
+  });
+
+  it('a partial refund while the dispute is open, then won: partially_refunded, in order and reordered', () => {
+    const inOrder = run([succeeded, { kind: 'disputed' }, refund(1500), { kind: 'dispute_won' }]);
+    expect(inOrder.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([
+      ['succeeded', 'applied'],
+      ['disputed', 'applied'],
+      ['refunded', 'applied'],
+      ['dispute_won', 'applied'],
+    ]);
+    expect(inOrder.payment).toEqual({ status: 'partially_refunded', refundedMinor: 1500n, disputeOutcome: 'won' });
+    expect(inOrder.orderStatus).toBe('paid');
+    const reordered = run([{ kind: 'dispute_won' }, refund(1500), succeeded, { kind: 'disputed' }]);
+    expect(reordered.payment).toEqual(inOrder.payment);
+    expect(reordered.orderStatus).toBe('paid');
+    expect(reordered.fulfillmentRequests).toBe(1);
+  });
+
+  it('a full refund while the dispute is open, then won: refunded, the order refunded, in order and reordered', () => {
+    const inOrder = run([succeeded, { kind: 'disputed' }, refund(4990), { kind: 'dispute_won' }]);
+    expect(inOrder.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([
+      ['succeeded', 'applied'],
+      ['disputed', 'applied'],
+      ['refunded', 'applied'],
+      ['dispute_won', 'applied'],
+    ]);
+    expect(inOrder.payment).toEqual({ status: 'refunded', refundedMinor: 4990n, disputeOutcome: 'won' });
+    expect(inOrder.orderStatus).toBe('refunded');
+    expect(inOrder.fulfillmentRequests).toBe(1);
+    const reordered = run([refund(4990), { kind: 'dispute_won' }, succeeded, { kind: 'disputed' }]);
+    expect(reordered.payment).toEqual(inOrder.payment);
+    expect(reordered.orderStatus).toBe('refunded');
+    expect(reordered.fulfillmentRequests).toBe(1);
   });
 
   it('failed after succeeded is stale: the payment stays succeeded, the order paid once', () => {

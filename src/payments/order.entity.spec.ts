@@ -40,6 +40,24 @@ function paymentFor(order: Order, status: PaymentStatus, expected: Money = order
   });
 }
 
+/** Another payment of the same order (a double payment), with an id of its own. */
+function secondPaymentFor(order: Order, status: PaymentStatus): Payment {
+  return Object.assign(paymentFor(order, status), { id: '0195b5c0-0000-7000-8000-0000000000ee', providerPaymentId: 'pi_2' });
+}
+
+/** An order made paid (then fulfilled, when asked) by `payment` while it was succeeded, at T0. */
+function paidThrough(payment: Payment, order: Order, status: 'paid' | 'fulfilled'): Order {
+  const captured = Object.assign(payment, { status: 'succeeded' as PaymentStatus, refundedMinor: 0n });
+  expect(order.followPayment(captured, T0)).toEqual({ outcome: 'applied', from: 'awaiting_payment', to: 'paid' });
+  if (status === 'fulfilled') expect(order.markFulfilled(T0)).toEqual({ outcome: 'applied', from: 'paid', to: 'fulfilled' });
+  return order;
+}
+
+/** `payment` fully refunded. */
+function refundFully(payment: Payment): Payment {
+  return Object.assign(payment, { status: 'refunded' as PaymentStatus, refundedMinor: payment.amountMinor });
+}
+
 function snapshot(o: Order) {
   return { status: o.status, paidVia: o.paidVia, paidAt: o.paidAt, updatedAt: o.updatedAt };
 }
@@ -151,7 +169,7 @@ describe('Order lifecycle', () => {
 });
 
 describe('Order.followPayment', () => {
-  it.each<PaymentStatus>(['succeeded', 'partially_refunded', 'disputed', 'dispute_lost'])(
+  it.each<PaymentStatus>(['succeeded', 'partially_refunded'])(
     'a %s payment of the exact amount marks an awaiting order paid, once',
     (status) => {
       const order = placed();
@@ -164,6 +182,23 @@ describe('Order.followPayment', () => {
       expect(order.updatedAt).toEqual(T1);
     },
   );
+
+  it.each<PaymentStatus>(['disputed', 'dispute_lost', 'refunded'])(
+    'a %s payment of the exact amount does not mark an awaiting order paid (it holds no money for the order)',
+    (status) => {
+      const order = placed();
+      expect(order.followPayment(paymentFor(order, status), T1)).toBeNull();
+      expect(snapshot(order)).toEqual({ status: 'awaiting_payment', paidVia: null, paidAt: null, updatedAt: T0 });
+    },
+  );
+
+  it('a refunded payment does not mark an awaiting order paid, however often it is followed', () => {
+    const order = placed();
+    const payment = paymentFor(order, 'refunded');
+    expect(order.followPayment(payment, T1)).toBeNull();
+    expect(order.followPayment(payment, T2)).toBeNull();
+    expect(snapshot(order)).toEqual({ status: 'awaiting_payment', paidVia: null, paidAt: null, updatedAt: T0 });
+  });
 
   it('a captured payment after the support path marked the order paid requests nothing more', () => {
     const order = placed();
@@ -190,20 +225,67 @@ describe('Order.followPayment', () => {
     expect(snapshot(order)).toEqual(before);
   });
 
-  it.each<OrderStatus>(['paid', 'fulfilled'])('a refunded payment refunds a %s order', (status) => {
-    const order = orderIn(status);
-    expect(order.followPayment(paymentFor(order, 'refunded'), T1)).toEqual({ outcome: 'applied', from: status, to: 'refunded' });
+  it.each<'paid' | 'fulfilled'>(['paid', 'fulfilled'])('the refund of the payment that paid it refunds a %s order', (status) => {
+    const order = placed();
+    const payment = paymentFor(order, 'succeeded');
+    paidThrough(payment, order, status);
+    expect(order.followPayment(refundFully(payment), T1)).toEqual({ outcome: 'applied', from: status, to: 'refunded' });
+    expect(snapshot(order)).toEqual({
+      status: 'refunded',
+      paidVia: { source: 'payment', paymentId: payment.id },
+      paidAt: T0,
+      updatedAt: T1,
+    });
+  });
+
+  it('a refunded order stays refunded when its payment is followed again', () => {
+    const order = placed();
+    const payment = paymentFor(order, 'succeeded');
+    paidThrough(payment, order, 'paid');
+    expect(order.followPayment(refundFully(payment), T1)).toEqual({ outcome: 'applied', from: 'paid', to: 'refunded' });
+    expect(order.followPayment(payment, T2)).toBeNull();
     expect(order.status).toBe('refunded');
     expect(order.updatedAt).toEqual(T1);
   });
 
-  it('a refunded order stays refunded when its payment is followed again', () => {
-    const order = orderIn('paid');
-    const payment = paymentFor(order, 'refunded');
-    order.followPayment(payment, T1);
-    expect(order.followPayment(payment, T2)).toBeNull();
-    expect(order.status).toBe('refunded');
-    expect(order.updatedAt).toEqual(T1);
+  it.each<'paid' | 'fulfilled'>(['paid', 'fulfilled'])(
+    'the refund of a second payment (not the one that paid it) leaves a %s order as it is',
+    (status) => {
+      const order = placed();
+      const payer = paymentFor(order, 'succeeded');
+      paidThrough(payer, order, status);
+      const second = secondPaymentFor(order, 'succeeded');
+      // The double payment is captured (nothing to do: the order is paid), then refunded.
+      expect(order.followPayment(second, T1)).toBeNull();
+      const before = snapshot(order);
+      expect(order.followPayment(refundFully(second), T2)).toBeNull();
+      expect(snapshot(order)).toEqual(before);
+      expect(snapshot(order)).toEqual({
+        status,
+        paidVia: { source: 'payment', paymentId: payer.id },
+        paidAt: T0,
+        updatedAt: T0,
+      });
+      // The refund of the payer still refunds it afterwards.
+      expect(order.followPayment(refundFully(payer), T2)).toEqual({ outcome: 'applied', from: status, to: 'refunded' });
+    },
+  );
+
+  it.each<'paid' | 'fulfilled'>(['paid', 'fulfilled'])('a refunded payment refunds a %s order marked paid by support', (status) => {
+    const order = placed();
+    expect(order.markPaid({ source: 'support', reason: 'wire received' }, T0)).toEqual({
+      outcome: 'applied',
+      from: 'awaiting_payment',
+      to: 'paid',
+    });
+    if (status === 'fulfilled') order.markFulfilled(T0);
+    expect(order.followPayment(paymentFor(order, 'refunded'), T1)).toEqual({ outcome: 'applied', from: status, to: 'refunded' });
+    expect(snapshot(order)).toEqual({
+      status: 'refunded',
+      paidVia: { source: 'support', reason: 'wire received' },
+      paidAt: T0,
+      updatedAt: T1,
+    });
   });
 
   it.each<OrderStatus>(['paid', 'fulfilled'])('a partially refunded payment leaves a %s order as it is', (status) => {

@@ -7,6 +7,7 @@ import { decodeCursor, Page, toPage } from '../common/pagination';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { Fulfillment } from '../fulfillment/fulfillment.entity';
+import { CarrierRegistry } from '../fulfillment/carriers/carrier-registry';
 import { FulfillmentService } from '../fulfillment/fulfillment.service';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { InboxQueueService } from '../webhooks/inbox-queue.service';
@@ -28,16 +29,13 @@ const IDEMPOTENCY_SCOPE = 'POST /orders';
 /** The host application's orders and payments (CONTRACT §3). Each use case is one transaction. */
 @Injectable()
 export class OrdersService {
-  private readonly carriers: Set<string>;
-
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     private readonly fulfillment: FulfillmentService,
     private readonly inboxQueue: InboxQueueService,
-  ) {
-    this.carriers = new Set(options.carriers.map((c) => c.name));
-  }
+    private readonly carriers: CarrierRegistry,
+  ) {}
 
   /**
    * Places an order. With an `Idempotency-Key`, the same key and an equal body (key order aside)

@@ -70,11 +70,8 @@ const EVENT_NAMES = Object.keys(EVENTS);
  * writing that status; = already_applied; S = stale; R = rejected illegal_transition.
  * Columns in EVENT_NAMES order.
  *
- * Two cells pin today's behaviour that the report questions: dispute_lost + "refunded 20.00"
- * is stale (the refunded amount is dropped, whereas on a disputed payment it is raised), which
- * makes a reordered delivery end with another refundedAmount (see lifecycle.property.spec.ts,
- * H5); and disputed + "refunded 49.90" is rejected while the partial one is applied. A fix
- * changes these cells on purpose.
+ * While a dispute is open (disputed) or lost (dispute_lost), a refund, partial or full, raises the
+ * refunded amount and the dispute keeps the status.
  */
 const APPLY_MATRIX: Record<PaymentStatus, string[]> = {
   //                  pending     processing     authorized     succeeded      failed     canceled     expired     refunded 20.00          refunded 49.90  disputed      dispute_won             dispute_lost
@@ -84,8 +81,8 @@ const APPLY_MATRIX: Record<PaymentStatus, string[]> = {
   succeeded: /*   */ ['S', 'S', 'S', '=', 'S', 'S', 'S', 'A:partially_refunded', 'A:refunded', 'A:disputed', 'A:succeeded', 'A:dispute_lost'],
   partially_refunded: ['S', 'S', 'S', '=', 'S', 'S', 'S', 'A:partially_refunded', 'A:refunded', 'A:disputed', 'A:partially_refunded', 'A:dispute_lost'],
   refunded: /*    */ ['S', 'S', 'S', '=', 'S', 'S', 'S', 'S', '=', 'S', 'A:refunded', 'S'],
-  disputed: /*    */ ['S', 'S', 'S', '=', 'S', 'S', 'S', 'A:disputed', 'R', '=', 'A:succeeded', 'A:dispute_lost'],
-  dispute_lost: /**/ ['S', 'S', 'S', '=', 'S', 'S', 'S', 'S', 'S', 'S', 'S', '='],
+  disputed: /*    */ ['S', 'S', 'S', '=', 'S', 'S', 'S', 'A:disputed', 'A:disputed', '=', 'A:succeeded', 'A:dispute_lost'],
+  dispute_lost: /**/ ['S', 'S', 'S', '=', 'S', 'S', 'S', 'A:dispute_lost', 'A:dispute_lost', 'S', 'S', '='],
   failed: /*      */ ['S', 'S', 'S', 'A:succeeded', '=', 'S', 'S', 'R', 'R', 'R', 'R', 'R'],
   canceled: /*    */ ['S', 'S', 'S', 'A:succeeded', 'S', '=', 'S', 'R', 'R', 'R', 'R', 'R'],
   expired: /*     */ ['S', 'S', 'S', 'A:succeeded', 'S', 'S', '=', 'R', 'R', 'R', 'R', 'R'],
@@ -169,8 +166,8 @@ describe('Payment.apply: every event kind from every status', () => {
 
   const appliedCells = CELLS.filter(([status, name]) => APPLY_MATRIX[status][EVENT_NAMES.indexOf(name)].startsWith('A:'));
 
-  it('has 32 applied cells', () => {
-    expect(appliedCells).toHaveLength(32);
+  it('has 35 applied cells', () => {
+    expect(appliedCells).toHaveLength(35);
   });
 
   it.each(appliedCells)('%s + %s twice: applied, then already_applied with the state unchanged', (status, name) => {
@@ -233,7 +230,7 @@ describe('Payment.apply: refunds', () => {
     expect(p.status).toBe('succeeded');
   });
 
-  it.each<PaymentStatus>(['succeeded', 'partially_refunded', 'refunded', 'disputed'])(
+  it.each<PaymentStatus>(['succeeded', 'partially_refunded', 'refunded', 'disputed', 'dispute_lost'])(
     'above the captured amount is rejected (illegal_transition) on a %s payment',
     (status) => {
       const p = paymentIn(status);
@@ -279,6 +276,23 @@ describe('Payment.apply: refunds', () => {
     expect(p.apply(refund('10.00'), T1)).toEqual({ outcome: 'applied', from: 'disputed', to: 'disputed' });
     expect(snapshot(p)).toEqual({ status: 'disputed', refundedMinor: 1000n, disputeOutcome: null, updatedAt: T1 });
   });
+
+  it('a full refund on a disputed payment raises the amount to the whole and keeps the dispute', () => {
+    const p = paymentIn('disputed');
+    expect(p.apply(refund('49.90'), T1)).toEqual({ outcome: 'applied', from: 'disputed', to: 'disputed' });
+    expect(snapshot(p)).toEqual({ status: 'disputed', refundedMinor: 4990n, disputeOutcome: null, updatedAt: T1 });
+  });
+
+  it('refunds on a dispute_lost payment raise the amount (partial, then full) and keep dispute_lost', () => {
+    const p = paymentIn('dispute_lost');
+    expect(p.apply(refund('20.00'), T1)).toEqual({ outcome: 'applied', from: 'dispute_lost', to: 'dispute_lost' });
+    expect(snapshot(p)).toEqual({ status: 'dispute_lost', refundedMinor: 2000n, disputeOutcome: 'lost', updatedAt: T1 });
+    expect(p.apply(refund('10.00'), T2)).toEqual({ outcome: 'stale', from: 'dispute_lost', to: 'dispute_lost' });
+    expect(p.apply(refund('20.00'), T2)).toEqual({ outcome: 'already_applied', from: 'dispute_lost', to: 'dispute_lost' });
+    expect(snapshot(p)).toEqual({ status: 'dispute_lost', refundedMinor: 2000n, disputeOutcome: 'lost', updatedAt: T1 });
+    expect(p.apply(refund('49.90'), T2)).toEqual({ outcome: 'applied', from: 'dispute_lost', to: 'dispute_lost' });
+    expect(snapshot(p)).toEqual({ status: 'dispute_lost', refundedMinor: 4990n, disputeOutcome: 'lost', updatedAt: T2 });
+  });
 });
 
 describe('Payment.apply: disputes', () => {
@@ -301,6 +315,38 @@ describe('Payment.apply: disputes', () => {
     expect(p.refundedMinor).toBe(1000n);
     expect(p.apply(won, T2)).toEqual({ outcome: 'applied', from: 'disputed', to: 'partially_refunded' });
     expect(snapshot(p)).toEqual({ status: 'partially_refunded', refundedMinor: 1000n, disputeOutcome: 'won', updatedAt: T2 });
+  });
+
+  it('a partial refund while disputed, then won: partially_refunded', () => {
+    const p = paymentIn('succeeded');
+    p.apply(disputed, T1);
+    expect(p.apply(change('refunded', { currency: 'EUR', refunded: eur('20.00') }), T1)).toEqual({
+      outcome: 'applied',
+      from: 'disputed',
+      to: 'disputed',
+    });
+    expect(p.apply(won, T2)).toEqual({ outcome: 'applied', from: 'disputed', to: 'partially_refunded' });
+    expect(snapshot(p)).toEqual({ status: 'partially_refunded', refundedMinor: 2000n, disputeOutcome: 'won', updatedAt: T2 });
+  });
+
+  it('a full refund while disputed, then won: refunded', () => {
+    const p = paymentIn('succeeded');
+    p.apply(disputed, T1);
+    expect(p.apply(change('refunded', { currency: 'EUR', refunded: eur('49.90') }), T1)).toEqual({
+      outcome: 'applied',
+      from: 'disputed',
+      to: 'disputed',
+    });
+    expect(p.apply(won, T2)).toEqual({ outcome: 'applied', from: 'disputed', to: 'refunded' });
+    expect(snapshot(p)).toEqual({ status: 'refunded', refundedMinor: 4990n, disputeOutcome: 'won', updatedAt: T2 });
+  });
+
+  it('a refund while disputed, then lost: dispute_lost keeps the refunded amount', () => {
+    const p = paymentIn('succeeded');
+    p.apply(disputed, T1);
+    p.apply(change('refunded', { currency: 'EUR', refunded: eur('20.00') }), T1);
+    expect(p.apply(lost, T2)).toEqual({ outcome: 'applied', from: 'disputed', to: 'dispute_lost' });
+    expect(snapshot(p)).toEqual({ status: 'dispute_lost', refundedMinor: 2000n, disputeOutcome: 'lost', updatedAt: T2 });
   });
 
   it('disputed, then lost: dispute_lost, the outcome remembered', () => {

@@ -47,7 +47,7 @@ const MATRIX: Readonly<Record<PaymentStatus, string>> = {
   succeeded: /*                         */ 'S  S  S  =  A  A  A  A  S  S  S',
   partially_refunded: /*                */ 'S  S  S  S  =  A  A  A  S  S  S',
   refunded: /*                          */ 'S  S  S  S  S  =  S  S  S  S  S',
-  disputed: /*                          */ 'S  S  S  A  A  R  =  A  S  S  S',
+  disputed: /*                          */ 'S  S  S  A  A  A  =  A  S  S  S',
   dispute_lost: /*                      */ 'S  S  S  S  S  S  S  =  S  S  S',
   failed: /*                            */ 'S  S  S  A  R  R  R  R  =  S  S',
   canceled: /*                          */ 'S  S  S  A  R  R  R  R  S  =  S',
@@ -101,7 +101,7 @@ describe('payment status table', () => {
     );
   });
 
-  it('moves forward only, except a dispute won (disputed → succeeded / partially_refunded) and a further partial refund', () => {
+  it('moves forward only, except a dispute won back to succeeded / partially_refunded (disputed → refunded is forward) and a further partial refund', () => {
     const notForward = CELLS.filter(
       ([from, to]) => PAYMENT_TRANSITIONS[from].includes(to) && PAYMENT_PROGRESS[to] <= PAYMENT_PROGRESS[from],
     );
@@ -123,7 +123,7 @@ describe('payment status table', () => {
       const outcome = decideMove(from, to).outcome;
       counts[outcome] = (counts[outcome] ?? 0) + 1;
     }
-    expect(counts).toEqual({ already_applied: 11, applied: 28, stale: 57, rejected: 25 });
+    expect(counts).toEqual({ already_applied: 11, applied: 29, stale: 57, rejected: 24 });
   });
 });
 
@@ -171,6 +171,9 @@ describe('decideMove: the cells that matter', () => {
     ['refunded', 'refunded', { outcome: 'already_applied', from: 'refunded', to: 'refunded' }],
     ['disputed', 'succeeded', { outcome: 'applied', from: 'disputed', to: 'succeeded' }],
     ['disputed', 'partially_refunded', { outcome: 'applied', from: 'disputed', to: 'partially_refunded' }],
+    // A dispute won after a full refund: the payment ends refunded.
+    ['disputed', 'refunded', { outcome: 'applied', from: 'disputed', to: 'refunded' }],
+    ['disputed', 'dispute_lost', { outcome: 'applied', from: 'disputed', to: 'dispute_lost' }],
     ['disputed', 'pending', { outcome: 'stale', from: 'disputed', to: 'disputed' }],
     ['partially_refunded', 'partially_refunded', { outcome: 'already_applied', from: 'partially_refunded', to: 'partially_refunded' }],
     ['partially_refunded', 'succeeded', { outcome: 'stale', from: 'partially_refunded', to: 'partially_refunded' }],
@@ -188,11 +191,6 @@ describe('decideMove: the cells that matter', () => {
       'authorized',
       'disputed',
       { outcome: 'rejected', from: 'authorized', reason: 'illegal_transition', detail: 'a authorized payment cannot become disputed' },
-    ],
-    [
-      'disputed',
-      'refunded',
-      { outcome: 'rejected', from: 'disputed', reason: 'illegal_transition', detail: 'a disputed payment cannot become refunded' },
     ],
   ])('%s → %s', (from, to, expected) => {
     expect(decideMove(from, to)).toEqual(expected);

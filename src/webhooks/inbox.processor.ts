@@ -20,7 +20,9 @@ export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap
 
   onApplicationBootstrap(): void {
     if (!this.options.runWorkers) return;
-    this.worker.concurrency = this.options.tuning.workerConcurrency;
+    const { workerConcurrency, jobLockMs, stalledIntervalMs } = this.options.tuning;
+    Object.assign(this.worker.opts, { lockDuration: jobLockMs, stalledInterval: stalledIntervalMs });
+    this.worker.concurrency = workerConcurrency;
     this.worker.run().catch((err: Error) => this.logger.error(`inbox worker stopped: ${err.message}`));
   }
 

@@ -1,0 +1,89 @@
+import type { CarrierDefinition } from '../../config/options';
+import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from './carrier';
+
+const RETRYABLE_STATUSES = new Set([408, 425, 429]);
+
+/** `POST {url}/shipments` with `Idempotency-Key` (CONTRACT §5). */
+export class HttpCarrierAdapter implements CarrierAdapter {
+  readonly name: string;
+  private readonly url: string;
+  private readonly apiKey: string | undefined;
+  private readonly timeoutMs: number;
+
+  constructor(definition: CarrierDefinition, defaultTimeoutMs: number) {
+    this.name = definition.name;
+    this.url = `${definition.url}/shipments`;
+    this.apiKey = definition.apiKey;
+    this.timeoutMs = definition.timeoutMs ?? defaultTimeoutMs;
+  }
+
+  async ship(request: ShipmentRequest, idempotencyKey: string): Promise<ShipmentResult> {
+    let response: Response;
+    try {
+      response = await fetch(this.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': idempotencyKey,
+          ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
+        },
+        body: JSON.stringify(request),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      const timedOut = (err as Error).name === 'TimeoutError';
+      return {
+        ok: false,
+        retryable: true,
+        reason: timedOut ? `no answer within ${this.timeoutMs} ms` : `network error: ${errorCode(err)}`,
+      };
+    }
+    const text = await response.text().catch(() => '');
+    const status = response.status;
+    if (status === 200 || status === 201) {
+      const id = parseId(text);
+      return id
+        ? { ok: true, shipmentId: id }
+        : { ok: false, retryable: true, reason: `carrier answered ${status} without a shipment id` };
+    }
+    // The carrier's own error code, if it sends one; never its whole body (it may echo the address).
+    const code = carrierErrorCode(text);
+    const reason = `carrier answered ${status}${code ? ` ${code}` : ''}`;
+    if (status >= 500 || RETRYABLE_STATUSES.has(status)) {
+      return { ok: false, retryable: true, reason, retryAfterMs: retryAfter(response.headers.get('retry-after')) };
+    }
+    return { ok: false, retryable: false, reason };
+  }
+}
+
+function parseId(text: string): string | null {
+  try {
+    const body = JSON.parse(text) as { id?: unknown };
+    return typeof body?.id === 'string' && body.id.length > 0 && body.id.length <= 255 ? body.id : null;
+  } catch {
+    return null;
+  }
+}
+
+function carrierErrorCode(text: string): string | null {
+  try {
+    const body = JSON.parse(text) as { error?: unknown; code?: unknown };
+    const code = typeof body?.error === 'string' ? body.error : typeof body?.code === 'string' ? body.code : null;
+    return code && /^[A-Za-z0-9_.-]{1,64}$/.test(code) ? code : null;
+  } catch {
+    return null;
+  }
+}
+
+function errorCode(err: unknown): string {
+  const cause = (err as { cause?: { code?: unknown } })?.cause;
+  return typeof cause?.code === 'string' ? cause.code : (err as Error)?.message ?? 'unknown';
+}
+
+/** `Retry-After` in seconds or as an HTTP date. */
+function retryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}

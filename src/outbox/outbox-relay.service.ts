@@ -1,0 +1,153 @@
+import { InjectQueue } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bullmq';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { withTimeout } from '../common/with-timeout';
+import type { ResolvedOptions } from '../config/options';
+import { PW_CONNECTION } from '../database/data-source';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { OUTBOX_CHANNEL, OutboxJobData, outboxJobOptions, OutboxQueue } from './outbox.queue';
+
+/**
+ * Carries committed outbox messages to the queue. Low latency without polling load: each commit
+ * that wrote a message NOTIFYs, and the relay enqueues that message at once. Nothing depends on
+ * it: a sweeper claims messages still pending a few seconds after they were due
+ * (`FOR UPDATE SKIP LOCKED`, so relays in several processes share the work) and enqueues them,
+ * so a lost notification, a Redis outage or a removed job delays a message, never loses it.
+ */
+@Injectable()
+export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('OutboxRelay');
+  private listener: Client | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<unknown> | undefined;
+  private stopped = false;
+  private pendingIds = new Set<string>();
+  private flushScheduled = false;
+
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    @InjectQueue(OutboxQueue.Name) private readonly queue: Queue<OutboxJobData>,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (!this.options.runWorkers) return;
+    void this.listen();
+    this.scheduleSweep();
+  }
+
+  /** Stops claiming: no new listen, no new sweep; waits for a sweep under way. */
+  async onApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.sweepTimer);
+    clearTimeout(this.reconnectTimer);
+    await this.sweeping;
+    const listener = this.listener;
+    this.listener = undefined;
+    await listener?.end().catch(() => undefined);
+  }
+
+  /**
+   * One sweep: claims due messages still pending `sweepAfterMs` after they were due and enqueues
+   * those with no live job. Returns how many it enqueued.
+   */
+  async runOnce(): Promise<number> {
+    const { sweepAfterMs, sweepBatchSize, enqueueTimeoutMs } = this.options.tuning;
+    return this.dataSource.transaction(async (em) => {
+      const rows: Array<{ id: string }> = await em.query(
+        `SELECT id FROM outbox_message
+          WHERE status = 'pending' AND next_attempt_at <= now() - make_interval(secs => $1::double precision / 1000)
+          ORDER BY next_attempt_at
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED`,
+        [sweepAfterMs, sweepBatchSize],
+      );
+      if (rows.length === 0) return 0;
+      return withTimeout(this.requeue(rows.map((r) => r.id)), Math.max(enqueueTimeoutMs, 5_000), 'outbox sweep enqueue');
+    });
+  }
+
+  /**
+   * Enqueues each message unless its job is waiting, delayed or running; a finished job kept under
+   * the same id is replaced (the message says it must run again: a retry from the admin API, or a
+   * dispatcher that gave up on its own infrastructure).
+   */
+  async requeue(ids: readonly string[]): Promise<number> {
+    let count = 0;
+    for (const id of ids) {
+      const job = await this.queue.getJob(id);
+      if (job) {
+        const state = await job.getState();
+        if (state !== 'completed' && state !== 'failed' && state !== 'unknown') continue;
+        await job.remove().catch(() => undefined);
+      }
+      await this.queue.add('dispatch', { messageId: id }, outboxJobOptions(id));
+      count++;
+    }
+    return count;
+  }
+
+  private async listen(): Promise<void> {
+    if (this.stopped) return;
+    const client = new Client({ connectionString: this.options.databaseUrl, application_name: 'payment-webhooks-relay' });
+    const retry = (err?: Error) => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.end().catch(() => undefined);
+      if (this.stopped) return;
+      if (err) this.logger.warn(`outbox listener lost (${err.message}); reconnecting`);
+      this.reconnectTimer = setTimeout(() => void this.listen(), 1_000);
+      this.reconnectTimer.unref();
+    };
+    client.on('error', retry);
+    client.on('end', () => retry());
+    client.on('notification', (msg) => {
+      if (msg.channel === OUTBOX_CHANNEL && msg.payload) this.enqueueSoon(msg.payload);
+    });
+    this.listener = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      // Whatever was announced while no one listened is found by a sweep now, not in 5 s.
+      this.sweepNow();
+    } catch (err) {
+      retry(err as Error);
+    }
+  }
+
+  /** Notifications of one burst share one pass over the queue. */
+  private enqueueSoon(id: string): void {
+    this.pendingIds.add(id);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      const ids = [...this.pendingIds];
+      this.pendingIds.clear();
+      this.queue
+        .addBulk(ids.map((messageId) => ({ name: 'dispatch', data: { messageId }, opts: outboxJobOptions(messageId) })))
+        .catch((err: Error) => this.logger.warn(`${ids.length} messages left for the sweeper: ${err.message}`));
+    });
+  }
+
+  private sweepNow(): void {
+    if (this.stopped || this.sweeping) return;
+    this.sweeping = this.runOnce()
+      .then((count) => count > 0 && this.logger.log(`swept ${count} outbox messages`))
+      .catch((err: Error) => this.logger.warn(`outbox sweep failed: ${err.message}`))
+      .finally(() => (this.sweeping = undefined));
+  }
+
+  private scheduleSweep(): void {
+    if (this.stopped) return;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepNow();
+      void Promise.resolve(this.sweeping).finally(() => this.scheduleSweep());
+    }, this.options.tuning.sweepIntervalMs);
+    this.sweepTimer.unref();
+  }
+}

@@ -1,0 +1,28 @@
+import type { JobsOptions } from 'bullmq';
+
+export enum OutboxQueue {
+  Name = 'outbox',
+}
+
+/** The NOTIFY channel a committed outbox message is announced on. */
+export const OUTBOX_CHANNEL = 'pw_outbox';
+
+export interface OutboxJobData {
+  messageId: string;
+}
+
+/**
+ * A message's job: id = message id. Carrier retries are scheduled by the dispatcher itself from
+ * the message's own attempt count (the database decides); BullMQ's attempts only cover a
+ * dispatcher that crashed on its own infrastructure (database down), after which the relay's
+ * sweeper enqueues the message again.
+ */
+export function outboxJobOptions(messageId: string): JobsOptions {
+  return {
+    jobId: messageId,
+    attempts: 5,
+    backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 },
+    removeOnComplete: { age: 3_600, count: 10_000 },
+    removeOnFail: { age: 7 * 24 * 3_600 },
+  };
+}

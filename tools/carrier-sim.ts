@@ -1,0 +1,220 @@
+/**
+ * A carrier speaking CONTRACT §5 from the carrier's side, for the demo and the tests.
+ *
+ *   npm run carrier:sim -- [--port 4010] [--api-key KEY]
+ *
+ * `POST /shipments` honours `Idempotency-Key`: the same key with the same body answers the first
+ * shipment (200), the same key with another body 409, a new key creates one (201). Every call is
+ * recorded. Faults, switched over HTTP, apply to the next N calls:
+ *
+ *   POST /_sim/faults {"mode":"fail","count":3}    answer 500 without creating anything
+ *   POST /_sim/faults {"mode":"hang","count":1}    create the shipment, then never answer
+ *   POST /_sim/faults {"mode":"drop","count":1}    create the shipment, then close the connection unanswered
+ *   POST /_sim/faults {"mode":"reject","count":1}  answer 400 invalid_address
+ *   GET  /_sim/calls, GET /_sim/shipments, POST /_sim/reset
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { parseArgs } from 'node:util';
+
+export type FaultMode = 'fail' | 'hang' | 'drop' | 'reject';
+
+export interface SimulatedShipment {
+  id: string;
+  idempotencyKey: string;
+  orderId: string | null;
+  createdAt: string;
+}
+
+export interface RecordedCall {
+  at: string;
+  idempotencyKey: string | null;
+  /** What the simulator did: created, replayed, conflict, or the fault it played. */
+  result: 'created' | 'replayed' | 'conflict' | 'unauthorized' | 'bad_request' | FaultMode;
+}
+
+export class CarrierSimulator {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  private readonly byKey = new Map<string, { shipment: SimulatedShipment; bodyHash: string }>();
+  readonly calls: RecordedCall[] = [];
+  private faults: FaultMode[] = [];
+
+  constructor(private readonly options: { apiKey?: string } = {}) {}
+
+  get shipments(): SimulatedShipment[] {
+    return [...this.byKey.values()].map((v) => v.shipment);
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+  }
+
+  /** Queues `count` calls to misbehave as `mode`, after the faults already queued. */
+  fault(mode: FaultMode, count = 1): void {
+    for (let i = 0; i < count; i++) this.faults.push(mode);
+  }
+
+  reset(): void {
+    this.byKey.clear();
+    this.calls.length = 0;
+    this.faults = [];
+  }
+
+  async start(port = 0): Promise<this> {
+    const server = createServer((req, res) => void this.handle(req, res));
+    server.on('connection', (socket) => {
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve());
+    });
+    this.server = server;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    const server = this.server;
+    this.server = undefined;
+    if (server) await new Promise((resolve) => server.close(resolve));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readBody(req);
+    const path = (req.url ?? '/').split('?')[0];
+    if (path.startsWith('/_sim/')) return this.control(req.method ?? 'GET', path, body, res);
+    if (req.method !== 'POST' || path !== '/shipments') return json(res, 404, { error: 'not_found' });
+
+    const key = header(req, 'idempotency-key');
+    const record = (result: RecordedCall['result']) => this.calls.push({ at: new Date().toISOString(), idempotencyKey: key, result });
+    if (this.options.apiKey && header(req, 'authorization') !== `Bearer ${this.options.apiKey}`) {
+      record('unauthorized');
+      return json(res, 401, { error: 'unauthorized' });
+    }
+    let parsed: { orderId?: unknown };
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      record('bad_request');
+      return json(res, 400, { error: 'invalid_json' });
+    }
+    if (!key) {
+      record('bad_request');
+      return json(res, 400, { error: 'missing_idempotency_key' });
+    }
+
+    const fault = this.faults.shift();
+    if (fault === 'fail') {
+      record('fail');
+      return json(res, 500, { error: 'simulated_failure' });
+    }
+    if (fault === 'reject') {
+      record('reject');
+      return json(res, 400, { error: 'invalid_address' });
+    }
+
+    const bodyHash = createHash('sha256').update(canonical(parsed)).digest('hex');
+    const existing = this.byKey.get(key);
+    let status: number;
+    let shipment: SimulatedShipment;
+    if (existing) {
+      if (existing.bodyHash !== bodyHash) {
+        record('conflict');
+        return json(res, 409, { error: 'idempotency_key_reused' });
+      }
+      status = 200;
+      shipment = existing.shipment;
+    } else {
+      status = 201;
+      shipment = {
+        id: `shp_${randomUUID().replace(/-/g, '').slice(0, 20)}`,
+        idempotencyKey: key,
+        orderId: typeof parsed.orderId === 'string' ? parsed.orderId : null,
+        createdAt: new Date().toISOString(),
+      };
+      this.byKey.set(key, { shipment, bodyHash });
+    }
+
+    if (fault === 'hang') {
+      record('hang'); // the work is done; the answer never comes
+      return;
+    }
+    if (fault === 'drop') {
+      record('drop');
+      req.socket.destroy();
+      return;
+    }
+    record(status === 201 ? 'created' : 'replayed');
+    json(res, status, { id: shipment.id, orderId: shipment.orderId, status: 'created' });
+  }
+
+  private control(method: string, path: string, body: string, res: ServerResponse): void {
+    if (method === 'GET' && path === '/_sim/calls') return json(res, 200, this.calls);
+    if (method === 'GET' && path === '/_sim/shipments') return json(res, 200, this.shipments);
+    if (method === 'POST' && path === '/_sim/reset') {
+      this.reset();
+      return json(res, 200, { ok: true });
+    }
+    if (method === 'POST' && path === '/_sim/faults') {
+      const { mode, count } = safeJson(body) as { mode?: unknown; count?: unknown };
+      if (!['fail', 'hang', 'drop', 'reject'].includes(String(mode)) || (count !== undefined && !Number.isInteger(count))) {
+        return json(res, 400, { error: 'mode must be fail, hang, drop or reject; count an integer' });
+      }
+      this.fault(mode as FaultMode, (count as number | undefined) ?? 1);
+      return json(res, 200, { queued: this.faults });
+    }
+    json(res, 404, { error: 'not_found' });
+  }
+}
+
+function header(req: IncomingMessage, name: string): string | null {
+  const value = req.headers[name];
+  return (Array.isArray(value) ? value[0] : value) ?? null;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', () => resolve(''));
+  });
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+function safeJson(text: string): Record<string, unknown> {
+  try {
+    const v = JSON.parse(text);
+    return v && typeof v === 'object' ? v : {};
+  } catch {
+    return {};
+  }
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+if (require.main === module) {
+  const { values } = parseArgs({
+    options: { port: { type: 'string', default: process.env.CARRIER_SIM_PORT ?? '4010' }, 'api-key': { type: 'string' } },
+  });
+  void new CarrierSimulator({ apiKey: values['api-key'] }).start(Number(values.port)).then((sim) => {
+    console.log(`carrier simulator listening on ${sim.url} (POST /shipments; faults: POST /_sim/faults)`);
+  });
+}
