@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { OutboxMessage } from '../outbox/outbox-message.entity';
-import { Clock, CLOCK, PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { Order } from '../payments/order.entity';
 import { CarrierRegistry } from './carriers/carrier-registry';
 import type { ShipmentResult } from './carriers/carrier';
@@ -27,14 +27,19 @@ export class FulfillmentDispatchService {
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly carriers: CarrierRegistry,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
-    @Inject(CLOCK) private readonly clock: Clock,
   ) {}
 
   async dispatch(messageId: string): Promise<DispatchStep> {
-    const message = await this.dataSource.getRepository(OutboxMessage).findOne({ where: { id: messageId } });
+    // Scheduling runs on the database's clock, the one the sweeper and the writer use too.
+    const [message]: Array<{ status: string; payload: Record<string, unknown>; nextAttemptAt: Date; due: boolean }> =
+      await this.dataSource.query(
+        `SELECT status, payload, next_attempt_at AS "nextAttemptAt", next_attempt_at <= now() AS due
+           FROM outbox_message WHERE id = $1`,
+        [messageId],
+      );
     if (!message || message.status !== 'pending') return { done: true, outcome: 'nothing_to_do' };
     // Enqueued early (a sweep, a notification racing a retry): wait for the message's own time.
-    if (message.nextAttemptAt.getTime() > this.clock.now() + 50) return { done: false, retryAt: message.nextAttemptAt };
+    if (!message.due) return { done: false, retryAt: message.nextAttemptAt };
 
     const fulfillmentId = String(message.payload.fulfillmentId);
     const fulfillment = await this.dataSource.getRepository(Fulfillment).findOne({ where: { id: fulfillmentId } });
@@ -66,7 +71,7 @@ export class FulfillmentDispatchService {
         .getRepository(OutboxMessage)
         .findOne({ where: { id: messageId }, lock: { mode: 'pessimistic_write' } });
       if (!message || message.status !== 'pending') return { done: true, outcome: 'nothing_to_do' } as const;
-      const now = new Date(this.clock.now());
+      const [{ now }]: Array<{ now: Date }> = await em.query(`SELECT now() AS now`);
       const attempts = message.attempts + 1;
       const fulfillments = em.getRepository(Fulfillment);
       const fulfillment = await fulfillments.findOne({

@@ -47,14 +47,18 @@ export function secretOf(endpointId: string): string {
   return endpoint.secrets[0];
 }
 
-/** A clock the test moves; starts at the real time. */
+/** The real clock, which a test may set to another time; it keeps running from there. */
 export class TestClock implements Clock {
-  constructor(public ms: number = Date.now()) {}
+  private offsetMs = 0;
   now(): number {
-    return this.ms;
+    return Date.now() + this.offsetMs;
   }
+  /** From now on, the clock reads `seconds` (and runs on). */
   setSeconds(seconds: number): void {
-    this.ms = seconds * 1000;
+    this.offsetMs = seconds * 1000 - Date.now();
+  }
+  reset(): void {
+    this.offsetMs = 0;
   }
 }
 

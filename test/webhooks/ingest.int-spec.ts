@@ -25,7 +25,7 @@ describe('POST /webhooks/:endpointId (real PostgreSQL and Redis)', () => {
   });
   afterAll(() => t.close());
   beforeEach(async () => {
-    t.clock.ms = Date.now();
+    t.clock.reset();
     await truncateAll(t.dataSource);
     await queue.obliterate({ force: true });
   });
