@@ -6,17 +6,17 @@ import { ValidationFailed } from './domain-error';
 /** `cursor` and `limit` of every list (CONTRACT §3). */
 export class PageQuery {
   @ApiPropertyOptional({ description: 'Opaque cursor from the previous page\'s `nextCursor`.' })
-  @IsOptional()
-  @IsString()
   @Matches(/^[A-Za-z0-9_-]{1,200}$/, { message: 'cursor is not a cursor this API issued' })
+  @IsString()
+  @IsOptional()
   cursor?: string;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
+  @Max(100, { message: 'limit must be an integer from 1 to 100' })
+  @Min(1, { message: 'limit must be an integer from 1 to 100' })
+  @IsInt({ message: 'limit must be an integer from 1 to 100' })
   @IsOptional()
   @Type(() => Number)
-  @IsInt({ message: 'limit must be an integer from 1 to 100' })
-  @Min(1, { message: 'limit must be an integer from 1 to 100' })
-  @Max(100, { message: 'limit must be an integer from 1 to 100' })
   limit?: number;
 }
 

@@ -7,6 +7,23 @@ function millis(id: string): number {
   return parseInt(id.replace(/-/g, '').slice(0, 12), 16);
 }
 
+/** The 12-bit counter after the version nibble (rand_a, RFC 9562 §6.2 method 1). */
+function sequence(id: string): number {
+  return parseInt(id.replace(/-/g, '').slice(13, 16), 16);
+}
+
+/**
+ * uuid7 as a process that has just started has it: the module's own state (the last millisecond
+ * and its sequence) fresh, untouched by the explicit times the other cases pass.
+ */
+function freshUuid7(): typeof uuid7 {
+  let fresh: typeof uuid7 | undefined;
+  jest.isolateModules(() => {
+    fresh = (require('./uuid7') as typeof import('./uuid7')).uuid7;
+  });
+  return fresh!;
+}
+
 describe('uuid7', () => {
   it('is a lower-case UUID of version 7 and variant 10xx', () => {
     for (let i = 0; i < 1000; i++) {
@@ -21,15 +38,15 @@ describe('uuid7', () => {
 
   it('carries the given time in its first 48 bits', () => {
     const now = 1_790_590_562_123;
-    const id = uuid7(now);
+    const id = freshUuid7()(now);
     expect(millis(id)).toBe(now);
     const hex = now.toString(16).padStart(12, '0');
     expect(id.slice(0, 13)).toBe(`${hex.slice(0, 8)}-${hex.slice(8)}`);
   });
 
   it('handles the edges of the 48-bit range', () => {
-    expect(uuid7(0).startsWith('00000000-0000-7')).toBe(true);
-    expect(uuid7(2 ** 48 - 1).startsWith('ffffffff-ffff-7')).toBe(true);
+    expect(freshUuid7()(0).startsWith('00000000-0000-7')).toBe(true);
+    expect(freshUuid7()(2 ** 48 - 1).startsWith('ffffffff-ffff-7')).toBe(true);
   });
 
   it('defaults to the current time', () => {
@@ -58,6 +75,39 @@ describe('uuid7', () => {
     expect(sameMillisecond.size).toBe(10_000);
     const defaultClock = new Set(Array.from({ length: 10_000 }, () => uuid7()));
     expect(defaultClock.size).toBe(10_000);
+  });
+
+  it('10,000 ids made in a tight loop are strictly increasing as strings; inside a millisecond the sequence counts up by one', () => {
+    const make = freshUuid7();
+    const before = Date.now();
+    const ids = Array.from({ length: 10_000 }, () => make());
+    const after = Date.now();
+    for (let i = 1; i < ids.length; i++) {
+      expect(ids[i] > ids[i - 1]).toBe(true);
+      if (millis(ids[i]) === millis(ids[i - 1])) expect(sequence(ids[i])).toBe(sequence(ids[i - 1]) + 1);
+      else expect(millis(ids[i])).toBeGreaterThan(millis(ids[i - 1]));
+    }
+    expect(new Set(ids).size).toBe(10_000);
+    expect([...ids].sort()).toEqual(ids);
+    for (const id of ids) expect(UUID7.test(id)).toBe(true);
+    expect(millis(ids[0])).toBeGreaterThanOrEqual(before);
+    // A borrowed millisecond (more than 4096 ids in one) may run one ahead of the clock.
+    expect(millis(ids[ids.length - 1])).toBeLessThanOrEqual(after + 1);
+  });
+
+  it('never goes back: an explicit older time (or a clock stepping back) continues the last millisecond', () => {
+    const make = freshUuid7();
+    const current = make();
+    let previous = current;
+    for (const past of [Date.UTC(2026, 2, 1, 10, 0, 0, 0), millis(current) - 60_000, millis(current) - 2, 1]) {
+      const id = make(past);
+      expect(UUID7.test(id)).toBe(true);
+      expect(millis(id)).toBe(millis(current));
+      expect(id > previous).toBe(true);
+      previous = id;
+    }
+    // A later time moves on again.
+    expect(millis(make(millis(current) + 5))).toBe(millis(current) + 5);
   });
 
   it('varies the random bits between consecutive ids', () => {

@@ -9,7 +9,8 @@ let sequence = 0;
  * A UUID version 7 (RFC 9562): 48 bits of Unix milliseconds, a 12-bit sequence, then random bits.
  * Ids made in time order land at the right edge of a B-tree index instead of on random pages,
  * which keeps inserts (and the WAL they write) cheap; they also sort by creation time, and within
- * one process strictly so (the sequence counts up inside a millisecond, RFC 9562 §6.2 method 1).
+ * one process strictly so (the sequence counts up inside a millisecond, RFC 9562 §6.2 method 1,
+ * and the time never goes back).
  */
 export function uuid7(now: number = Date.now()): string {
   if (offset === pool.length) {
@@ -18,20 +19,19 @@ export function uuid7(now: number = Date.now()): string {
   }
   const b = pool.subarray(offset, offset + 16);
   offset += 16;
-  let ms = now;
+  // Never behind the last id of this process: a clock stepping back, or an explicit older time,
+  // continues the sequence of the last millisecond instead of breaking the order.
   if (now > lastMs) {
     lastMs = now;
     sequence = b[6] & 0x07; // a random start, leaving room to count up
-  } else if (now === lastMs || now === lastMs - 1) {
+  } else {
     sequence++;
     if (sequence > 0xfff) {
       lastMs++; // borrow the next millisecond rather than repeat an order
       sequence = 0;
     }
-    ms = lastMs;
-  } else {
-    sequence = b[6] & 0x07; // an explicitly older time: honoured as given
   }
+  const ms = lastMs;
   b.writeUIntBE(ms, 0, 6);
   b[6] = 0x70 | (sequence >> 8);
   b[7] = sequence & 0xff;

@@ -179,9 +179,13 @@ const h4: fc.Arbitrary<History> = fc.constant({
 
 /**
  * H5: capture, partial refunds, a dispute opened; partial refunds while it is open; then the
- * dispute won (further refunds may follow, a full one maybe), lost, or still open. A full refund
- * while the dispute is open is generated only when the dispute is then won (see the report for the
- * other ends).
+ * dispute won (further refunds may follow, a full one maybe), lost, or still open.
+ *
+ * A full refund while the dispute is open is generated only when the dispute is then won. Followed
+ * by a lost dispute, or by none, it does not converge: in order (succeeded, disputed,
+ * refunded 49.90, dispute_lost) the payment ends dispute_lost and the order paid; delivered with
+ * the refund before the opening it ends refunded (terminal; the dispute events are stale) and the
+ * order refunded.
  */
 const h5: fc.Arbitrary<History> = fc
   .record({

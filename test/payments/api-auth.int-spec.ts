@@ -30,7 +30,7 @@ describe('API auth: the admin token on every orders/payments route (CONTRACT §3
   beforeAll(async () => {
     t = await createTestApp();
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   describe.each(ROUTES)('$method $path', ({ method, path, body }) => {
@@ -110,7 +110,7 @@ describe('API auth: no ADMIN_TOKEN configured (CONTRACT §3)', () => {
   beforeAll(async () => {
     t = await createTestApp({ adminToken: null });
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   describe.each(ROUTES)('$method $path', ({ method, path, body }) => {

@@ -40,7 +40,7 @@ describe.each(['/orders', '/payments'])('GET %s: the list shape and its query (C
   beforeAll(async () => {
     t = await createTestApp();
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   it('nothing yet: {items: [], nextCursor: null}', async () => {
@@ -54,14 +54,9 @@ describe.each(['/orders', '/payments'])('GET %s: the list shape and its query (C
     ['101', [{ field: 'limit', message: LIMIT_MESSAGE }]],
     ['-1', [{ field: 'limit', message: LIMIT_MESSAGE }]],
     ['1.5', [{ field: 'limit', message: LIMIT_MESSAGE }]],
-    [
-      'abc',
-      [
-        { field: 'limit', message: LIMIT_MESSAGE },
-        { field: 'limit', message: LIMIT_MESSAGE },
-        { field: 'limit', message: LIMIT_MESSAGE },
-      ],
-    ],
+    // Not a number breaks all three rules of limit: one message for the field all the same.
+    ['abc', [{ field: 'limit', message: LIMIT_MESSAGE }]],
+    ['', [{ field: 'limit', message: LIMIT_MESSAGE }]],
   ])('limit=%s: 400 validation_failed on limit', async (limit, details) => {
     const res = await http(t).get(`${path}?limit=${limit}`).set(AUTH);
     expect(res.status).toBe(400);
@@ -85,6 +80,18 @@ describe.each(['/orders', '/payments'])('GET %s: the list shape and its query (C
     expect(res.body).toEqual(CURSOR_ERROR);
   });
 
+  it('a bad cursor and a bad limit together: one message for each field', async () => {
+    const res = await http(t).get(`${path}?limit=abc&cursor=!!`).set(AUTH);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: 'validation_failed',
+      details: [
+        { field: 'cursor', message: 'cursor is not a cursor this API issued' },
+        { field: 'limit', message: LIMIT_MESSAGE },
+      ],
+    });
+  });
+
   it('an unknown query parameter: 400 validation_failed naming it', async () => {
     const res = await http(t).get(`${path}?sort=asc`).set(AUTH);
     expect(res.status).toBe(400);
@@ -100,7 +107,7 @@ describe('GET /orders: order, paging, filter (CONTRACT §3)', () => {
   beforeAll(async () => {
     t = await createTestApp();
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   it('newest first, items in the Order shape (as GET /orders/{id} answers)', async () => {
@@ -200,7 +207,7 @@ describe('GET /payments: order, paging, filters (CONTRACT §3)', () => {
   beforeAll(async () => {
     t = await createTestApp();
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   /** Two orders; payments registered one after another, oldest first. */

@@ -8,7 +8,7 @@ describe('POST /orders/{id}/payments and GET /payments/{id} (CONTRACT §3)', () 
   beforeAll(async () => {
     t = await createTestApp();
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   const register = (orderId: string, body: object) => http(t).post(`/orders/${orderId}/payments`).set(AUTH).send(body);
@@ -120,11 +120,21 @@ describe('POST /orders/{id}/payments and GET /payments/{id} (CONTRACT §3)', () 
       [{ field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard' }],
     ],
     [
+      // One message per field: the most basic rule it breaks (the type).
       'a missing providerPaymentId',
       { provider: 'stripe' },
+      [{ field: 'providerPaymentId', message: 'providerPaymentId must be a string' }],
+    ],
+    [
+      'an empty providerPaymentId',
+      { provider: 'stripe', providerPaymentId: '' },
+      [{ field: 'providerPaymentId', message: 'providerPaymentId should not be empty' }],
+    ],
+    [
+      'an empty body: one message for each field',
+      {},
       [
-        { field: 'providerPaymentId', message: 'providerPaymentId must be shorter than or equal to 255 characters' },
-        { field: 'providerPaymentId', message: 'providerPaymentId should not be empty' },
+        { field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard' },
         { field: 'providerPaymentId', message: 'providerPaymentId must be a string' },
       ],
     ],
@@ -181,7 +191,7 @@ describe('a webhook for an unregistered payment carrying the order id (CONTRACT 
     t = await createTestApp();
     processing = t.get(DeliveryProcessingService);
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   /** Sends a signed Standard Webhooks event to standard-main and returns its inbox row id. */

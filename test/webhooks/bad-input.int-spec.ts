@@ -197,7 +197,7 @@ describe('bad input on the receive path: a clear answer, no row, never 5xx', () 
   beforeAll(async () => {
     t = await createTestApp({ webhookMaxBodyBytes: MAX_BODY });
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(async () => {
     t.clock.setSeconds(now);
     await truncateAll(t.dataSource);

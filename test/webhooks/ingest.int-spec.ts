@@ -23,7 +23,7 @@ describe('POST /webhooks/:endpointId (real PostgreSQL and Redis)', () => {
     t = await createTestApp();
     queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(async () => {
     t.clock.reset();
     await truncateAll(t.dataSource);

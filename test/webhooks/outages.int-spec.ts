@@ -24,7 +24,7 @@ describe('PostgreSQL away: 503, never 2xx or 4xx', () => {
   });
   afterAll(async () => {
     await proxy.up();
-    await t.close();
+    await t?.close();
     await proxy.down();
   });
   beforeEach(() => truncateAll(t.dataSource));
@@ -66,12 +66,12 @@ describe('Redis away: the row is committed, answered 200, and swept later', () =
     t = await createTestApp({
       redisUrl: proxy.urlFor(TEST_REDIS_URL),
       runWorkers: true,
-      tuning: { sweepAfterMs: 0, enqueueTimeoutMs: 300 },
+      tuning: { sweepAfterMs: 1, enqueueTimeoutMs: 300 },
     });
   });
   afterAll(async () => {
     await proxy.up();
-    await t.close();
+    await t?.close();
     await proxy.down();
   });
   beforeEach(() => truncateAll(t.dataSource));

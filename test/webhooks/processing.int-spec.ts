@@ -27,7 +27,7 @@ describe('the inbox processor (workers on)', () => {
   beforeAll(async () => {
     t = await createTestApp({ runWorkers: true });
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
 
   it('processes an accepted delivery off the request: a type with no handler ends ignored', async () => {
@@ -50,7 +50,7 @@ describe('the processing transaction (workers off, driven directly)', () => {
     t = await createTestApp({ runWorkers: false });
     processing = t.get(DeliveryProcessingService);
   });
-  afterAll(() => t.close());
+  afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
   afterEach(() => jest.restoreAllMocks());
 

@@ -9,37 +9,37 @@ export class RegisterPaymentDto {
   provider: ProviderName;
 
   @ApiProperty({ example: 'pi_3QxAbc', description: "The provider's id of the payment (invoice, PaymentIntent…)." })
-  @IsString()
-  @IsNotEmpty()
   @MaxLength(255)
+  @IsNotEmpty()
+  @IsString()
   providerPaymentId: string;
 
   @ApiPropertyOptional({
     example: 'acct_1',
     description: "May be left out when the provider's endpoints name a single merchant account.",
   })
-  @IsOptional()
-  @IsString()
-  @IsNotEmpty()
   @MaxLength(255)
+  @IsNotEmpty()
+  @IsString()
+  @IsOptional()
   merchantAccountId?: string;
 }
 
 export class ListPaymentsQuery extends PageQuery {
   @ApiPropertyOptional({ enum: PROVIDER_NAMES })
-  @IsOptional()
   @IsIn(PROVIDER_NAMES as unknown as string[], { message: `provider must be one of ${PROVIDER_NAMES.join(', ')}` })
+  @IsOptional()
   provider?: ProviderName;
 
   @ApiPropertyOptional()
-  @IsOptional()
-  @IsString()
-  @IsNotEmpty()
   @MaxLength(255)
+  @IsNotEmpty()
+  @IsString()
+  @IsOptional()
   providerPaymentId?: string;
 
   @ApiPropertyOptional({ format: 'uuid' })
-  @IsOptional()
   @IsUUID('all', { message: 'orderId must be a UUID' })
+  @IsOptional()
   orderId?: string;
 }
