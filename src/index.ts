@@ -7,3 +7,8 @@ export { PW_CONNECTION } from './database/data-source';
 export { CLOCK, Clock } from './payment-webhooks.constants';
 export { InboxSweeper } from './webhooks/inbox-sweeper.service';
 export { DeliveryProcessingService } from './webhooks/delivery-processing.service';
+export type { CarrierAdapter, ShipmentRequest, ShipmentResult } from './fulfillment/carriers/carrier';
+export { HttpCarrierAdapter } from './fulfillment/carriers/http-carrier';
+export { OutboxWriter } from './outbox/outbox-writer';
+export { OutboxRelay } from './outbox/outbox-relay.service';
+export { Money } from './payments/money';
