@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
+import type { Logger as PinoLogger } from 'pino';
 import type { StandaloneConfig } from './config/env';
 import { PaymentWebhooksModule } from './payment-webhooks.module';
 
@@ -8,7 +9,7 @@ export const STANDALONE_CONFIG = 'paymentWebhooks';
 /** The standalone service: configuration from the environment, then the module. */
 @Module({})
 export class AppModule {
-  static async register(config: StandaloneConfig): Promise<DynamicModule> {
+  static async register(config: StandaloneConfig, logger?: PinoLogger): Promise<DynamicModule> {
     return {
       module: AppModule,
       imports: [
@@ -19,8 +20,10 @@ export class AppModule {
         }),
         PaymentWebhooksModule.forRootAsync({
           inject: [ConfigService],
-          useFactory: (configService: ConfigService) =>
-            configService.getOrThrow<StandaloneConfig>(STANDALONE_CONFIG).options,
+          useFactory: (configService: ConfigService) => ({
+            ...configService.getOrThrow<StandaloneConfig>(STANDALONE_CONFIG).options,
+            logger,
+          }),
         }),
       ],
     };

@@ -6,6 +6,7 @@ import { AppModule } from './app.module';
 import { loadStandaloneConfig, StandaloneConfig } from './config/env';
 import { ConfigurationError } from './config/validate';
 import { configurePaymentWebhooksApp } from './configure-app';
+import { createLogger, PinoNestLogger } from './observability/logger';
 
 function readConfig(): StandaloneConfig {
   try {
@@ -24,10 +25,12 @@ function readConfig(): StandaloneConfig {
 
 async function bootstrap(): Promise<void> {
   const config = readConfig();
-  const module = await AppModule.register(config);
+  const pino = createLogger();
+  const module = await AppModule.register(config, pino);
+  const nestLogger = new PinoNestLogger(pino);
   const logger = new Logger('Main');
   if (config.runHttp) {
-    const app = await NestFactory.create(module, { bodyParser: false });
+    const app = await NestFactory.create(module, { bodyParser: false, logger: nestLogger });
     configurePaymentWebhooksApp(app);
     app.enableShutdownHooks();
     await app.listen(config.port);
@@ -35,7 +38,7 @@ async function bootstrap(): Promise<void> {
       `listening on :${config.port} with ${config.options.endpoints.length} webhook endpoint(s); workers ${config.options.runWorkers ? 'on' : 'off'}`,
     );
   } else {
-    const app = await NestFactory.createApplicationContext(module);
+    const app = await NestFactory.createApplicationContext(module, { logger: nestLogger });
     app.enableShutdownHooks();
     logger.log('worker-only process started');
   }

@@ -8,6 +8,8 @@ export const PW_BULL = 'payment-webhooks';
 export const PW_CARRIER_ADAPTERS = 'PAYMENT_WEBHOOKS_CARRIER_ADAPTERS';
 /** Injection token of the guard protecting the admin and host routes (module option `adminGuard`). */
 export const PW_ADMIN_GUARD = 'PAYMENT_WEBHOOKS_ADMIN_GUARD';
+/** Injection token of the module's pino logger (option `logger`, else JSON lines on stdout). */
+export const PW_LOGGER = 'PAYMENT_WEBHOOKS_LOGGER';
 /** Injection token of the clock (tests replace it). */
 export const CLOCK = 'PAYMENT_WEBHOOKS_CLOCK';
 

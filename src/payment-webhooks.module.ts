@@ -9,7 +9,11 @@ import { dataSourceOptions, PW_CONNECTION, runMigrationsLocked } from './databas
 import { FulfillmentModule } from './fulfillment/fulfillment.module';
 import { HealthModule } from './health/health.module';
 import { OutboxModule } from './outbox/outbox.module';
-import { CLOCK, PW_BULL, PW_CARRIER_ADAPTERS, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
+import { OperationsModule } from './operations/operations.module';
+import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
+import { createLogger } from './observability/logger';
+import { AdminAuthGuard } from './common/admin-auth.guard';
+import { ObservabilityModule } from './observability/observability.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 
@@ -39,9 +43,20 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         inject: [PW_RAW_OPTIONS],
         useFactory: (raw: PaymentWebhooksOptions) => raw.carrierAdapters ?? [],
       },
+      {
+        provide: PW_ADMIN_GUARD,
+        inject: [PW_RAW_OPTIONS, PW_OPTIONS],
+        useFactory: (raw: PaymentWebhooksOptions, options: ResolvedOptions) =>
+          raw.adminGuard ?? new AdminAuthGuard(options.adminToken),
+      },
+      {
+        provide: PW_LOGGER,
+        inject: [PW_RAW_OPTIONS],
+        useFactory: (raw: PaymentWebhooksOptions) => raw.logger ?? createLogger(),
+      },
       { provide: CLOCK, useValue: systemClock },
     ],
-    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, CLOCK],
+    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_ADMIN_GUARD, PW_LOGGER, CLOCK],
   };
 }
 
@@ -101,10 +116,12 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
             prefix: o.queuePrefix,
           }),
         }),
+        ObservabilityModule,
         WebhooksModule,
         PaymentsModule,
         FulfillmentModule,
         OutboxModule,
+        OperationsModule,
         HealthModule,
       ],
     };

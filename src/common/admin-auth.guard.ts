@@ -1,8 +1,6 @@
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext } from '@nestjs/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request } from 'express';
-import type { ResolvedOptions } from '../config/options';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { DomainError } from './domain-error';
 
 /** Hashing first gives equal lengths, so the comparison time says nothing about the token. */
@@ -15,21 +13,25 @@ function digest(value: string): Buffer {
  * basic auth with any user and the token as password (so a browser can open the Swagger UI).
  * No token configured: the routes answer 503 admin_disabled, never open.
  */
-@Injectable()
 export class AdminAuthGuard implements CanActivate {
   private readonly expected: Buffer | null;
 
-  constructor(@Inject(PW_OPTIONS) options: ResolvedOptions) {
-    this.expected = options.adminToken ? digest(options.adminToken) : null;
+  constructor(adminToken: string | null) {
+    this.expected = adminToken ? digest(adminToken) : null;
   }
 
   canActivate(context: ExecutionContext): boolean {
+    this.check(context.switchToHttp().getRequest<Request>().headers.authorization);
+    return true;
+  }
+
+  /** Throws AUTH.ADMIN_DISABLED or AUTH.UNAUTHORIZED; also used by the /docs middleware. */
+  check(authorization: string | undefined): void {
     if (!this.expected) throw new DomainError('AUTH.ADMIN_DISABLED', 'no ADMIN_TOKEN is configured');
-    const presented = presentedToken(context.switchToHttp().getRequest<Request>().headers.authorization);
+    const presented = presentedToken(authorization);
     if (presented === null || !timingSafeEqual(digest(presented), this.expected)) {
       throw new DomainError('AUTH.UNAUTHORIZED', 'missing or wrong admin token');
     }
-    return true;
   }
 }
 

@@ -1,3 +1,5 @@
+import type { CanActivate } from '@nestjs/common';
+import type { Logger as PinoLogger } from 'pino';
 import type { CarrierAdapter } from '../fulfillment/carriers/carrier';
 
 /** The four signature schemes the module verifies (CONTRACT §2.1–2.4). */
@@ -56,6 +58,13 @@ export interface PaymentWebhooksOptions {
    * carriers of `carriers`; an order names one by its `name`.
    */
   carrierAdapters?: CarrierAdapter[];
+  /**
+   * Replaces the admin-token check on every route but webhooks and health (the host's own
+   * authentication). `/docs` keeps the token check unless `docsAuth` says otherwise.
+   */
+  adminGuard?: CanActivate;
+  /** A pino logger for the module's structured logs; by default JSON lines on stdout. */
+  logger?: PinoLogger;
 }
 
 export interface TuningOptions {

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
+import { MetricsService } from '../observability/metrics.service';
 import { OutboxMessage } from '../outbox/outbox-message.entity';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { Order } from '../payments/order.entity';
@@ -27,6 +28,7 @@ export class FulfillmentDispatchService {
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly carriers: CarrierRegistry,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly metrics: MetricsService,
   ) {}
 
   async dispatch(messageId: string): Promise<DispatchStep> {
@@ -53,14 +55,22 @@ export class FulfillmentDispatchService {
       return this.record(messageId, { ok: false, retryable: false, reason: `carrier "${fulfillment.carrier}" is not configured` });
     }
     let result: ShipmentResult;
+    const timer = this.metrics.carrierDuration.labels(carrier.name).startTimer();
     try {
       result = await carrier.ship(
         { orderId: order.id, orderReference: order.reference, shipTo: order.shipTo, items: order.items },
         fulfillment.id,
       );
     } catch (err) {
-      result = { ok: false, retryable: true, reason: `carrier adapter failed: ${(err as Error)?.message ?? String(err)}` };
+      result = {
+        ok: false,
+        retryable: true,
+        reason: `carrier adapter failed: ${(err as Error)?.message ?? String(err)}`,
+        status: 'adapter_error',
+      };
     }
+    timer();
+    this.metrics.carrierCalls.labels(carrier.name, result.status ?? (result.ok ? 'ok' : 'failed')).inc();
     return this.record(messageId, result);
   }
 

@@ -1,10 +1,48 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, HttpCode } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
+import { DependenciesHealthIndicator } from './dependencies.health';
 
+const HEALTH_EXAMPLE = { status: 'ok', info: {}, error: {}, details: {} };
+
+/** Liveness and readiness, without auth (CONTRACT §4). */
+@ApiTags('operations')
 @Controller('health')
 export class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly dependencies: DependenciesHealthIndicator,
+  ) {}
+
   /** Liveness: the process answers. No I/O, so it is also the benchmark's baseline. */
   @Get()
-  live(): { status: 'ok' } {
-    return { status: 'ok' };
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Liveness', description: 'The process answers; checks nothing else.' })
+  @ApiOkResponse({ schema: { example: HEALTH_EXAMPLE } })
+  live(): HealthCheckResult {
+    return { status: 'ok', info: {}, error: {}, details: {} };
+  }
+
+  /** Readiness: PostgreSQL and Redis answer; 503 when either does not. */
+  @Get('ready')
+  @HealthCheck()
+  @ApiOperation({ summary: 'Readiness', description: 'PostgreSQL and Redis answer; 503 when either is down.' })
+  @ApiOkResponse({
+    schema: {
+      example: { status: 'ok', info: { database: { status: 'up' }, redis: { status: 'up' } }, error: {}, details: {} },
+    },
+  })
+  @ApiServiceUnavailableResponse({
+    schema: {
+      example: {
+        status: 'error',
+        info: { database: { status: 'up' } },
+        error: { redis: { status: 'down', message: 'no answer within 1000 ms' } },
+        details: { database: { status: 'up' }, redis: { status: 'down', message: 'no answer within 1000 ms' } },
+      },
+    },
+  })
+  ready(): Promise<HealthCheckResult> {
+    return this.health.check([() => this.dependencies.database(), () => this.dependencies.redis()]);
   }
 }

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
-import { AdminAuthGuard } from '../common/admin-auth.guard';
+import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
 import { ApiErrorResponses } from '../common/api-docs';
 import { ValidationFailed } from '../common/domain-error';
@@ -18,7 +18,7 @@ export const uuidParam = new ParseUUIDPipe({
 @ApiTags('orders')
 @ApiBearerAuth('admin')
 @Controller('orders')
-@UseGuards(AdminAuthGuard)
+@UseGuards(AdminGuard)
 @UseFilters(ApiExceptionFilter)
 @UsePipes(apiValidationPipe)
 export class OrdersController {

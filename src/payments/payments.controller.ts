@@ -1,6 +1,6 @@
 import { Controller, Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminAuthGuard } from '../common/admin-auth.guard';
+import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
 import { ApiErrorResponses } from '../common/api-docs';
 import { ListPaymentsQuery } from './dto/payment.dto';
@@ -11,7 +11,7 @@ import { OrdersService } from './orders.service';
 @ApiTags('payments')
 @ApiBearerAuth('admin')
 @Controller('payments')
-@UseGuards(AdminAuthGuard)
+@UseGuards(AdminGuard)
 @UseFilters(ApiExceptionFilter)
 @UsePipes(apiValidationPipe)
 export class PaymentsController {

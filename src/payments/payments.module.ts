@@ -1,5 +1,4 @@
 import { Module } from '@nestjs/common';
-import { AdminAuthGuard } from '../common/admin-auth.guard';
 import { FulfillmentModule } from '../fulfillment/fulfillment.module';
 import { InboxQueueModule } from '../webhooks/inbox-queue.module';
 import { OrdersController } from './orders.controller';
@@ -11,7 +10,7 @@ import { PaymentsController } from './payments.controller';
 @Module({
   imports: [FulfillmentModule, InboxQueueModule],
   controllers: [OrdersController, PaymentsController],
-  providers: [OrdersService, PaymentEventsService, AdminAuthGuard],
+  providers: [OrdersService, PaymentEventsService],
   exports: [PaymentEventsService, OrdersService],
 })
 export class PaymentsModule {}

@@ -2,6 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
+import { MetricsService } from '../observability/metrics.service';
 import { PaymentEventsService } from '../payments/payment-events.service';
 import type { InboxStatus } from './inbox.entity';
 import { InboxQueueService } from './inbox-queue.service';
@@ -48,16 +49,20 @@ export class DeliveryProcessingService {
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly payments: PaymentEventsService,
     private readonly inboxQueue: InboxQueueService,
+    private readonly metrics: MetricsService,
   ) {}
 
   /** Processes a delivery; throws (after recording the attempt) so the queue retries. */
   async process(inboxId: string, finalAttempt: boolean): Promise<ProcessingResult | null> {
     let decision: Decision | null;
+    let provider = 'unknown';
+    const timer = this.metrics.processingDuration.startTimer();
     try {
       decision = await this.dataSource.transaction(async (em) => {
         const delivery = await this.lock(em, inboxId);
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!delivery || delivery.status !== 'received') return null;
+        provider = delivery.provider;
         const result = await this.decide(em, delivery, finalAttempt);
         await em.query(
           `UPDATE webhook_inbox
@@ -69,10 +74,13 @@ export class DeliveryProcessingService {
       });
     } catch (err) {
       await this.recordFailure(inboxId, err, finalAttempt);
+      this.metrics.processingOutcomes.labels(provider, finalAttempt ? 'failed' : 'retrying', errorCode(err)).inc();
       throw err;
     }
     if (!decision) return null;
+    timer({ provider });
     const { requeue, ...result } = decision;
+    this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
     if (requeue?.length) await this.inboxQueue.requeueAfterCommit(requeue);
     return result;
   }

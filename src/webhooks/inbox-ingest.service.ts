@@ -18,14 +18,16 @@ export interface IngestAnswer {
   eventId: string;
 }
 
-const COLUMNS = 'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, headers, body';
+const COLUMNS =
+  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, headers, body, received_at';
 
 // One statement for a whole batch: a duplicate costs an index probe and writes nothing; the new
 // rows come back. The batch travels as one JSON array of rows (positional), which both sides
 // encode and decode natively.
 const INSERT_BATCH_SQL = `
   INSERT INTO webhook_inbox (${COLUMNS})
-  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, (r->>8)::jsonb, r->>9
+  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, (r->>8)::jsonb, r->>9,
+         pw_uuid7_time((r->>0)::uuid)
     FROM jsonb_array_elements($1::jsonb) AS r
   ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
   RETURNING id, provider, merchant_account_id, event_id`;
@@ -33,7 +35,7 @@ const INSERT_BATCH_SQL = `
 // The same for one row: used to isolate a row the batch statement refused.
 const INSERT_ONE_SQL = `
   INSERT INTO webhook_inbox (${COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, pw_uuid7_time($1))
   ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
   RETURNING id, event_id`;
 

@@ -2,6 +2,7 @@ import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/commo
 import type { Request, Response } from 'express';
 import type { ResolvedOptions } from '../config/options';
 import { Clock, CLOCK, PW_OPTIONS } from '../payment-webhooks.constants';
+import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
 import { ResolvedEndpoint, verifySignature } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
@@ -31,6 +32,7 @@ export class WebhookSignatureGuard implements CanActivate {
     private readonly endpoints: EndpointRegistry,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
     @Inject(CLOCK) private readonly clock: Clock,
+    private readonly observer: DeliveryObserver,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
   }
@@ -39,6 +41,8 @@ export class WebhookSignatureGuard implements CanActivate {
     const http = context.switchToHttp();
     const req = http.getRequest<WebhookRequest>();
     const endpoint = this.endpoints.get(req.params.endpointId as string);
+    // Unknown ids share one label: a scanner must not grow the metrics without bound.
+    this.observer.begin(http.getResponse<Response>(), endpoint?.id ?? 'unknown', endpoint?.provider.name ?? 'unknown');
     if (!endpoint) throw new WebhookError('unknown_endpoint');
 
     const rawBody = await readRawBody(req, this.maxBytes);
@@ -50,6 +54,7 @@ export class WebhookSignatureGuard implements CanActivate {
 
     const result = verifySignature(endpoint, req.headers, rawBody, Math.floor(this.clock.now() / 1000));
     if (!result.ok) throw new WebhookError(result.error);
+    this.observer.secretMatched(endpoint.id, result.secretIndex);
     req.verifiedDelivery = { endpoint, rawBody, secretIndex: result.secretIndex };
     return true;
   }

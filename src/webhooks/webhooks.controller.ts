@@ -1,10 +1,15 @@
-import { Controller, HttpCode, Param, Post, Req, UseGuards } from '@nestjs/common';
+import { Controller, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
 import { MalformedPayloadError } from './providers';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
+import { WebhookErrorFilter } from './webhook-error.filter';
 import { WebhookError } from './webhook.errors';
 
+@ApiTags('webhooks')
 @Controller('webhooks')
+@UseFilters(WebhookErrorFilter)
 export class WebhooksController {
   constructor(private readonly ingest: InboxIngestService) {}
 
@@ -14,8 +19,39 @@ export class WebhooksController {
    */
   @Post(':endpointId')
   @HttpCode(200)
+  @ApiOperation({
+    summary: 'Receive a signed payment webhook',
+    description:
+      'The body is read as raw bytes whatever the Content-Type, and the signature checked over them before it is ' +
+      'parsed (Paymos `X-Webhook-Signature`, Factuarea `Factuarea-Signature`, Stripe `Stripe-Signature`, Standard ' +
+      'Webhooks `webhook-signature`). 200 only once the delivery is committed; 503 for anything transient; 4xx ' +
+      'only for what a retry cannot fix. No admin token.',
+  })
+  @ApiParam({ name: 'endpointId', example: 'stripe-main', description: 'A configured endpoint id' })
+  @ApiConsumes('application/json')
+  @ApiBody({
+    description: "The provider's event envelope, exactly as signed",
+    schema: { type: 'object', example: { id: 'evt_1QxAbcDEF', type: 'payment_intent.succeeded', data: { object: { id: 'pi_3QxAbc' } } } },
+  })
+  @ApiOkResponse({
+    description: 'Recorded (accepted) or already recorded (duplicate)',
+    schema: {
+      type: 'object',
+      properties: { status: { type: 'string', enum: ['accepted', 'duplicate'] }, eventId: { type: 'string' } },
+      example: { status: 'accepted', eventId: 'evt_1QxAbcDEF' },
+    },
+  })
+  @ApiResponse({ status: 400, description: 'Authentic but malformed', schema: { example: { error: 'malformed_payload', detail: 'the body is not JSON' } } })
+  @ApiResponse({ status: 401, description: 'missing_signature, invalid_signature or timestamp_out_of_tolerance', schema: { example: { error: 'invalid_signature' } } })
+  @ApiResponse({ status: 404, description: 'Unknown endpoint', schema: { example: { error: 'unknown_endpoint' } } })
+  @ApiResponse({ status: 413, description: 'Body over WEBHOOK_MAX_BODY_BYTES', schema: { example: { error: 'payload_too_large' } } })
+  @ApiResponse({ status: 503, description: 'Not recorded (database down or slow): retry', schema: { example: { error: 'unavailable' } } })
   @UseGuards(WebhookSignatureGuard)
-  async receive(@Param('endpointId') _endpointId: string, @Req() req: WebhookRequest): Promise<IngestAnswer> {
+  async receive(
+    @Param('endpointId') _endpointId: string,
+    @Req() req: WebhookRequest,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<IngestAnswer> {
     const { endpoint, rawBody } = req.verifiedDelivery!;
     const text = rawBody.toString('utf8');
     let body: unknown;
@@ -34,6 +70,9 @@ export class WebhooksController {
       if (err instanceof MalformedPayloadError) throw new WebhookError('malformed_payload', err.detail);
       throw err;
     }
-    return this.ingest.record(endpoint, identity, req.headers, text);
+    res.locals.pwEventId = identity.eventId;
+    const answer = await this.ingest.record(endpoint, identity, req.headers, text);
+    res.locals.pwAnswer = answer.status;
+    return answer;
   }
 }

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { PaymentsModule } from '../payments/payments.module';
 import { DeliveryProcessingService } from './delivery-processing.service';
+import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
 import { InboxIngestService } from './inbox-ingest.service';
 import { InboxSweeper } from './inbox-sweeper.service';
@@ -15,6 +16,7 @@ import { WebhooksController } from './webhooks.controller';
   controllers: [WebhooksController],
   providers: [
     EndpointRegistry,
+    DeliveryObserver,
     WebhookSignatureGuard,
     InboxIngestService,
     DeliveryProcessingService,

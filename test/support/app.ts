@@ -6,10 +6,13 @@ import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { EndpointDefinition, PaymentWebhooksOptions } from '../../src/config/options';
 import { configurePaymentWebhooksApp } from '../../src/configure-app';
+import { createLogger } from '../../src/observability/logger';
 import { PW_CONNECTION } from '../../src/database/data-source';
 import { CLOCK, Clock } from '../../src/payment-webhooks.constants';
 import { PaymentWebhooksModule } from '../../src/payment-webhooks.module';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
+
+const silentLogger = createLogger({ level: 'silent' });
 
 /** The endpoints most suites use; secrets match the shared signature vectors where they can. */
 export const TEST_ENDPOINTS: EndpointDefinition[] = [
@@ -88,6 +91,7 @@ export async function createTestApp(overrides: Partial<PaymentWebhooksOptions> =
         // Nothing listens on port 9: suites that dispatch to a carrier configure their own.
         carriers: [{ name: 'default', url: 'http://127.0.0.1:9' }],
         adminToken: ADMIN_TOKEN,
+        logger: silentLogger,
         migrationsRun: false,
         runWorkers: false,
         ...overrides,

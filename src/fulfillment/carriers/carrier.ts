@@ -9,9 +9,9 @@ export interface ShipmentRequest {
 }
 
 export type ShipmentResult =
-  | { ok: true; shipmentId: string }
+  | { ok: true; shipmentId: string; /** for metrics: the HTTP status, or what the adapter says */ status?: string }
   /** `retryable`: the same call may succeed later (network, timeout, 408, 425, 429, 5xx). */
-  | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number };
+  | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number; status?: string };
 
 /**
  * One way to fulfil an order: the HTTP carrier of CONTRACT §5, or a host's own (a license

@@ -36,6 +36,7 @@ export class HttpCarrierAdapter implements CarrierAdapter {
         ok: false,
         retryable: true,
         reason: timedOut ? `no answer within ${this.timeoutMs} ms` : `network error: ${errorCode(err)}`,
+        status: timedOut ? 'timeout' : 'network',
       };
     }
     const text = await response.text().catch(() => '');
@@ -43,16 +44,16 @@ export class HttpCarrierAdapter implements CarrierAdapter {
     if (status === 200 || status === 201) {
       const id = parseId(text);
       return id
-        ? { ok: true, shipmentId: id }
-        : { ok: false, retryable: true, reason: `carrier answered ${status} without a shipment id` };
+        ? { ok: true, shipmentId: id, status: String(status) }
+        : { ok: false, retryable: true, reason: `carrier answered ${status} without a shipment id`, status: String(status) };
     }
     // The carrier's own error code, if it sends one; never its whole body (it may echo the address).
     const code = carrierErrorCode(text);
     const reason = `carrier answered ${status}${code ? ` ${code}` : ''}`;
     if (status >= 500 || RETRYABLE_STATUSES.has(status)) {
-      return { ok: false, retryable: true, reason, retryAfterMs: retryAfter(response.headers.get('retry-after')) };
+      return { ok: false, retryable: true, reason, retryAfterMs: retryAfter(response.headers.get('retry-after')), status: String(status) };
     }
-    return { ok: false, retryable: false, reason };
+    return { ok: false, retryable: false, reason, status: String(status) };
   }
 }
 

@@ -1,0 +1,124 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+import { PW_CONNECTION } from '../database/data-source';
+
+/**
+ * The module's Prometheus metrics, in a registry of its own (a host's default registry is left
+ * alone). Counters and histograms are per process; the backlog gauges are read from the database
+ * at scrape time, so every process reports the same truth.
+ */
+@Injectable()
+export class MetricsService {
+  readonly registry = new Registry();
+
+  /** Every answer of the receive path: accepted, duplicate, each 4xx reason, unavailable (503). */
+  readonly deliveries = new Counter({
+    name: 'pw_webhook_deliveries_total',
+    help: 'Webhook deliveries by endpoint, provider and answer',
+    labelNames: ['endpoint', 'provider', 'answer'] as const,
+    registers: [this.registry],
+  });
+
+  readonly receiveDuration = new Histogram({
+    name: 'pw_webhook_receive_duration_seconds',
+    help: 'Time to answer a webhook delivery',
+    labelNames: ['answer'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
+  /** Which configured secret verified a delivery: when the old one of a rotation stops matching, it can go. */
+  readonly secretMatches = new Counter({
+    name: 'pw_webhook_secret_matches_total',
+    help: 'Verified deliveries by endpoint and index of the configured secret that matched',
+    labelNames: ['endpoint', 'secret_index'] as const,
+    registers: [this.registry],
+  });
+
+  readonly processingOutcomes = new Counter({
+    name: 'pw_processing_outcomes_total',
+    help: 'Processing results by provider, delivery status and outcome',
+    labelNames: ['provider', 'status', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly processingDuration = new Histogram({
+    name: 'pw_processing_duration_seconds',
+    help: 'Time of one processing transaction',
+    labelNames: ['provider'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  readonly carrierCalls = new Counter({
+    name: 'pw_carrier_calls_total',
+    help: 'Carrier calls by carrier and status (HTTP status, timeout, network, adapter_error)',
+    labelNames: ['carrier', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly carrierDuration = new Histogram({
+    name: 'pw_carrier_call_duration_seconds',
+    help: 'Carrier call latency',
+    labelNames: ['carrier'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  constructor(@InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource) {
+    const read = this.readBacklog.bind(this);
+    let snapshot: Promise<Backlog> | undefined;
+    // One query per scrape for the four gauges.
+    const backlog = () => (snapshot ??= read().finally(() => setImmediate(() => (snapshot = undefined))));
+    new Gauge({
+      name: 'pw_inbox_backlog',
+      help: 'Deliveries recorded and not processed yet',
+      registers: [this.registry],
+      async collect() {
+        this.set((await backlog()).inbox);
+      },
+    });
+    new Gauge({
+      name: 'pw_inbox_oldest_unprocessed_age_seconds',
+      help: 'Age of the oldest delivery not processed yet (0 when none)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await backlog()).oldestAge);
+      },
+    });
+    new Gauge({
+      name: 'pw_outbox_backlog',
+      help: 'Outbox messages pending',
+      registers: [this.registry],
+      async collect() {
+        this.set((await backlog()).outboxPending);
+      },
+    });
+    new Gauge({
+      name: 'pw_outbox_dead',
+      help: 'Outbox messages dead (need an operator)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await backlog()).outboxDead);
+      },
+    });
+  }
+
+  private async readBacklog(): Promise<Backlog> {
+    const [row] = await this.dataSource.query(`
+      SELECT (SELECT count(*) FROM webhook_inbox WHERE status = 'received')::int AS inbox,
+             COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(received_at) FROM webhook_inbox WHERE status = 'received')), 0)::float8 AS "oldestAge",
+             (SELECT count(*) FROM outbox_message WHERE status = 'pending')::int AS "outboxPending",
+             (SELECT count(*) FROM outbox_message WHERE status = 'dead')::int AS "outboxDead"`);
+    return row;
+  }
+}
+
+interface Backlog {
+  inbox: number;
+  oldestAge: number;
+  outboxPending: number;
+  outboxDead: number;
+}

@@ -1,0 +1,122 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { DomainError } from '../common/domain-error';
+import { decodeCursor, Page, toPage } from '../common/pagination';
+import type { ProviderName } from '../config/options';
+import { PW_CONNECTION } from '../database/data-source';
+import { PROVIDERS } from '../webhooks/providers';
+import { InboxQueueService } from '../webhooks/inbox-queue.service';
+import type { DeliveryDetail, DeliveryView, ListDeliveriesQuery } from './dto/operations.dto';
+
+const COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
+  event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", delivery_id AS "deliveryId",
+  status, outcome, attempts, last_error AS "lastError", received_at AS "receivedAt", processed_at AS "processedAt"`;
+
+type Row = Omit<DeliveryView, 'receivedAt' | 'processedAt'> & { receivedAt: Date; processedAt: Date | null };
+
+/** The smallest UUIDv7 of a millisecond: ids and receivedAt share one clock (see the migration). */
+function idFloor(ms: number): string {
+  const hex = Math.max(0, ms).toString(16).padStart(12, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+}
+
+/** The delivery archive of the admin API (CONTRACT §4): the receiver's own table is the record. */
+@Injectable()
+export class DeliveryArchiveService {
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly inboxQueue: InboxQueueService,
+  ) {}
+
+  /**
+   * Newest first, keyset on the time-ordered id; every filter has an index of its own (status,
+   * endpoint, event type, event id, resource id with the id; provider through the event key; a
+   * time window through the primary key).
+   */
+  async list(query: ListDeliveriesQuery): Promise<Page<DeliveryView>> {
+    const limit = query.limit ?? 50;
+    const where: string[] = [];
+    const params: unknown[] = [limit + 1];
+    const add = (sql: (p: string) => string, value: unknown) => where.push(sql(`$${params.push(value)}`));
+    if (query.status) add((p) => `status = ${p}`, query.status);
+    if (query.endpointId) add((p) => `endpoint_id = ${p}`, query.endpointId);
+    if (query.provider) add((p) => `provider = ${p}`, query.provider);
+    if (query.eventType) add((p) => `event_type = ${p}`, query.eventType);
+    if (query.eventId) add((p) => `event_id = ${p}`, query.eventId);
+    if (query.resourceId) add((p) => `resource_id = ${p}`, query.resourceId);
+    if (query.from) {
+      const from = new Date(query.from);
+      add((p) => `received_at >= ${p}`, from);
+      add((p) => `id >= ${p}`, idFloor(Math.floor(from.getTime())));
+    }
+    if (query.to) {
+      const to = new Date(query.to);
+      add((p) => `received_at < ${p}`, to);
+      add((p) => `id < ${p}`, idFloor(Math.ceil(to.getTime()) + 1));
+    }
+    const cursor = decodeCursor(query.cursor);
+    if (cursor) add((p) => `id < ${p}`, cursor);
+    const rows: Row[] = await this.dataSource.query(
+      `SELECT ${COLUMNS} FROM webhook_inbox ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`,
+      params,
+    );
+    return toPage(rows, limit, view);
+  }
+
+  async get(id: string): Promise<DeliveryDetail> {
+    const [row]: Array<Row & { headers: Record<string, string>; body: string }> = await this.dataSource.query(
+      `SELECT ${COLUMNS}, headers, body FROM webhook_inbox WHERE id = $1`,
+      [id],
+    );
+    if (!row) throw new DomainError('DELIVERY.NOT_FOUND', 'no such delivery');
+    const { headers, body, ...rest } = row;
+    return { ...view(rest), headers: redact(row.provider, headers), body: parseBody(body) };
+  }
+
+  /**
+   * Runs processing again; safe at any time, because the transition guard decides. A delivery
+   * whose processing is running right now (its row is locked) answers 409 rather than wait; two
+   * runs never overlap. A final delivery that can still change (failed, unmatched, rejected) goes
+   * back to `received`; a processed or ignored one is left as it is and the run finds nothing to do.
+   */
+  async reprocess(id: string): Promise<void> {
+    await this.dataSource.transaction(async (em) => {
+      let rows: Array<{ status: string }>;
+      try {
+        rows = await em.query(`SELECT status FROM webhook_inbox WHERE id = $1 FOR UPDATE NOWAIT`, [id]);
+      } catch (err) {
+        if ((err as { code?: string }).code === '55P03') {
+          throw new DomainError('DELIVERY.BUSY', 'busy', 'the delivery is being processed right now; try again shortly');
+        }
+        throw err;
+      }
+      if (rows.length === 0) throw new DomainError('DELIVERY.NOT_FOUND', 'no such delivery');
+      if (['failed', 'unmatched', 'rejected'].includes(rows[0].status)) {
+        await em.query(
+          `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL WHERE id = $1`,
+          [id],
+        );
+      }
+    });
+    await this.inboxQueue.requeue([id], { expedite: true });
+  }
+}
+
+function view(row: Row): DeliveryView {
+  return { ...row, receivedAt: row.receivedAt.toISOString(), processedAt: row.processedAt?.toISOString() ?? null };
+}
+
+/** Signature values never leave the database. */
+function redact(provider: string, headers: Record<string, string>): Record<string, string> {
+  const secret = new Set(PROVIDERS[provider as ProviderName]?.signatureHeaders ?? []);
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, secret.has(k) ? '[redacted]' : v]));
+}
+
+function parseBody(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,96 @@
+import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { Queue } from 'bullmq';
+import { DataSource } from 'typeorm';
+import type { ResolvedOptions } from '../config/options';
+import { PW_CONNECTION } from '../database/data-source';
+import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
+
+export enum MaintenanceQueue {
+  Name = 'maintenance',
+}
+
+const FINAL = ['processed', 'ignored', 'rejected', 'unmatched'];
+const BATCH = 500;
+
+/**
+ * Retention (CONTRACT §4): deliveries in a final status and dispatched outbox messages older than
+ * INBOX_RETENTION_DAYS are deleted in small committed batches, so no long lock is ever held;
+ * `received` and `failed` deliveries, and pending or dead messages, are never purged.
+ */
+@Injectable()
+export class RetentionService {
+  private readonly logger = new Logger('Retention');
+
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+  ) {}
+
+  async purge(): Promise<{ deleted: number }> {
+    const days = this.options.inboxRetentionDays;
+    const deliveries = await this.inBatches(
+      `DELETE FROM webhook_inbox WHERE id IN (
+         SELECT id FROM webhook_inbox
+          WHERE status = ANY($1) AND received_at < now() - make_interval(days => $2)
+          LIMIT ${BATCH})`,
+      [FINAL, days],
+    );
+    const messages = await this.inBatches(
+      `DELETE FROM outbox_message WHERE id IN (
+         SELECT id FROM outbox_message
+          WHERE status = 'dispatched' AND created_at < now() - make_interval(days => $1)
+          LIMIT ${BATCH})`,
+      [days],
+    );
+    // Idempotency keys promise 24 hours; older ones are only weight.
+    await this.inBatches(
+      `DELETE FROM idempotency_keys WHERE (scope, key) IN (
+         SELECT scope, key FROM idempotency_keys WHERE created_at < now() - interval '24 hours' LIMIT ${BATCH})`,
+      [],
+    );
+    if (deliveries + messages > 0) {
+      this.logger.log(`purged ${deliveries} deliveries and ${messages} outbox messages older than ${days} days`);
+    }
+    return { deleted: deliveries + messages };
+  }
+
+  /** Each batch is its own statement, committed on its own. */
+  private async inBatches(sql: string, params: unknown[]): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const [{ n }] = await this.dataSource.query(`WITH d AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM d`, params);
+      total += n;
+      if (n < BATCH) return total;
+    }
+  }
+}
+
+/** Runs the purge daily, once across all processes (a BullMQ job scheduler). */
+@Processor({ name: MaintenanceQueue.Name, configKey: PW_BULL }, { autorun: false })
+export class MaintenanceProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly logger = new Logger('Maintenance');
+
+  constructor(
+    private readonly retention: RetentionService,
+    @InjectQueue(MaintenanceQueue.Name) private readonly queue: Queue,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+  ) {
+    super();
+  }
+
+  onApplicationBootstrap(): void {
+    if (!this.options.runWorkers) return;
+    // Idempotent: every worker process upserts the same scheduler. Not awaited: a Redis that is
+    // away at start must not hold the start.
+    void this.queue
+      .upsertJobScheduler('retention-daily', { pattern: '17 3 * * *' }, { name: 'retention', data: {} })
+      .catch((err: Error) => this.logger.warn(`could not schedule the daily retention: ${err.message}`));
+    this.worker.run().catch((err: Error) => this.logger.error(`maintenance worker stopped: ${err.message}`));
+  }
+
+  async process(): Promise<{ deleted: number }> {
+    return this.retention.purge();
+  }
+}
