@@ -167,12 +167,24 @@ export function resolveOptions(
     throw new ConfigurationError(name('queuePrefix'), 'must be 1–64 characters of letters, digits, _ . : -');
   }
   const adminToken = options.adminToken && options.adminToken.length > 0 ? options.adminToken : null;
+  const carriers = validateCarriers(name('carriers'), options.carriers === undefined ? [] : options.carriers);
+  // Checked here, before any connection opens: a module that fails to start must leave nothing behind.
+  const carrierNames = new Set(carriers.map((c) => c.name));
+  for (const adapter of options.carrierAdapters ?? []) {
+    if (!adapter || typeof adapter.name !== 'string' || typeof adapter.ship !== 'function') {
+      throw new ConfigurationError('carrierAdapters', 'each adapter needs a name and a ship() method');
+    }
+    if (carrierNames.has(adapter.name)) {
+      throw new ConfigurationError('carrierAdapters', `two carriers are named "${adapter.name}"`);
+    }
+    carrierNames.add(adapter.name);
+  }
   return {
     databaseUrl: checkUrl(name('databaseUrl'), options.databaseUrl, ['postgres:', 'postgresql:']),
     redisUrl: checkUrl(name('redisUrl'), options.redisUrl, ['redis:', 'rediss:']),
     queuePrefix,
     endpoints: validateEndpoints(name('endpoints'), options.endpoints === undefined ? [] : options.endpoints),
-    carriers: validateCarriers(name('carriers'), options.carriers === undefined ? [] : options.carriers),
+    carriers,
     carrierTimeoutMs: checkPositiveInteger(name('carrierTimeoutMs'), options.carrierTimeoutMs, 10_000),
     carrierMaxAttempts: checkPositiveInteger(name('carrierMaxAttempts'), options.carrierMaxAttempts, 15),
     adminToken,

@@ -7,9 +7,13 @@ import { FulfillmentDispatchService } from './fulfillment-dispatch.service';
 describe('FulfillmentDispatchService.backoff', () => {
   const BASE = 1_000;
   const CAP = 300_000;
-  const service = new FulfillmentDispatchService(null as any, null as any, {
-    tuning: { carrierBackoffBaseMs: BASE, carrierBackoffCapMs: CAP },
-  } as any);
+  // Only the options matter to backoff; the data source, registry (and metrics) are never touched.
+  const service = new FulfillmentDispatchService(
+    null as any,
+    null as any,
+    { tuning: { carrierBackoffBaseMs: BASE, carrierBackoffCapMs: CAP } } as any,
+    null as any,
+  );
   const ceiling = (n: number) => Math.min(CAP, BASE * 2 ** (n - 1));
   const attempts = Array.from({ length: 12 }, (_, i) => i + 1);
 

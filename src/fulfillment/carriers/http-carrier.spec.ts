@@ -123,7 +123,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
   describe('a shipment id', () => {
     it.each([200, 201])('%i with {id} is a success with that id', async (status) => {
       handler = (_req, res) => answer(res, status, { id: `shp_${status}`, orderId: REQUEST.orderId, status: 'created' });
-      await expect(carrier().ship(REQUEST, KEY)).resolves.toEqual({ ok: true, shipmentId: `shp_${status}` });
+      await expect(carrier().ship(REQUEST, KEY)).resolves.toEqual({ ok: true, shipmentId: `shp_${status}`, status: String(status) });
     });
 
     it.each([
@@ -138,19 +138,43 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         ok: false,
         retryable: true,
         reason: `carrier answered ${status} without a shipment id`,
+        status: String(status),
       });
     });
   });
 
   describe('another 2xx', () => {
-    // CONTRACT §5 stops retrying only on "any other 4xx"; a 2xx without a usable shipment id is a
-    // retryable failure (the carrier may have created the shipment: the same key finds it later).
-    it.each([
-      [202, '{"id":"shp_accepted"}'],
-      [204, ''],
-    ])('%i with body %j is a retryable failure, not a final one', async (status, body) => {
-      handler = (_req, res) => answer(res, status, body);
-      await expect(carrier().ship(REQUEST, KEY)).resolves.toMatchObject({ ok: false, retryable: true });
+    // A 2xx with a shipment id is a shipment; a 2xx without one is a retryable failure (the carrier
+    // may have created the shipment: the same key finds it later). Never a final failure.
+    it('202 with an id is a shipment', async () => {
+      handler = (_req, res) => answer(res, 202, '{"id":"shp_accepted"}');
+      await expect(carrier().ship(REQUEST, KEY)).resolves.toEqual({ ok: true, shipmentId: 'shp_accepted', status: '202' });
+    });
+
+    it('204 without a body is a retryable failure, not a final one', async () => {
+      handler = (_req, res) => answer(res, 204, '');
+      await expect(carrier().ship(REQUEST, KEY)).resolves.toEqual({
+        ok: false,
+        retryable: true,
+        reason: 'carrier answered 204 without a shipment id',
+        status: '204',
+      });
+    });
+
+    it('a redirect is reported as retryable, and not followed', async () => {
+      let calls = 0;
+      handler = (_req, res) => {
+        calls++;
+        res.writeHead(302, { location: '/elsewhere' });
+        res.end();
+      };
+      await expect(carrier().ship(REQUEST, KEY)).resolves.toEqual({
+        ok: false,
+        retryable: true,
+        reason: 'carrier answered 302 (a redirect; check its url)',
+        status: '302',
+      });
+      expect(calls).toBe(1);
     });
   });
 
@@ -158,7 +182,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
     it.each([500, 502, 503, 408, 425, 429])('%i is retryable, reason "carrier answered <status>"', async (status) => {
       handler = (_req, res) => answer(res, status, 'oops');
       const result = await carrier().ship(REQUEST, KEY);
-      expect(result).toEqual({ ok: false, retryable: true, reason: `carrier answered ${status}` });
+      expect(result).toEqual({ ok: false, retryable: true, reason: `carrier answered ${status}`, status: String(status) });
       expect(result).not.toHaveProperty('retryAfterMs', expect.any(Number));
     });
 
@@ -168,7 +192,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
       [500, { error: 'db.down-1' }, 'carrier answered 500 db.down-1'],
     ])('%i with %j names the carrier error code', async (status, body, reason) => {
       handler = (_req, res) => answer(res, status, body);
-      await expect(carrier().ship(REQUEST, KEY)).resolves.toEqual({ ok: false, retryable: true, reason });
+      await expect(carrier().ship(REQUEST, KEY)).resolves.toEqual({ ok: false, retryable: true, reason, status: String(status) });
     });
 
     it('Retry-After in seconds becomes retryAfterMs', async () => {
@@ -178,6 +202,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         retryable: true,
         reason: 'carrier answered 503 busy',
         retryAfterMs: 3000,
+        status: '503',
       });
     });
 
@@ -187,7 +212,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
       const before = Date.now();
       const result = await carrier().ship(REQUEST, KEY);
       const after = Date.now();
-      expect(result).toMatchObject({ ok: false, retryable: true, reason: 'carrier answered 429' });
+      expect(result).toMatchObject({ ok: false, retryable: true, reason: 'carrier answered 429', status: '429' });
       const ms = (result as { retryAfterMs?: number }).retryAfterMs as number;
       expect(typeof ms).toBe('number');
       expect(ms).toBeLessThanOrEqual(Date.parse(at) - before);
@@ -203,10 +228,11 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         retryable: true,
         reason: 'carrier answered 503',
         retryAfterMs: 0,
+        status: '503',
       });
       handler = (_req, res) => answer(res, 503, '', { 'retry-after': 'soon' });
       const result = await carrier().ship(REQUEST, KEY);
-      expect(result).toEqual({ ok: false, retryable: true, reason: 'carrier answered 503' });
+      expect(result).toEqual({ ok: false, retryable: true, reason: 'carrier answered 503', status: '503' });
       expect((result as { retryAfterMs?: number }).retryAfterMs).toBeUndefined();
     });
   });
@@ -215,7 +241,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
     it.each([400, 401, 404, 409, 422])('%i is not retryable, reason "carrier answered <status>"', async (status) => {
       handler = (_req, res) => answer(res, status, '', { 'retry-after': '3' });
       const result = await carrier().ship(REQUEST, KEY);
-      expect(result).toEqual({ ok: false, retryable: false, reason: `carrier answered ${status}` });
+      expect(result).toEqual({ ok: false, retryable: false, reason: `carrier answered ${status}`, status: String(status) });
       expect(result).not.toHaveProperty('retryAfterMs');
     });
 
@@ -225,6 +251,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         ok: false,
         retryable: false,
         reason: 'carrier answered 400 invalid_address',
+        status: '400',
       });
     });
 
@@ -236,7 +263,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
     ])('%s never reaches the reason', async (_what, body) => {
       handler = (_req, res) => answer(res, 400, body);
       const result = await carrier().ship(REQUEST, KEY);
-      expect(result).toEqual({ ok: false, retryable: false, reason: 'carrier answered 400' });
+      expect(result).toEqual({ ok: false, retryable: false, reason: 'carrier answered 400', status: '400' });
       expect(JSON.stringify(result)).not.toContain('Analytical');
     });
 
@@ -246,6 +273,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         ok: false,
         retryable: false,
         reason: 'carrier answered 422',
+        status: '422',
       });
     });
   });
@@ -255,7 +283,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
       handler = () => undefined; // keeps the request open forever
       const started = Date.now();
       const result = await carrier({ timeoutMs: 100 }).ship(REQUEST, KEY);
-      expect(result).toEqual({ ok: false, retryable: true, reason: 'no answer within 100 ms' });
+      expect(result).toEqual({ ok: false, retryable: true, reason: 'no answer within 100 ms', status: 'timeout' });
       expect(Date.now() - started).toBeGreaterThanOrEqual(90);
       expect(Date.now() - started).toBeLessThan(3_000);
       expect(seen.length).toBe(1);
@@ -267,6 +295,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         ok: false,
         retryable: true,
         reason: 'no answer within 150 ms',
+        status: 'timeout',
       });
     });
 
@@ -277,6 +306,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         ok: false,
         retryable: true,
         reason: 'no answer within 100 ms',
+        status: 'timeout',
       });
       expect(Date.now() - started).toBeLessThan(3_000);
     });
@@ -291,6 +321,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         ok: false,
         retryable: true,
         reason: 'network error: ECONNREFUSED',
+        status: 'network',
       });
     });
   });

@@ -29,6 +29,8 @@ export class HttpCarrierAdapter implements CarrierAdapter {
         },
         body: JSON.stringify(request),
         signal: AbortSignal.timeout(this.timeoutMs),
+        // A carrier that redirects is misconfigured: report it, never replay the POST as a GET.
+        redirect: 'manual',
       });
     } catch (err) {
       const timedOut = (err as Error).name === 'TimeoutError';
@@ -41,11 +43,16 @@ export class HttpCarrierAdapter implements CarrierAdapter {
     }
     const text = await response.text().catch(() => '');
     const status = response.status;
-    if (status === 200 || status === 201) {
+    if (status >= 200 && status < 300) {
+      // 200/201 with an id is the contract; any 2xx without one may still have shipped: ask again
+      // with the same key rather than give up.
       const id = parseId(text);
       return id
         ? { ok: true, shipmentId: id, status: String(status) }
         : { ok: false, retryable: true, reason: `carrier answered ${status} without a shipment id`, status: String(status) };
+    }
+    if (status >= 300 && status < 400) {
+      return { ok: false, retryable: true, reason: `carrier answered ${status} (a redirect; check its url)`, status: String(status) };
     }
     // The carrier's own error code, if it sends one; never its whole body (it may echo the address).
     const code = carrierErrorCode(text);
