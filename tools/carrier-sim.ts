@@ -17,6 +17,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { parseArgs } from 'node:util';
+import { canonicalJson } from '../src/common/canonical-json';
 
 export type FaultMode = 'fail' | 'hang' | 'drop' | 'reject';
 
@@ -117,7 +118,7 @@ export class CarrierSimulator {
       return json(res, 400, { error: 'invalid_address' });
     }
 
-    const bodyHash = createHash('sha256').update(canonical(parsed)).digest('hex');
+    const bodyHash = createHash('sha256').update(canonicalJson(parsed)).digest('hex');
     const existing = this.byKey.get(key);
     let status: number;
     let shipment: SimulatedShipment;
@@ -197,17 +198,6 @@ function safeJson(text: string): Record<string, unknown> {
   } catch {
     return {};
   }
-}
-
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 if (require.main === module) {

@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
+import { requeueJobs } from '../common/requeue';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
@@ -77,18 +78,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
    * dispatcher that gave up on its own infrastructure).
    */
   async requeue(ids: readonly string[]): Promise<number> {
-    let count = 0;
-    for (const id of ids) {
-      const job = await this.queue.getJob(id);
-      if (job) {
-        const state = await job.getState();
-        if (state !== 'completed' && state !== 'failed' && state !== 'unknown') continue;
-        await job.remove().catch(() => undefined);
-      }
-      await this.queue.add('dispatch', { messageId: id }, outboxJobOptions(id));
-      count++;
-    }
-    return count;
+    return requeueJobs(this.queue, ids, (id) => this.queue.add('dispatch', { messageId: id }, outboxJobOptions(id)));
   }
 
   private async listen(): Promise<void> {

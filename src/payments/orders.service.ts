@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { createHash } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
+import { canonicalJson } from '../common/canonical-json';
 import { DomainError, ValidationFailed } from '../common/domain-error';
 import { decodeCursor, Page, toPage } from '../common/pagination';
 import type { ResolvedOptions } from '../config/options';
@@ -296,20 +297,8 @@ function parseAmount(amount: string, currency: string): Money {
   }
 }
 
-/** JSON with keys sorted at every level, so key order does not change the hash. */
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
 function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonical(body)).digest('hex');
+  return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
 export function paymentView(p: Payment): PaymentView {

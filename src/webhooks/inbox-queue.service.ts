@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { EntityManager } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
+import { requeueJobs } from '../common/requeue';
 import { rowsReturned } from '../database/returning';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
@@ -28,25 +29,12 @@ export class InboxQueueService {
    * Returns how many jobs were added or promoted.
    */
   async requeue(ids: readonly string[], { expedite = false } = {}): Promise<number> {
-    let count = 0;
-    for (const id of ids) {
-      const job = await this.queue.getJob(id);
-      if (job) {
-        const state = await job.getState();
-        if (state === 'delayed') {
-          if (expedite) {
-            await job.promote().catch(() => undefined); // it may have started meanwhile
-            count++;
-          }
-          continue;
-        }
-        if (state !== 'completed' && state !== 'failed') continue;
-        await job.remove().catch(() => undefined); // it may have been removed meanwhile
-      }
-      await this.queue.add(InboxJob.ProcessDelivery, { inboxId: id }, processDeliveryJobOptions(id, this.options.tuning));
-      count++;
-    }
-    return count;
+    return requeueJobs(
+      this.queue,
+      ids,
+      (id) => this.queue.add(InboxJob.ProcessDelivery, { inboxId: id }, processDeliveryJobOptions(id, this.options.tuning)),
+      { expedite },
+    );
   }
 
   /** Best effort after a commit: a failure leaves the rows `received`, and the sweeper enqueues them. */

@@ -1,14 +1,17 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
+import type { PaymentEvent, PaymentEventKind } from '../../payments/payment-event';
 import {
   asObject,
   checkIdHeader,
+  decimal,
   EnvelopeIdentity,
   header,
   optionalId,
   parseTimestampedHeader,
   ProviderAdapter,
   requireId,
+  text,
+  unixDate,
 } from './provider';
 
 /** CONTRACT §2.2: invoice event types the service acts on. */
@@ -19,23 +22,6 @@ const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['invoice.voided', 'canceled'],
   ['invoice.refunded', 'refunded'],
 ]);
-
-/** A non-empty string, else null. */
-function text(value: unknown): string | null {
-  return typeof value === 'string' && value.length > 0 ? value : null;
-}
-
-/** Unix seconds (a JSON number) as a Date; anything else, or out of Date's range, is null. */
-function unixDate(value: unknown): Date | null {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
-  const date = new Date(value * 1000);
-  return Number.isNaN(date.getTime()) ? null : date;
-}
-
-/** A decimal-string amount as sent; missing or another JSON type is null (parsed later, against the currency). */
-function decimal(value: unknown): RawAmount | null {
-  return typeof value === 'string' ? { form: 'decimal', value } : null;
-}
 
 /** Factuarea (CONTRACT §2.2): `Factuarea-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `<t>.<body>`. */
 export const factuareaProvider: ProviderAdapter = {

@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
+import type { PaymentEvent, PaymentEventKind } from '../../payments/payment-event';
 import {
   asObject,
   checkIdHeader,
+  decimal,
   EnvelopeIdentity,
   header,
   optionalId,
@@ -11,6 +12,8 @@ import {
   ProviderAdapter,
   requireId,
   SignatureParts,
+  text,
+  unixDate,
   v1Candidates,
 } from './provider';
 
@@ -23,23 +26,6 @@ const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['invoice.invalid', 'failed'],
   ['invoice.refunded', 'refunded'],
 ]);
-
-/** A non-empty string, else null. */
-function text(value: unknown): string | null {
-  return typeof value === 'string' && value.length > 0 ? value : null;
-}
-
-/** Unix seconds (a JSON number) as a Date; anything else, or out of Date's range, is null. */
-function unixDate(value: unknown): Date | null {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
-  const date = new Date(value * 1000);
-  return Number.isNaN(date.getTime()) ? null : date;
-}
-
-/** A decimal-string amount as sent; missing or another JSON type is null (parsed later, against the currency). */
-function decimal(value: unknown): RawAmount | null {
-  return typeof value === 'string' ? { form: 'decimal', value } : null;
-}
 
 /** Paymos (CONTRACT §2.1): `X-Webhook-Signature: v1=<hex>[,v1=<hex>…]` over `<timestamp>.<body>`. */
 export const paymosProvider: ProviderAdapter = {

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderName } from '../../config/options';
-import type { PaymentEvent } from '../../payments/payment-event';
+import type { PaymentEvent, RawAmount } from '../../payments/payment-event';
 
 /** What a signature header yields: the content signed besides the body, and the candidates. */
 export interface SignatureParts {
@@ -131,3 +131,28 @@ export function asObject(value: unknown): Record<string, unknown> | undefined {
     ? (value as Record<string, unknown>)
     : undefined;
 }
+
+/* Defensive readers for normalize(): a weird body never throws, it reads as absent. */
+
+/** A non-empty string, else null. */
+export function text(value: unknown): string | null {
+  return typeof value === 'string' && value.length > 0 ? value : null;
+}
+
+/** Unix seconds (a JSON number) as a Date; anything else, or out of Date's range, is null. */
+export function unixDate(value: unknown): Date | null {
+  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
+  const date = new Date(value * 1000);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/** A decimal-string amount as sent; missing or another JSON type is null (parsed later, against the currency). */
+export function decimal(value: unknown): RawAmount | null {
+  return typeof value === 'string' ? { form: 'decimal', value } : null;
+}
+
+/** A minor-units amount as sent (number, or numeric string); missing or another JSON type is null. */
+export function minor(value: unknown): RawAmount | null {
+  return typeof value === 'number' || typeof value === 'string' ? { form: 'minor', value } : null;
+}
+

@@ -1,14 +1,16 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
+import type { PaymentEvent, PaymentEventKind } from '../../payments/payment-event';
 import {
   asObject,
   EnvelopeIdentity,
   header,
+  minor,
   optionalId,
   parseUnixSeconds,
   ProviderAdapter,
   requireId,
   SignatureParts,
+  text,
 } from './provider';
 
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
@@ -31,21 +33,11 @@ const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
 /** An ISO 8601 date-time with an explicit offset (`Z` or `±hh:mm`). */
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i;
 
-/** A non-empty string, else null. */
-function text(value: unknown): string | null {
-  return typeof value === 'string' && value.length > 0 ? value : null;
-}
-
 /** The ISO `timestamp` as a Date; another type, another format or an impossible date is null. */
 function isoDate(value: unknown): Date | null {
   if (typeof value !== 'string' || !ISO_INSTANT.test(value)) return null;
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? null : date;
-}
-
-/** A minor-units amount as sent (number, or numeric string); missing or another JSON type is null. */
-function minor(value: unknown): RawAmount | null {
-  return typeof value === 'number' || typeof value === 'string' ? { form: 'minor', value } : null;
 }
 
 /**

@@ -4,10 +4,13 @@ import {
   asObject,
   EnvelopeIdentity,
   header,
+  minor,
   optionalId,
   parseTimestampedHeader,
   ProviderAdapter,
   requireId,
+  text,
+  unixDate,
 } from './provider';
 
 /** CONTRACT §2.3: event types the service acts on (`charge.dispute.closed` depends on its status). */
@@ -26,23 +29,6 @@ function stripeKind(eventType: string, body: Record<string, unknown>): PaymentEv
   const status = asObject(asObject(asObject(body)?.data)?.object)?.status;
   // `warning_closed` (an inquiry) and any other status change nothing.
   return status === 'won' ? 'dispute_won' : status === 'lost' ? 'dispute_lost' : null;
-}
-
-/** A non-empty string, else null. */
-function text(value: unknown): string | null {
-  return typeof value === 'string' && value.length > 0 ? value : null;
-}
-
-/** Unix seconds (a JSON number) as a Date; anything else, or out of Date's range, is null. */
-function unixDate(value: unknown): Date | null {
-  if (typeof value !== 'number' || !Number.isFinite(value)) return null;
-  const date = new Date(value * 1000);
-  return Number.isNaN(date.getTime()) ? null : date;
-}
-
-/** A minor-units amount as sent (number, or numeric string); missing or another JSON type is null. */
-function minor(value: unknown): RawAmount | null {
-  return typeof value === 'number' || typeof value === 'string' ? { form: 'minor', value } : null;
 }
 
 /**
