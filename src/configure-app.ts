@@ -67,8 +67,11 @@ function setupDocs(app: NestExpressApplication): void {
   };
   app.use('/docs', guard);
   app.use('/docs-json', guard);
+  app.use('/docs-yaml', guard);
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app), {
     jsonDocumentUrl: 'docs-json',
+    // The JSON document only: no YAML copy at a URL nobody guards.
+    raw: ['json'],
     swaggerOptions: { persistAuthorization: true },
   });
 }

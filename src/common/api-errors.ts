@@ -46,7 +46,8 @@ export function toApiError(err: unknown): { status: number; body: Record<string,
     if (typeof response === 'object' && response !== null && 'error' in response && typeof (response as { error: unknown }).error === 'string' && /^[a-z_]+$/.test((response as { error: string }).error)) {
       return { status, body: response as Record<string, unknown> };
     }
-    const code = status === 404 ? 'not_found' : status === 401 ? 'unauthorized' : status < 500 ? 'bad_request' : 'internal_error';
+    const code =
+      status === 404 ? 'not_found' : status === 401 ? 'unauthorized' : status === 403 ? 'forbidden' : status < 500 ? 'bad_request' : 'internal_error';
     return { status, body: { error: code } };
   }
   return { status: 500, body: { error: 'internal_error' } };

@@ -60,7 +60,8 @@ export interface PaymentWebhooksOptions {
   carrierAdapters?: CarrierAdapter[];
   /**
    * Replaces the admin-token check on every route but webhooks and health (the host's own
-   * authentication). `/docs` keeps the token check unless `docsAuth` says otherwise.
+   * authentication). `/docs` and `/docs-json` keep the token check (they are served outside Nest's
+   * guards).
    */
   adminGuard?: CanActivate;
   /** A pino logger for the module's structured logs; by default JSON lines on stdout. */

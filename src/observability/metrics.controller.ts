@@ -1,5 +1,5 @@
 import { Controller, Get, Header, UseFilters, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiErrorResponses } from '../common/api-docs';
 import { ApiExceptionFilter } from '../common/api-errors';
@@ -16,8 +16,15 @@ export class MetricsController {
   @Get()
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
   @ApiOperation({ summary: 'Prometheus metrics', description: 'Text exposition format; admin token required.' })
-  @ApiProduces('text/plain')
-  @ApiOkResponse({ description: 'Metrics in the Prometheus text format', schema: { type: 'string', example: 'pw_webhook_deliveries_total{endpoint="stripe-main",provider="stripe",answer="accepted"} 42' } })
+  @ApiOkResponse({
+    description: 'Metrics in the Prometheus text format',
+    content: {
+      'text/plain': {
+        schema: { type: 'string' },
+        example: 'pw_webhook_deliveries_total{endpoint="stripe-main",provider="stripe",answer="accepted"} 42',
+      },
+    },
+  })
   @ApiErrorResponses(401, 503)
   async scrape(): Promise<string> {
     return this.metrics.registry.metrics();

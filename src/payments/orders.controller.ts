@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Request, Response } from 'express';
 import { AdminGuard } from '../common/admin.guard';
@@ -34,9 +34,10 @@ export class OrdersController {
     @Body() dto: CreateOrderDto,
     @Req() req: Request,
     @Res({ passthrough: true }) res: Response,
-    @Headers('idempotency-key') key?: string,
   ): Promise<OrderView> {
-    const answer = await this.orders.create(dto, req.body, key);
+    // Read from the request, not through @Headers(), which would document the header as required.
+    const key = req.headers['idempotency-key'];
+    const answer = await this.orders.create(dto, req.body, Array.isArray(key) ? key[0] : key);
     res.status(answer.status);
     return answer.body;
   }
