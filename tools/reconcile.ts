@@ -24,17 +24,25 @@ function ids(path: string | undefined): string[] | undefined {
     .filter((line) => line.length > 0 && !line.startsWith('#'));
 }
 
+const USAGE = `usage: reconcile --provider ${PROVIDER_NAMES.join('|')} --account <merchant account> [--paid file] [--events file]\n`;
+
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      provider: { type: 'string' },
-      account: { type: 'string' },
-      paid: { type: 'string' },
-      events: { type: 'string' },
-    },
-  });
+  let values: { provider?: string; account?: string; paid?: string; events?: string };
+  try {
+    ({ values } = parseArgs({
+      options: {
+        provider: { type: 'string' },
+        account: { type: 'string' },
+        paid: { type: 'string' },
+        events: { type: 'string' },
+      },
+    }));
+  } catch (err) {
+    process.stderr.write(`reconcile: ${(err as Error).message}\n${USAGE}`);
+    return 1;
+  }
   if (!values.provider || !(PROVIDER_NAMES as readonly string[]).includes(values.provider) || !values.account) {
-    process.stderr.write(`usage: reconcile --provider ${PROVIDER_NAMES.join('|')} --account <merchant account> [--paid file] [--events file]\n`);
+    process.stderr.write(USAGE);
     return 1;
   }
   const dataSource = await new DataSource(dataSourceOptions(process.env.DATABASE_URL || DEFAULT_DATABASE_URL)).initialize();

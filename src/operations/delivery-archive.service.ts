@@ -30,9 +30,9 @@ export class DeliveryArchiveService {
   ) {}
 
   /**
-   * Newest first, keyset on the time-ordered id; every filter has an index of its own (status,
-   * endpoint, event type, event id, resource id with the id; provider through the event key; a
-   * time window through the primary key).
+   * Newest first, keyset on the time-ordered id; every filter has an index (status, endpoint,
+   * event type, event id, resource id with the id; provider through the indexes led by provider;
+   * a time window through the primary key).
    */
   async list(query: ListDeliveriesQuery): Promise<Page<DeliveryView>> {
     const limit = query.limit ?? 50;

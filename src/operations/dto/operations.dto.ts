@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PageQuery } from '../../common/pagination';
 import { PROVIDER_NAMES } from '../../config/options';
 import { OUTBOX_STATUSES } from '../../outbox/outbox-message.entity';
@@ -44,11 +44,13 @@ export class ListDeliveriesQuery extends PageQuery {
   resourceId?: string;
 
   @ApiPropertyOptional({ example: '2026-11-29T00:00:00Z', description: 'receivedAt ≥ from (inclusive).' })
+  @IsISO8601({ strict: true }, { message: `from ${INSTANT_MESSAGE}` })
   @Matches(INSTANT, { message: `from ${INSTANT_MESSAGE}` })
   @IsOptional()
   from?: string;
 
   @ApiPropertyOptional({ example: '2026-11-30T00:00:00Z', description: 'receivedAt < to (exclusive).' })
+  @IsISO8601({ strict: true }, { message: `to ${INSTANT_MESSAGE}` })
   @Matches(INSTANT, { message: `to ${INSTANT_MESSAGE}` })
   @IsOptional()
   to?: string;
