@@ -2,6 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import type { ResolvedOptions } from '../config/options';
+import { startWorker } from '../common/start-worker';
 import { OutboxJobData, OutboxQueue } from '../outbox/outbox.queue';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
 import { FulfillmentDispatchService } from './fulfillment-dispatch.service';
@@ -22,13 +23,7 @@ export class FulfillmentDispatchProcessor extends WorkerHost implements OnApplic
   }
 
   onApplicationBootstrap(): void {
-    if (!this.options.runWorkers) return;
-    const { workerConcurrency, jobLockMs, stalledIntervalMs } = this.options.tuning;
-    // The lock is renewed while the worker lives, however long the carrier takes; these only
-    // bound how soon a job of a worker that died is taken back.
-    Object.assign(this.worker.opts, { lockDuration: jobLockMs, stalledInterval: stalledIntervalMs });
-    this.worker.concurrency = workerConcurrency;
-    this.worker.run().catch((err: Error) => this.logger.error(`outbox worker stopped: ${err.message}`));
+    startWorker(this.worker, this.options, this.logger, 'outbox');
   }
 
   async process(job: Job<OutboxJobData>, token?: string): Promise<unknown> {

@@ -3,6 +3,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
+import { startWorker } from '../common/start-worker';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
@@ -87,7 +88,7 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
     void this.queue
       .upsertJobScheduler('retention-daily', { pattern: '17 3 * * *' }, { name: 'retention', data: {} })
       .catch((err: Error) => this.logger.warn(`could not schedule the daily retention: ${err.message}`));
-    this.worker.run().catch((err: Error) => this.logger.error(`maintenance worker stopped: ${err.message}`));
+    startWorker(this.worker, this.options, this.logger, 'maintenance');
   }
 
   async process(): Promise<{ deleted: number }> {

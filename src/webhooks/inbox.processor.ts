@@ -2,6 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import type { ResolvedOptions } from '../config/options';
+import { startWorker } from '../common/start-worker';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
 import { DeliveryProcessingService } from './delivery-processing.service';
 import { InboxQueue, ProcessDeliveryData } from './inbox.queue';
@@ -19,11 +20,7 @@ export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap
   }
 
   onApplicationBootstrap(): void {
-    if (!this.options.runWorkers) return;
-    const { workerConcurrency, jobLockMs, stalledIntervalMs } = this.options.tuning;
-    Object.assign(this.worker.opts, { lockDuration: jobLockMs, stalledInterval: stalledIntervalMs });
-    this.worker.concurrency = workerConcurrency;
-    this.worker.run().catch((err: Error) => this.logger.error(`inbox worker stopped: ${err.message}`));
+    startWorker(this.worker, this.options, this.logger, 'inbox');
   }
 
   async process(job: Job<ProcessDeliveryData>): Promise<unknown> {
