@@ -1,7 +1,7 @@
 /**
  * A carrier speaking CONTRACT §5 from the carrier's side, for the demo and the tests.
  *
- *   npm run carrier:sim -- [--port 4010] [--api-key KEY]
+ *   npm run carrier:sim -- [--port 4010] [--host 127.0.0.1] [--api-key KEY]
  *
  * `POST /shipments` honours `Idempotency-Key`: the same key with the same body answers the first
  * shipment (200), the same key with another body 409, a new key creates one (201). Every call is
@@ -63,7 +63,7 @@ export class CarrierSimulator {
     this.faults = [];
   }
 
-  async start(port = 0): Promise<this> {
+  async start(port = 0, host = '127.0.0.1'): Promise<this> {
     const server = createServer((req, res) => void this.handle(req, res));
     server.on('connection', (socket) => {
       this.sockets.add(socket);
@@ -71,7 +71,7 @@ export class CarrierSimulator {
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => resolve());
+      server.listen(port, host, () => resolve());
     });
     this.server = server;
     return this;
@@ -202,9 +202,13 @@ function safeJson(text: string): Record<string, unknown> {
 
 if (require.main === module) {
   const { values } = parseArgs({
-    options: { port: { type: 'string', default: process.env.CARRIER_SIM_PORT ?? '4010' }, 'api-key': { type: 'string' } },
+    options: {
+      port: { type: 'string', default: process.env.CARRIER_SIM_PORT ?? '4010' },
+      host: { type: 'string', default: '127.0.0.1' },
+      'api-key': { type: 'string' },
+    },
   });
-  void new CarrierSimulator({ apiKey: values['api-key'] }).start(Number(values.port)).then((sim) => {
+  void new CarrierSimulator({ apiKey: values['api-key'] }).start(Number(values.port), values.host).then((sim) => {
     console.log(`carrier simulator listening on ${sim.url} (POST /shipments; faults: POST /_sim/faults)`);
   });
 }
