@@ -80,15 +80,9 @@ export class CreatePaymentDomain1764547200000 implements MigrationInterface {
         created_at      timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (scope, key)
       )`);
-
-    // Deliveries of one provider payment, for parking and re-running them.
-    await q.query(
-      `CREATE INDEX webhook_inbox_resource_idx ON webhook_inbox (provider, merchant_account_id, resource_id, status)`,
-    );
   }
 
   async down(q: QueryRunner): Promise<void> {
-    await q.query(`DROP INDEX webhook_inbox_resource_idx`);
     await q.query(`DROP TABLE idempotency_keys`);
     await q.query(`DROP TABLE outbox_message`);
     await q.query(`DROP TABLE fulfillments`);

@@ -16,6 +16,7 @@ export class OperatorSurface1764633600000 implements MigrationInterface {
     await q.query(`CREATE INDEX webhook_inbox_endpoint_id_idx ON webhook_inbox (endpoint_id, id)`);
     await q.query(`CREATE INDEX webhook_inbox_event_type_id_idx ON webhook_inbox (event_type, id)`);
     await q.query(`CREATE INDEX webhook_inbox_event_id_idx ON webhook_inbox (event_id)`);
+    // Also how the deliveries of one provider payment are found, to park, release and re-run them.
     await q.query(`CREATE INDEX webhook_inbox_resource_id_idx ON webhook_inbox (resource_id, id)`);
     await q.query(`CREATE INDEX outbox_message_status_id_idx ON outbox_message (status, id)`);
     // Retention: finished deliveries and dispatched messages by age.

@@ -25,11 +25,19 @@ export function configurePaymentWebhooksApp(app: INestApplication, options: Conf
   const express = app as NestExpressApplication;
   const parsers = [json({ limit: options.jsonLimit ?? '1mb' }), urlencoded({ extended: false })];
   express.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.path.startsWith('/webhooks/')) return next();
+    // Express matches routes case-insensitively; so must this, or the parser eats a webhook's bytes.
+    if (WEBHOOK_PATH.test(req.path)) return next();
     let i = 0;
     const run = (err?: unknown): void => {
       if (err) return parserError(err as { status?: number; type?: string }, res);
-      if (i === parsers.length) return next();
+      if (i === parsers.length) {
+        const bad = findUnstorableText(req.body, 'body') ?? findUnstorableText(req.query, 'query');
+        if (bad) {
+          res.status(400).json({ error: 'validation_failed', details: [{ field: bad, message: 'must not contain NUL characters or unpaired surrogates' }] });
+          return;
+        }
+        return next();
+      }
       parsers[i++](req, res, run);
     };
     run();
@@ -74,6 +82,26 @@ function setupDocs(app: NestExpressApplication): void {
     raw: ['json'],
     swaggerOptions: { persistAuthorization: true },
   });
+}
+
+const WEBHOOK_PATH = /^\/webhooks\//i;
+/** A NUL, or a UTF-16 surrogate without its pair. */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * The path of a string PostgreSQL cannot store (a NUL, an unpaired UTF-16 surrogate), or null:
+ * such input is a 400 here rather than a 500 from the database later.
+ */
+export function findUnstorableText(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? path : null;
+  if (depth > 32 || value === null || typeof value !== 'object') return null;
+  for (const [key, child] of Object.entries(value)) {
+    if (UNSTORABLE.test(key)) return path;
+    const field = Array.isArray(value) ? `${path}[${key}]` : path === 'body' || path === 'query' ? key : `${path}.${key}`;
+    const found = findUnstorableText(child, field, depth + 1);
+    if (found) return found;
+  }
+  return null;
 }
 
 /** A body the parser refused gets the API's error shape, not Express's HTML page. */

@@ -40,6 +40,11 @@ export function toApiError(err: unknown): { status: number; body: Record<string,
       return { status: known.status, body };
     }
   }
+  // Input PostgreSQL cannot store (data exception, SQLSTATE class 22) that got past validation.
+  const sqlState = String((err as { driverError?: { code?: unknown }; code?: unknown })?.driverError?.code ?? (err as { code?: unknown })?.code ?? '');
+  if (/^22[0-9A-Z]{3}$/.test(sqlState)) {
+    return { status: 400, body: { error: 'validation_failed', details: [{ field: 'body', message: 'a value cannot be stored' }] } };
+  }
   if (err instanceof HttpException) {
     const status = err.getStatus();
     const response = err.getResponse();

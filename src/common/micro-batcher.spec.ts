@@ -51,7 +51,7 @@ function track<T>(promise: Promise<T>): { settled: boolean; value?: T; error?: u
 describe('MicroBatcher', () => {
   it('puts calls made in the same tick into one batch', async () => {
     const flush = new ControlledFlush<number, string>();
-    const batcher = new MicroBatcher(flush.fn, 100, 2);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 100, maxInFlight: 2 });
     const calls = [1, 2, 3].map((n) => batcher.submit(n));
     expect(flush.batches).toEqual([]); // nothing runs before the tick ends
     await tick();
@@ -61,14 +61,14 @@ describe('MicroBatcher', () => {
   });
 
   it('maps results back to calls in order', async () => {
-    const batcher = new MicroBatcher(async (inputs: number[]) => inputs.map((n) => n * 10), 100, 1);
+    const batcher = new MicroBatcher(async (inputs: number[]) => inputs.map((n) => n * 10), { maxBatch: 100, maxInFlight: 1 });
     const results = await Promise.all([5, 1, 4, 2].map((n) => batcher.submit(n)));
     expect(results).toEqual([50, 10, 40, 20]);
   });
 
   it('flushes a lone call on the next tick, alone', async () => {
     const flush = new ControlledFlush<string, string>();
-    const batcher = new MicroBatcher(flush.fn, 100, 2);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 100, maxInFlight: 2 });
     const first = batcher.submit('a');
     await tick();
     const second = batcher.submit('b');
@@ -82,7 +82,7 @@ describe('MicroBatcher', () => {
 
   it('rejects every call of a batch whose flush throws, with the same error, but not later batches', async () => {
     const flush = new ControlledFlush<number, number>();
-    const batcher = new MicroBatcher(flush.fn, 100, 1);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 100, maxInFlight: 1 });
     const failing = [1, 2, 3].map((n) => track(batcher.submit(n)));
     await tick();
     const boom = new Error('database down');
@@ -101,7 +101,7 @@ describe('MicroBatcher', () => {
 
   it('a failed batch does not fail the batch queued behind it', async () => {
     const flush = new ControlledFlush<number, number>();
-    const batcher = new MicroBatcher(flush.fn, 2, 1);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 2, maxInFlight: 1 });
     const calls = [1, 2, 3, 4].map((n) => track(batcher.submit(n)));
     await tick();
     expect(flush.batches).toEqual([[1, 2]]);
@@ -123,7 +123,7 @@ describe('MicroBatcher', () => {
 
   it('splits a burst larger than maxBatch', async () => {
     const flush = new ControlledFlush<number, number>();
-    const batcher = new MicroBatcher(flush.fn, 3, 10);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 3, maxInFlight: 10 });
     const calls = Array.from({ length: 8 }, (_, i) => batcher.submit(i));
     await tick();
     expect(flush.batches).toEqual([
@@ -137,7 +137,7 @@ describe('MicroBatcher', () => {
 
   it('never runs more than maxInFlight flushes at once; waiting calls form the next batches', async () => {
     const flush = new ControlledFlush<number, number>();
-    const batcher = new MicroBatcher(flush.fn, 2, 2);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 2, maxInFlight: 2 });
     const calls = Array.from({ length: 9 }, (_, i) => batcher.submit(i));
     await tick();
     expect(flush.batches).toEqual([
@@ -173,7 +173,7 @@ describe('MicroBatcher', () => {
 
   it('with maxInFlight 1, runs batches strictly one after another', async () => {
     const flush = new ControlledFlush<string, string>();
-    const batcher = new MicroBatcher(flush.fn, 1, 1);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 1, maxInFlight: 1 });
     const calls = ['a', 'b', 'c'].map((s) => batcher.submit(s));
     for (let i = 0; i < 3; i++) {
       await tick();
@@ -188,7 +188,7 @@ describe('MicroBatcher', () => {
 
   it('keeps working after many batches (the in-flight count is given back)', async () => {
     const flush = new ControlledFlush<number, number>();
-    const batcher = new MicroBatcher(flush.fn, 5, 1);
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 5, maxInFlight: 1 });
     for (let round = 0; round < 20; round++) {
       const call = batcher.submit(round);
       await tick();

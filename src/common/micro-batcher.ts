@@ -4,21 +4,47 @@
  * share a batch; while `maxInFlight` batches are running, new calls wait and form the next one.
  * At low load every call is flushed on the next turn, alone: no added latency.
  */
+export interface MicroBatcherOptions<In> {
+  /** Most calls in one batch. */
+  maxBatch: number;
+  /** Batches running at once. */
+  maxInFlight: number;
+  /** A call still waiting for its batch after this long fails (its caller answers at once, not late). */
+  maxWaitMs?: number;
+  /** The size of a call, and the most a batch may hold (a batch always takes at least one call). */
+  weigh?: (input: In) => number;
+  maxWeight?: number;
+}
+
+/** The error a call gets when it waited longer than `maxWaitMs` for its batch. */
+export class BatchWaitTimeout extends Error {
+  constructor(waitedMs: number) {
+    super(`waited ${waitedMs} ms for a batch`);
+    this.name = 'BatchWaitTimeout';
+  }
+}
+
+interface Pending<In, Out> {
+  input: In;
+  since: number;
+  resolve: (out: Out) => void;
+  reject: (err: unknown) => void;
+}
+
 export class MicroBatcher<In, Out> {
-  private pending: Array<{ input: In; resolve: (out: Out) => void; reject: (err: unknown) => void }> = [];
+  private pending: Array<Pending<In, Out>> = [];
   private inFlight = 0;
   private scheduled = false;
 
   constructor(
     /** Runs one batch; returns one result per input, in order. A throw fails every call of the batch. */
     private readonly flush: (inputs: In[]) => Promise<Out[]>,
-    private readonly maxBatch: number,
-    private readonly maxInFlight: number,
+    private readonly options: MicroBatcherOptions<In>,
   ) {}
 
   submit(input: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
-      this.pending.push({ input, resolve, reject });
+      this.pending.push({ input, since: Date.now(), resolve, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => {
@@ -30,8 +56,28 @@ export class MicroBatcher<In, Out> {
   }
 
   private drain(): void {
-    while (this.pending.length > 0 && this.inFlight < this.maxInFlight) {
-      const batch = this.pending.splice(0, this.maxBatch);
+    const { maxBatch, maxInFlight, maxWaitMs, weigh, maxWeight } = this.options;
+    if (maxWaitMs !== undefined && this.pending.length > 0) {
+      const now = Date.now();
+      this.pending = this.pending.filter((entry) => {
+        if (now - entry.since <= maxWaitMs) return true;
+        entry.reject(new BatchWaitTimeout(now - entry.since));
+        return false;
+      });
+    }
+    while (this.pending.length > 0 && this.inFlight < maxInFlight) {
+      let take = Math.min(maxBatch, this.pending.length);
+      if (weigh && maxWeight !== undefined) {
+        let weight = 0;
+        for (let i = 0; i < take; i++) {
+          weight += weigh(this.pending[i].input);
+          if (weight > maxWeight && i > 0) {
+            take = i;
+            break;
+          }
+        }
+      }
+      const batch = this.pending.splice(0, take);
       this.inFlight++;
       // Through a promise, so even a flush that throws synchronously settles its batch.
       Promise.resolve()

@@ -49,6 +49,10 @@ export class FulfillmentDispatchService {
       ? await this.dataSource.getRepository(Order).findOne({ where: { id: fulfillment.orderId } })
       : null;
     if (!fulfillment || !order) return this.record(messageId, { ok: false, retryable: false, reason: 'fulfillment or order not found' });
+    // The money went back (or the order was called off) while the shipment waited: do not ship.
+    if (order.status === 'refunded' || order.status === 'canceled') {
+      return this.record(messageId, { ok: false, retryable: false, reason: `order ${order.status}`, status: 'not_called' });
+    }
 
     const carrier = this.carriers.get(fulfillment.carrier);
     if (!carrier) {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { DataSource } from 'typeorm';
+import { withTimeout } from '../common/with-timeout';
 import { PW_CONNECTION } from '../database/data-source';
 
 /**
@@ -106,12 +107,14 @@ export class MetricsService {
     });
   }
 
+  /** A database that is away gives NaN gauges, not a failed scrape: the other metrics matter most then. */
   private async readBacklog(): Promise<Backlog> {
-    const [row] = await this.dataSource.query(`
+    const failed = { inbox: NaN, oldestAge: NaN, outboxPending: NaN, outboxDead: NaN };
+    const [row] = await withTimeout(this.dataSource.query(`
       SELECT (SELECT count(*) FROM webhook_inbox WHERE status = 'received')::int AS inbox,
              COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(received_at) FROM webhook_inbox WHERE status = 'received')), 0)::float8 AS "oldestAge",
              (SELECT count(*) FROM outbox_message WHERE status = 'pending')::int AS "outboxPending",
-             (SELECT count(*) FROM outbox_message WHERE status = 'dead')::int AS "outboxDead"`);
+             (SELECT count(*) FROM outbox_message WHERE status = 'dead')::int AS "outboxDead"`), 2_000, 'backlog').catch(() => [failed]);
     return row;
   }
 }

@@ -99,7 +99,8 @@ export class DeliveryArchiveService {
         );
       }
     });
-    await this.inboxQueue.requeue([id], { expedite: true });
+    // Committed: a Redis that is away only delays the run (the sweeper enqueues the row).
+    await this.inboxQueue.requeueAfterCommit([id], { expedite: true });
   }
 }
 

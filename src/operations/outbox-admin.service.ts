@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/domain-error';
+import { withTimeout } from '../common/with-timeout';
 import { decodeCursor, Page, toPage } from '../common/pagination';
 import { PW_CONNECTION } from '../database/data-source';
 import { OutboxRelay } from '../outbox/outbox-relay.service';
@@ -59,6 +60,7 @@ export class OutboxAdminService {
         );
       }
     });
-    await this.relay.requeue([id]);
+    // Committed: a Redis that is away only delays the dispatch (the relay's sweeper finds it).
+    await withTimeout(this.relay.requeue([id]), 2_000, 'enqueue').catch(() => undefined);
   }
 }

@@ -138,6 +138,12 @@ export class OrdersService {
     const merchantAccountId = this.merchantAccountFor(dto);
     const key = { provider: dto.provider, merchantAccountId, providerPaymentId: dto.providerPaymentId };
     const { answer, release } = await this.dataSource.transaction(async (em) => {
+      // Parked deliveries first (inbox rows are locked before orders, everywhere).
+      const release = await this.inboxQueue.releaseParked(em, {
+        provider: key.provider,
+        merchantAccountId: key.merchantAccountId,
+        resourceId: key.providerPaymentId,
+      });
       const order = await em.getRepository(Order).findOne({ where: { id: orderId }, lock: { mode: 'pessimistic_write' } });
       if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
       const payment = Payment.register({ orderId, ...key, expected: order.amount });
@@ -155,13 +161,8 @@ export class OrdersService {
         if (existing.orderId !== orderId) {
           throw new DomainError('PAYMENT.ALREADY_REGISTERED', 'this provider payment belongs to another order');
         }
-        return { answer: { status: 200, body: paymentView(existing) }, release: [] as string[] };
+        return { answer: { status: 200, body: paymentView(existing) }, release };
       }
-      const release = await this.inboxQueue.releaseParked(em, {
-        provider: key.provider,
-        merchantAccountId: key.merchantAccountId,
-        resourceId: key.providerPaymentId,
-      });
       return { answer: { status: 201, body: paymentView(payment) }, release };
     });
     await this.inboxQueue.requeueAfterCommit(release, { expedite: true });

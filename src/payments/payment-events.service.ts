@@ -60,8 +60,11 @@ export class PaymentEventsService {
     const result = payment.apply(parsed.change, now);
     // A rejected event changes nothing: not even the payment its order id would have created.
     if (result.outcome === 'rejected') return { status: 'rejected', outcome: result.reason, requeue: [] };
+    const key = { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId };
+    // A payment this event creates makes its parked deliveries processable, as a registration does.
+    const released = isNew ? await this.inbox.releaseParked(em, key, { exceptId: ctx.inboxId, skipLocked: true }) : [];
     if (isNew) await this.insertPayment(em, payment);
-    if (result.outcome !== 'applied') return { status: 'processed', outcome: result.outcome, requeue: [] };
+    if (result.outcome !== 'applied') return { status: 'processed', outcome: result.outcome, requeue: released };
 
     if (!isNew) {
       await em.getRepository(Payment).update(
@@ -75,12 +78,8 @@ export class PaymentEventsService {
       );
     }
     await this.orderFollows(em, payment, now);
-    const requeue = await this.inbox.reopenRejected(
-      em,
-      { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId },
-      ctx.inboxId,
-    );
-    return { status: 'processed', outcome: 'applied', requeue };
+    const reopened = await this.inbox.reopenRejected(em, key, ctx.inboxId);
+    return { status: 'processed', outcome: 'applied', requeue: [...released, ...reopened] };
   }
 
   /**

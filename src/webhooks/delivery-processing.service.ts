@@ -81,7 +81,7 @@ export class DeliveryProcessingService {
     timer({ provider });
     const { requeue, ...result } = decision;
     this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
-    if (requeue?.length) await this.inboxQueue.requeueAfterCommit(requeue);
+    if (requeue?.length) await this.inboxQueue.requeueAfterCommit(requeue, { expedite: true });
     return result;
   }
 

@@ -91,7 +91,15 @@ export class InboxIngestService implements OnApplicationShutdown {
       connection: redisConnection(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
     });
     this.queue.on('error', (err) => this.logger.warn(`inbox queue connection: ${err.message}`));
-    this.batcher = new MicroBatcher((rows) => this.recordBatch(rows), tuning.ingestBatchSize, tuning.ingestPoolSize);
+    this.batcher = new MicroBatcher((rows) => this.recordBatch(rows), {
+      maxBatch: tuning.ingestBatchSize,
+      maxInFlight: tuning.ingestPoolSize,
+      // While the database stalls, a delivery waiting for its turn answers 503 within the bound,
+      // not after the queue in front of it; and one statement never carries more than 8 MiB.
+      maxWaitMs: tuning.ingestTimeoutMs,
+      weigh: (row) => row[9].length + row[8].length,
+      maxWeight: 8 * 1024 * 1024,
+    });
   }
 
   /** Records one authentic delivery; resolves once its row is committed (or found committed). */
@@ -133,7 +141,9 @@ export class InboxIngestService implements OnApplicationShutdown {
   private async recordBatch(rows: InboxRow[]): Promise<RowOutcome[]> {
     const first = new Map<string, InboxRow>();
     for (const row of rows) if (!first.has(keyOf(row))) first.set(keyOf(row), row);
-    const unique = [...first.values()];
+    // In key order: two batches holding the same events then take their index locks in the same
+    // order and cannot deadlock.
+    const unique = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
     const results = unique.length === 1 ? await this.insertOne(unique[0]) : await this.insertMany(unique);
     const newIds = [...results.values()].filter((r): r is string => typeof r === 'string');
     if (newIds.length > 0) await this.enqueue(newIds);
@@ -148,11 +158,14 @@ export class InboxIngestService implements OnApplicationShutdown {
   private async insertMany(rows: InboxRow[]): Promise<Map<string, InsertResult>> {
     let returned;
     try {
-      returned = await this.pool.query<{ id: string; provider: string; merchant_account_id: string; event_id: string }>({
-        name: 'pw_inbox_insert_batch',
-        text: INSERT_BATCH_SQL,
-        values: [JSON.stringify(rows)],
-      });
+      const run = () =>
+        this.pool.query<{ id: string; provider: string; merchant_account_id: string; event_id: string }>({
+          name: 'pw_inbox_insert_batch',
+          text: INSERT_BATCH_SQL,
+          values: [JSON.stringify(rows)],
+        });
+      // A deadlock or serialization failure is a race with another batch: run it once more.
+      returned = await run().catch((err) => (/^40(P01|001)$/.test(String(err?.code)) ? run() : Promise.reject(err)));
     } catch (err) {
       // A row the database refuses (a data or constraint error, not an outage) must not take its
       // batch-mates down with it: insert them one by one, so only that row fails.

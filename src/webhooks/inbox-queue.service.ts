@@ -4,6 +4,7 @@ import type { Queue } from 'bullmq';
 import type { EntityManager } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
 import { requeueJobs } from '../common/requeue';
+import { withTimeout } from '../common/with-timeout';
 import { rowsReturned } from '../database/returning';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
@@ -41,7 +42,7 @@ export class InboxQueueService {
   async requeueAfterCommit(ids: readonly string[], options: { expedite?: boolean } = {}): Promise<void> {
     if (ids.length === 0) return;
     try {
-      await this.requeue(ids, options);
+      await withTimeout(this.requeue(ids, options), Math.max(this.options.tuning.enqueueTimeoutMs, 2_000), 'requeue');
     } catch (err) {
       this.logger.warn(`${ids.length} deliveries left for the sweeper: ${(err as Error).message}`);
     }
@@ -49,26 +50,34 @@ export class InboxQueueService {
 
   /**
    * In the caller's transaction: deliveries of one provider payment parked as `unmatched` become
-   * `received` again, and the ids of every delivery of that payment still waiting are returned,
-   * to be requeued (expedited) after the commit.
+   * `received` again, and the ids of every delivery of that payment still waiting (but `exceptId`)
+   * are returned, to be requeued (expedited) after the commit. Call it before locking an order.
    */
   async releaseParked(
     em: EntityManager,
     key: { provider: string; merchantAccountId: string; resourceId: string },
+    { exceptId, skipLocked = false }: { exceptId?: string; skipLocked?: boolean } = {},
   ): Promise<string[]> {
-    const released = await rowsReturned<{ id: string }>(
-      em,
-      `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL
-        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status = 'unmatched'
-        RETURNING id`,
-      [key.provider, key.merchantAccountId, key.resourceId],
+    // Lock first: a worker whose last attempt is parking one of these right now is waited for,
+    // and its row is then seen as `unmatched` (and released) rather than missed as `received`.
+    // Inbox rows are locked before orders everywhere, so this wait cannot close a cycle; a worker
+    // (which holds its own row already) skips the rows other workers hold instead.
+    const rows: Array<{ id: string; status: string }> = await em.query(
+      `SELECT id, status FROM webhook_inbox
+        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status IN ('received', 'unmatched')
+          AND id IS DISTINCT FROM $4
+        ORDER BY id
+        FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+      [key.provider, key.merchantAccountId, key.resourceId, exceptId ?? null],
     );
-    const waiting: Array<{ id: string }> = await em.query(
-      `SELECT id FROM webhook_inbox
-        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status = 'received'`,
-      [key.provider, key.merchantAccountId, key.resourceId],
-    );
-    return [...new Set([...released, ...waiting].map((r) => r.id))];
+    const parked = rows.filter((r) => r.status === 'unmatched').map((r) => r.id);
+    if (parked.length > 0) {
+      await em.query(
+        `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL WHERE id = ANY($1)`,
+        [parked],
+      );
+    }
+    return rows.map((r) => r.id);
   }
 
   /**

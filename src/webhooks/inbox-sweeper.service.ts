@@ -19,6 +19,8 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private stopped = false;
+  /** Where the last pass stopped: passes walk the whole backlog instead of re-reading its head. */
+  private cursor: string | null = null;
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
@@ -47,13 +49,17 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
         `SELECT pg_try_advisory_xact_lock(hashtext('payment-webhooks:inbox-sweeper')) AS locked`,
       );
       if (!locked) return 0;
+      // Rows waiting out a retry backoff keep their place in the backlog; walking it with a cursor
+      // means a row whose job was lost is reached however many of those sit before it.
       const rows: Array<{ id: string }> = await em.query(
         `SELECT id FROM webhook_inbox
           WHERE status = 'received' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
-          ORDER BY received_at
+            AND id > COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
+          ORDER BY id
           LIMIT $2`,
-        [sweepAfterMs, sweepBatchSize],
+        [sweepAfterMs, sweepBatchSize, this.cursor],
       );
+      this.cursor = rows.length === sweepBatchSize ? rows[rows.length - 1].id : null;
       if (rows.length === 0) return 0;
       // A job still waiting or running is left alone; a finished one kept under the same id is
       // replaced (the row says it must run again).
