@@ -35,6 +35,8 @@ export class MicroBatcher<In, Out> {
   private pending: Array<Pending<In, Out>> = [];
   private inFlight = 0;
   private scheduled = false;
+  /** One timer at a time while calls wait, so a call past its wait fails even if nothing else happens. */
+  private expiry: NodeJS.Timeout | undefined;
 
   constructor(
     /** Runs one batch; returns one result per input, in order. A throw fails every call of the batch. */
@@ -55,16 +57,32 @@ export class MicroBatcher<In, Out> {
     });
   }
 
+  private expire(): void {
+    const { maxWaitMs } = this.options;
+    if (maxWaitMs === undefined || this.pending.length === 0) return;
+    const now = Date.now();
+    this.pending = this.pending.filter((entry) => {
+      if (now - entry.since <= maxWaitMs) return true;
+      entry.reject(new BatchWaitTimeout(now - entry.since));
+      return false;
+    });
+  }
+
+  private watchWaits(): void {
+    const { maxWaitMs } = this.options;
+    if (maxWaitMs === undefined || this.expiry || this.pending.length === 0) return;
+    const due = Math.max(0, this.pending[0].since + maxWaitMs + 1 - Date.now());
+    this.expiry = setTimeout(() => {
+      this.expiry = undefined;
+      this.expire();
+      this.watchWaits();
+    }, due);
+    this.expiry.unref();
+  }
+
   private drain(): void {
-    const { maxBatch, maxInFlight, maxWaitMs, weigh, maxWeight } = this.options;
-    if (maxWaitMs !== undefined && this.pending.length > 0) {
-      const now = Date.now();
-      this.pending = this.pending.filter((entry) => {
-        if (now - entry.since <= maxWaitMs) return true;
-        entry.reject(new BatchWaitTimeout(now - entry.since));
-        return false;
-      });
-    }
+    const { maxBatch, maxInFlight, weigh, maxWeight } = this.options;
+    this.expire();
     while (this.pending.length > 0 && this.inFlight < maxInFlight) {
       let take = Math.min(maxBatch, this.pending.length);
       if (weigh && maxWeight !== undefined) {
@@ -94,5 +112,6 @@ export class MicroBatcher<In, Out> {
           this.drain();
         });
     }
+    this.watchWaits();
   }
 }

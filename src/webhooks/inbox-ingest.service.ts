@@ -209,7 +209,10 @@ export class InboxIngestService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.allSettled([this.queue.close(), this.pool.end()]);
+    // While Redis is away a graceful close cannot reach it (this connection queues nothing):
+    // drop it instead, or its reconnect timer would keep the process alive.
+    const closeQueue = withTimeout(this.queue.close(), 2_000, 'queue close').catch(() => this.queue.disconnect());
+    await Promise.allSettled([closeQueue, this.pool.end()]);
   }
 }
 
