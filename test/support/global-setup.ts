@@ -8,7 +8,8 @@ const BASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres:postgres@
 /**
  * Once per run: a database of the run's own (`<base>_<pid>`), every migration applied, as a fresh
  * deployment would get it. Two runs at once (two developers, CI beside a developer) never see each
- * other's rows. The URL reaches the suites through TEST_DATABASE_URL.
+ * other's rows. It is the template: each test file gets a copy of its own (`<base>_<pid>_<random>`,
+ * see env.ts), whose URL reaches the suite through TEST_DATABASE_URL.
  */
 export default async function globalSetup(): Promise<void> {
   const base = new URL(BASE_URL);
@@ -24,7 +25,7 @@ export default async function globalSetup(): Promise<void> {
   }
   const url = withDatabase(base, name);
   process.env.TEST_DATABASE_URL = url;
-  process.env.PW_TEST_DATABASE_NAME = name;
+  process.env.PW_TEST_TEMPLATE_NAME = name;
   process.env.PW_TEST_ADMIN_URL = withDatabase(base, 'postgres');
 
   const dataSource = await new DataSource(dataSourceOptions(url)).initialize();
@@ -47,7 +48,8 @@ async function dropAbandoned(admin: Client, prefix: string): Promise<void> {
     `${prefix}\\_%`,
   ]);
   for (const { datname } of rows) {
-    const pid = Number(datname.slice(prefix.length + 1));
+    // `<prefix>_<pid>` (a run's template) or `<prefix>_<pid>_<random>` (one of its suites' copies).
+    const pid = Number(datname.slice(prefix.length + 1).split('_')[0]);
     if (!Number.isInteger(pid) || pid <= 0 || isAlive(pid)) continue;
     await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => undefined);
   }
