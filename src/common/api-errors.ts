@@ -13,6 +13,7 @@ import { DomainError, FieldError, ValidationFailed } from './domain-error';
 
 /** Every error code of the REST API and its answer (CONTRACT §3), in one place. */
 const DOMAIN_ERRORS: Record<string, { status: number; error: string; withDetail?: boolean }> = {
+  'RESOURCE.NOT_FOUND': { status: 404, error: 'not_found' },
   'ORDER.NOT_FOUND': { status: 404, error: 'not_found' },
   'PAYMENT.NOT_FOUND': { status: 404, error: 'not_found' },
   'DELIVERY.NOT_FOUND': { status: 404, error: 'not_found' },

@@ -79,6 +79,9 @@ export interface TuningOptions {
   inboxAttempts: number;
   /** First backoff of a failed inbox job (exponential). */
   inboxBackoffMs: number;
+  /** Attempts at an event whose payment is unknown before it is parked `unmatched` (a registration
+   * releases it at once, so it need not wait long; at most `inboxAttempts`). */
+  unmatchedAfterAttempts: number;
   /** Jobs one process handles at once, per queue. */
   workerConcurrency: number;
   /** Connections of the receive path's own pool (kept apart from the workers' pool); also the
@@ -106,6 +109,7 @@ export const DEFAULT_TUNING: TuningOptions = {
   sweepBatchSize: 500,
   inboxAttempts: 10,
   inboxBackoffMs: 1_000,
+  unmatchedAfterAttempts: 3,
   workerConcurrency: 8,
   ingestPoolSize: 2,
   ingestBatchSize: 100,

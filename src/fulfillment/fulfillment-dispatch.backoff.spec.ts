@@ -1,8 +1,9 @@
 import { FulfillmentDispatchService } from './fulfillment-dispatch.service';
 
 /**
- * Carrier retry delays (CONTRACT §5): from 1 s, doubling, capped at 5 min, with jitter (the upper
- * half of the ceiling at random); a carrier's Retry-After is honoured, under the same cap.
+ * Carrier retry delays (CONTRACT §5): from 1 s, doubling, capped at 5 min, with jitter (up to half
+ * of the nominal delay again, at random, never past the cap); a carrier's Retry-After is honoured,
+ * under the same cap.
  */
 describe('FulfillmentDispatchService.backoff', () => {
   const BASE = 1_000;
@@ -14,24 +15,23 @@ describe('FulfillmentDispatchService.backoff', () => {
     { tuning: { carrierBackoffBaseMs: BASE, carrierBackoffCapMs: CAP } } as any,
     null as any,
   );
-  const ceiling = (n: number) => Math.min(CAP, BASE * 2 ** (n - 1));
+  const nominal = (n: number) => Math.min(CAP, BASE * 2 ** (n - 1));
   const attempts = Array.from({ length: 12 }, (_, i) => i + 1);
 
   afterEach(() => jest.restoreAllMocks());
 
-  it('the ceilings are 1 s, 2 s, 4 s … doubling, and 5 min from attempt 10 on', () => {
-    expect(attempts.map(ceiling)).toEqual([
+  it('the nominal delays are 1 s, 2 s, 4 s … doubling, and 5 min from attempt 10 on', () => {
+    expect(attempts.map(nominal)).toEqual([
       1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000, 256_000, 300_000, 300_000, 300_000,
     ]);
   });
 
-  it.each(attempts)('attempt %i: every delay lies in [ceiling/2, ceiling], never above the cap', (n) => {
-    const c = ceiling(n);
+  it.each(attempts)('attempt %i: every delay lies in [nominal, 1.5·nominal], never above the cap', (n) => {
+    const c = nominal(n);
     for (let i = 0; i < 500; i++) {
       const delay = service.backoff(n);
-      expect(delay).toBeGreaterThanOrEqual(c / 2);
-      expect(delay).toBeLessThanOrEqual(c);
-      expect(delay).toBeLessThanOrEqual(CAP);
+      expect(delay).toBeGreaterThanOrEqual(c);
+      expect(delay).toBeLessThanOrEqual(Math.min(CAP, c * 1.5));
     }
   });
 
@@ -40,34 +40,28 @@ describe('FulfillmentDispatchService.backoff', () => {
     expect(delays.size).toBeGreaterThan(1);
   });
 
-  it.each(attempts)('attempt %i with Math.random() = 0: exactly ceiling/2', (n) => {
+  it.each(attempts)('attempt %i with Math.random() = 0: exactly the nominal delay', (n) => {
     jest.spyOn(Math, 'random').mockReturnValue(0);
-    expect(service.backoff(n)).toBe(ceiling(n) / 2);
+    expect(service.backoff(n)).toBe(nominal(n));
   });
 
-  it.each(attempts)('attempt %i with Math.random() = 0.999: ceiling/2 + 0.999·ceiling/2, just under the ceiling', (n) => {
-    jest.spyOn(Math, 'random').mockReturnValue(0.999);
-    const delay = service.backoff(n);
-    expect(delay).toBeCloseTo(ceiling(n) * 0.9995, 6);
-    expect(delay).toBeLessThan(ceiling(n));
-  });
-
-  it('exact values at both ends for the first, a middle and a capped attempt', () => {
+  it('exact values at both ends for the first, a middle, the last uncapped and a capped attempt', () => {
     const random = jest.spyOn(Math, 'random');
     random.mockReturnValue(0);
-    expect([1, 5, 10, 12].map((n) => service.backoff(n))).toEqual([500, 8_000, 150_000, 150_000]);
+    expect([1, 5, 9, 10, 12].map((n) => service.backoff(n))).toEqual([1_000, 16_000, 256_000, 300_000, 300_000]);
     random.mockReturnValue(0.999);
-    expect([1, 5, 10, 12].map((n) => service.backoff(n))).toEqual([
-      expect.closeTo(999.5, 6),
-      expect.closeTo(15_992, 6),
-      expect.closeTo(299_850, 6),
-      expect.closeTo(299_850, 6),
+    expect([1, 5, 9, 10, 12].map((n) => service.backoff(n))).toEqual([
+      expect.closeTo(1_499.5, 6),
+      expect.closeTo(23_992, 6),
+      300_000,
+      300_000,
+      300_000,
     ]);
   });
 
   it('a very large attempt count stays at the cap (no overflow to Infinity or NaN)', () => {
     jest.spyOn(Math, 'random').mockReturnValue(0.5);
-    for (const n of [31, 100, 1_000, 1_000_000]) expect(service.backoff(n)).toBe(225_000);
+    for (const n of [31, 100, 1_000, 1_000_000]) expect(service.backoff(n)).toBe(CAP);
   });
 
   describe('Retry-After', () => {
@@ -79,8 +73,8 @@ describe('FulfillmentDispatchService.backoff', () => {
 
     it('smaller than the backoff loses to it', () => {
       jest.spyOn(Math, 'random').mockReturnValue(0);
-      expect(service.backoff(3, 1_000)).toBe(2_000);
-      expect(service.backoff(3, 0)).toBe(2_000);
+      expect(service.backoff(3, 1_000)).toBe(4_000);
+      expect(service.backoff(3, 0)).toBe(4_000);
     });
 
     it('larger than the cap is still capped at 300000', () => {

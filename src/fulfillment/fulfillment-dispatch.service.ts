@@ -130,11 +130,15 @@ export class FulfillmentDispatchService {
     });
   }
 
-  /** From the base, doubling, capped, with jitter (the upper half at random); a carrier's Retry-After is honoured. */
+  /**
+   * From the base, doubling, capped (CONTRACT §5): attempt n waits at least base·2^(n−1), plus up
+   * to half of it again at random so that messages failing together do not retry together; never
+   * more than the cap. A carrier's Retry-After is honoured, under the same cap.
+   */
   backoff(attempts: number, retryAfterMs?: number): number {
     const { carrierBackoffBaseMs: base, carrierBackoffCapMs: cap } = this.options.tuning;
-    const ceiling = Math.min(cap, base * 2 ** Math.min(attempts - 1, 30));
-    const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+    const nominal = Math.min(cap, base * 2 ** Math.min(attempts - 1, 30));
+    const delay = nominal * (1 + Math.random() / 2);
     return Math.min(cap, Math.max(delay, retryAfterMs ?? 0));
   }
 }

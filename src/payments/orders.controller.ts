@@ -4,15 +4,18 @@ import type { Request, Response } from 'express';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
 import { ApiErrorResponses } from '../common/api-docs';
-import { ValidationFailed } from '../common/domain-error';
+import { DomainError } from '../common/domain-error';
 import { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import { RegisterPaymentDto } from './dto/payment.dto';
 import { OrderPage, OrderView, PaymentView } from './dto/views';
 import { OrdersService } from './orders.service';
 
-/** An id in the path must be a UUID: anything else is a validation error, not a 500. */
+/**
+ * An id in the path names a resource: one that is not even a UUID names none, so it answers like
+ * any unknown id (404 not_found, CONTRACT §3), without a query.
+ */
 export const uuidParam = new ParseUUIDPipe({
-  exceptionFactory: () => new ValidationFailed([{ field: 'id', message: 'id must be a UUID' }]),
+  exceptionFactory: () => new DomainError('RESOURCE.NOT_FOUND', 'no resource has this id'),
 });
 
 @ApiTags('orders')

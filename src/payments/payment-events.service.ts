@@ -37,16 +37,16 @@ export class PaymentEventsService {
     private readonly inbox: InboxQueueService,
   ) {}
 
-  async apply(em: EntityManager, ctx: DeliveryContext, event: PaymentEvent, finalAttempt: boolean): Promise<EventOutcome> {
+  async apply(em: EntityManager, ctx: DeliveryContext, event: PaymentEvent, parkUnmatched: boolean): Promise<EventOutcome> {
     if (event.declaredAccount !== null && event.declaredAccount !== ctx.merchantAccountId) {
       return { status: 'rejected', outcome: 'account_mismatch', requeue: [] };
     }
 
     const found = await this.findPayment(em, ctx, event);
     if (!found) {
-      // The webhook may have beaten the checkout that registers its payment: retry for a while
-      // (the queue's backoff), then park it; a registration releases it.
-      if (!finalAttempt) {
+      // The webhook may have beaten the checkout that registers its payment: retry a few times
+      // (the queue's backoff, seconds), then park it; a registration releases it at once.
+      if (!parkUnmatched) {
         throw new DomainError('PAYMENT.NOT_FOUND_YET', `no payment ${event.resourceId} registered yet`);
       }
       return { status: 'unmatched', outcome: 'payment_not_found', requeue: [] };

@@ -52,8 +52,11 @@ export class DeliveryProcessingService {
     private readonly metrics: MetricsService,
   ) {}
 
-  /** Processes a delivery; throws (after recording the attempt) so the queue retries. */
-  async process(inboxId: string, finalAttempt: boolean): Promise<ProcessingResult | null> {
+  /**
+   * Processes a delivery; throws (after recording the attempt) so the queue retries. An event whose
+   * payment is unknown is retried until `parkUnmatched`, then parked `unmatched`.
+   */
+  async process(inboxId: string, finalAttempt: boolean, parkUnmatched = finalAttempt): Promise<ProcessingResult | null> {
     let decision: Decision | null;
     let provider = 'unknown';
     const timer = this.metrics.processingDuration.startTimer();
@@ -63,7 +66,7 @@ export class DeliveryProcessingService {
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!delivery || delivery.status !== 'received') return null;
         provider = delivery.provider;
-        const result = await this.decide(em, delivery, finalAttempt);
+        const result = await this.decide(em, delivery, parkUnmatched);
         await em.query(
           `UPDATE webhook_inbox
               SET status = $2, outcome = $3, processed_at = now(), attempts = attempts + 1, last_error = NULL
@@ -96,7 +99,7 @@ export class DeliveryProcessingService {
   }
 
   /** Normalises the recorded event, then hands it to the payment domain in this transaction. */
-  private async decide(em: EntityManager, delivery: LockedDelivery, finalAttempt: boolean): Promise<Decision> {
+  private async decide(em: EntityManager, delivery: LockedDelivery, parkUnmatched: boolean): Promise<Decision> {
     const adapter = PROVIDERS[delivery.provider as ProviderName];
     const event = adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
@@ -104,7 +107,7 @@ export class DeliveryProcessingService {
       em,
       { inboxId: delivery.id, provider: delivery.provider, merchantAccountId: delivery.merchantAccountId },
       event,
-      finalAttempt,
+      parkUnmatched,
     );
   }
 

@@ -24,7 +24,9 @@ export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap
   }
 
   async process(job: Job<ProcessDeliveryData>): Promise<unknown> {
-    const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    return this.processing.process(job.data.inboxId, finalAttempt);
+    const attempt = job.attemptsMade + 1;
+    const finalAttempt = attempt >= (job.opts.attempts ?? 1);
+    const parkUnmatched = finalAttempt || attempt >= this.options.tuning.unmatchedAfterAttempts;
+    return this.processing.process(job.data.inboxId, finalAttempt, parkUnmatched);
   }
 }

@@ -1,5 +1,5 @@
 import { Controller, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
 import { MalformedPayloadError } from './providers';
@@ -74,5 +74,17 @@ export class WebhooksController {
     const answer = await this.ingest.record(endpoint, identity, req.headers, text);
     res.locals.pwAnswer = answer.status;
     return answer;
+  }
+
+  /**
+   * `POST /webhooks`, `/webhooks/` and deeper paths name no endpoint either: the same 404
+   * `unknown_endpoint` (the guard answers it, counted and logged like any delivery), not the
+   * framework's page.
+   */
+  @Post(['', '*rest'])
+  @ApiExcludeEndpoint()
+  @UseGuards(WebhookSignatureGuard)
+  noEndpoint(): never {
+    throw new WebhookError('unknown_endpoint');
   }
 }

@@ -651,10 +651,10 @@ describe('the delivery archive (CONTRACT §4)', () => {
       expect(res.body).toEqual({ error: 'not_found' });
     });
 
-    it('not a uuid: 400 validation_failed on id', async () => {
+    it('not a uuid: 404 not_found (it names no delivery)', async () => {
       const res = await http().get('/admin/webhook-deliveries/not-a-uuid').set(AUTH);
-      expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: 'validation_failed', details: [{ field: 'id', message: 'id must be a UUID' }] });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: 'not_found' });
     });
   });
 });

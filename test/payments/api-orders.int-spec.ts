@@ -491,10 +491,10 @@ describe('order transitions and reads (CONTRACT §3)', () => {
       expect(res.body).toEqual({ error: 'not_found' });
     });
 
-    it('an id that is not a UUID: 400 validation_failed on id', async () => {
+    it('an id that is not a UUID: 404 not_found', async () => {
       const res = await markPaid('ord-1');
-      expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: 'validation_failed', details: [{ field: 'id', message: 'id must be a UUID' }] });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: 'not_found' });
     });
 
     it('a registered payment is left as it is (pending): the order alone is paid', async () => {
@@ -549,13 +549,13 @@ describe('order transitions and reads (CONTRACT §3)', () => {
       }
     });
 
-    it('an unknown id: 404 not_found; a bad id: 400', async () => {
+    it('an unknown id, or one that is not a UUID: 404 not_found', async () => {
       const missing = await cancel(MISSING_ID);
       expect(missing.status).toBe(404);
       expect(missing.body).toEqual({ error: 'not_found' });
       const bad = await cancel('not-a-uuid');
-      expect(bad.status).toBe(400);
-      expect(bad.body).toEqual({ error: 'validation_failed', details: [{ field: 'id', message: 'id must be a UUID' }] });
+      expect(bad.status).toBe(404);
+      expect(bad.body).toEqual({ error: 'not_found' });
     });
   });
 
@@ -583,10 +583,10 @@ describe('order transitions and reads (CONTRACT §3)', () => {
       expect(res.body).toEqual({ error: 'not_found' });
     });
 
-    it.each(['abc', '01a22a2b-0fe2-7961-9348-af33610c382', `${MISSING_ID}0`])('a bad uuid %s: 400', async (id) => {
+    it.each(['abc', '01a22a2b-0fe2-7961-9348-af33610c382', `${MISSING_ID}0`])('a bad uuid %s: 404 not_found', async (id) => {
       const res = await http(t).get(`/orders/${id}`).set(AUTH);
-      expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: 'validation_failed', details: [{ field: 'id', message: 'id must be a UUID' }] });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ error: 'not_found' });
     });
   });
 });

@@ -148,5 +148,16 @@ export async function truncateAll(dataSource: DataSource): Promise<void> {
   const tables: Array<{ tablename: string }> = await dataSource.query(
     `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'pw_migrations'`,
   );
-  if (tables.length > 0) await dataSource.query(`TRUNCATE ${tables.map((t) => `"${t.tablename}"`).join(', ')} CASCADE`);
+  if (tables.length === 0) return;
+  const sql = `TRUNCATE ${tables.map((t) => `"${t.tablename}"`).join(', ')} CASCADE`;
+  // A worker still finishing the previous test's job can hold row locks in another table order:
+  // PostgreSQL then aborts one side of the deadlock, sometimes this one. Try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await dataSource.query(sql);
+      return;
+    } catch (err) {
+      if ((err as { code?: string }).code !== '40P01' || attempt === 5) throw err;
+    }
+  }
 }

@@ -39,6 +39,8 @@ function cases(now: number): Case[] {
   });
   return [
     { name: 'unknown endpoint', endpoint: 'nope', body, headers: good, status: 404, answer: { error: 'unknown_endpoint' } },
+    { name: 'no endpoint id (/webhooks/)', endpoint: '', body, headers: good, status: 404, answer: { error: 'unknown_endpoint' } },
+    { name: 'a path below an endpoint', endpoint: 'paymos-a/extra', body, headers: good, status: 404, answer: { error: 'unknown_endpoint' } },
     {
       name: 'body over the limit',
       endpoint: 'paymos-a',
@@ -120,6 +122,14 @@ function cases(now: number): Case[] {
       endpoint: 'paymos-a',
       body,
       headers: signedHeaders('paymos', paymosSecret, body, { timestamp: now - 301 }),
+      status: 401,
+      answer: { error: 'timestamp_out_of_tolerance' },
+    },
+    {
+      name: 'a timestamp in milliseconds (signed as sent)',
+      endpoint: 'paymos-a',
+      body,
+      headers: signedHeaders('paymos', paymosSecret, body, { timestamp: now * 1000 }),
       status: 401,
       answer: { error: 'timestamp_out_of_tolerance' },
     },
@@ -207,6 +217,14 @@ describe('bad input on the receive path: a clear answer, no row, never 5xx', () 
     const res = await request(t.app.getHttpServer()).post(`/webhooks/${c.endpoint}`).set(c.headers).send(c.body);
     expect(res.status).toBe(c.status);
     expect(res.body).toEqual(c.answer);
+    const [{ n }] = await t.dataSource.query(`SELECT count(*)::int AS n FROM webhook_inbox`);
+    expect(n).toBe(0);
+  });
+
+  it('POST /webhooks with no endpoint segment: 404 unknown_endpoint, no row', async () => {
+    const res = await request(t.app.getHttpServer()).post('/webhooks').set(signedHeaders('paymos', paymosSecret, '{}', { timestamp: now })).send('{}');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: 'unknown_endpoint' });
     const [{ n }] = await t.dataSource.query(`SELECT count(*)::int AS n FROM webhook_inbox`);
     expect(n).toBe(0);
   });

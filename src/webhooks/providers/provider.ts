@@ -50,7 +50,9 @@ export class MalformedPayloadError extends Error {
   }
 }
 
-const UNIX_SECONDS = /^\d{1,12}$/;
+// Any whole number that stays exact as a double: a value in milliseconds is a timestamp, far out of
+// tolerance (timestamp_out_of_tolerance), not a missing one.
+const UNIX_SECONDS = /^\d{1,15}$/;
 const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
 /** Ids we store and key on: printable, bounded (a NUL would make PostgreSQL refuse the row). */
 const SAFE_ID = /^[^\x00-\x1f\x7f]{1,255}$/;
