@@ -1,6 +1,7 @@
 import { Controller, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { isUtf8 } from 'node:buffer';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
 import { MalformedPayloadError } from './providers';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
@@ -53,6 +54,9 @@ export class WebhooksController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<IngestAnswer> {
     const { endpoint, rawBody } = req.verifiedDelivery!;
+    // JSON is UTF-8: bytes that are not would be stored altered (replacement characters), so the
+    // archive would no longer hold what was signed.
+    if (!isUtf8(rawBody)) throw new WebhookError('malformed_payload', 'the body is not valid UTF-8');
     const text = rawBody.toString('utf8');
     let body: unknown;
     try {

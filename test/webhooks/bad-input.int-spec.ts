@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import request from 'supertest';
 import { signedHeaders } from '../../tools/sign';
 import { createTestApp, secretOf, TestApp, truncateAll } from '../support/app';
@@ -217,6 +218,19 @@ describe('bad input on the receive path: a clear answer, no row, never 5xx', () 
     const res = await request(t.app.getHttpServer()).post(`/webhooks/${c.endpoint}`).set(c.headers).send(c.body);
     expect(res.status).toBe(c.status);
     expect(res.body).toEqual(c.answer);
+    const [{ n }] = await t.dataSource.query(`SELECT count(*)::int AS n FROM webhook_inbox`);
+    expect(n).toBe(0);
+  });
+
+  it('authentic bytes that are not UTF-8: 400 malformed_payload, no row', async () => {
+    const bytes = Buffer.concat([Buffer.from('{"event_id":"evt_latin1","type":"invoice.paid","data":{"id":"inv_1","note":"'), Buffer.from([0xe9]), Buffer.from('"}}')]);
+    // Signed over the very bytes sent (the signing helper takes text, which these bytes are not).
+    const signature = createHmac('sha256', paymosSecret).update(Buffer.concat([Buffer.from(`${now}.`), bytes])).digest('hex');
+    const headers = { 'content-type': 'application/octet-stream', 'x-webhook-timestamp': String(now), 'x-webhook-signature': `v1=${signature}` };
+    const res = await request(t.app.getHttpServer()).post('/webhooks/paymos-a').set(headers).send(bytes);
+    expect(res.body).toEqual({ error: 'malformed_payload', detail: 'the body is not valid UTF-8' });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ error: 'malformed_payload', detail: 'the body is not valid UTF-8' });
     const [{ n }] = await t.dataSource.query(`SELECT count(*)::int AS n FROM webhook_inbox`);
     expect(n).toBe(0);
   });
