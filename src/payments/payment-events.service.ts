@@ -21,6 +21,17 @@ export interface EventOutcome {
   outcome: string;
   /** Deliveries to put back on the queue once this transaction has committed. */
   requeue: string[];
+  /**
+   * A payment this event created: once the transaction has committed, its parked deliveries are
+   * released again, waiting for any a worker holds (inside the transaction they were skipped).
+   */
+  createdPayment?: PaymentKey;
+}
+
+export interface PaymentKey {
+  provider: string;
+  merchantAccountId: string;
+  resourceId: string;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -64,7 +75,8 @@ export class PaymentEventsService {
     // A payment this event creates makes its parked deliveries processable, as a registration does.
     const released = isNew ? await this.inbox.releaseParked(em, key, { exceptId: ctx.inboxId, skipLocked: true }) : [];
     if (isNew) await this.insertPayment(em, payment);
-    if (result.outcome !== 'applied') return { status: 'processed', outcome: result.outcome, requeue: released };
+    const createdPayment = isNew ? key : undefined;
+    if (result.outcome !== 'applied') return { status: 'processed', outcome: result.outcome, requeue: released, createdPayment };
 
     if (!isNew) {
       await em.getRepository(Payment).update(
@@ -79,7 +91,7 @@ export class PaymentEventsService {
     }
     await this.orderFollows(em, payment, now);
     const reopened = await this.inbox.reopenRejected(em, key, ctx.inboxId);
-    return { status: 'processed', outcome: 'applied', requeue: [...released, ...reopened] };
+    return { status: 'processed', outcome: 'applied', requeue: [...released, ...reopened], createdPayment };
   }
 
   /**

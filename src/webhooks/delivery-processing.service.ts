@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
 import { MetricsService } from '../observability/metrics.service';
-import { PaymentEventsService } from '../payments/payment-events.service';
+import { PaymentEventsService, type PaymentKey } from '../payments/payment-events.service';
 import type { InboxStatus } from './inbox.entity';
 import { InboxQueueService } from './inbox-queue.service';
 import { PROVIDERS } from './providers';
@@ -29,6 +29,7 @@ export interface ProcessingResult {
 
 interface Decision extends ProcessingResult {
   requeue?: string[];
+  createdPayment?: PaymentKey;
 }
 
 /** An error whose code becomes the delivery's `last_error` code and, at the end, its outcome. */
@@ -82,9 +83,11 @@ export class DeliveryProcessingService {
     }
     if (!decision) return null;
     timer({ provider });
-    const { requeue, ...result } = decision;
+    const { requeue, createdPayment, ...result } = decision;
     this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
-    if (requeue?.length) await this.inboxQueue.requeueAfterCommit(requeue, { expedite: true });
+    const released = createdPayment ? await this.releaseParkedAfterCommit(createdPayment, inboxId) : [];
+    const again = [...new Set([...(requeue ?? []), ...released])];
+    if (again.length) await this.inboxQueue.requeueAfterCommit(again, { expedite: true });
     return result;
   }
 
@@ -109,6 +112,22 @@ export class DeliveryProcessingService {
       event,
       parkUnmatched,
     );
+  }
+
+  /**
+   * A payment this delivery created may have parked deliveries that another worker held, and so was
+   * parking, while the processing transaction ran: that transaction had to skip them (waiting there,
+   * holding the order's lock, could deadlock). Now that it has committed and holds nothing, release
+   * them again, waiting for any a worker still holds. Best effort: a failure is logged, and the
+   * deliveries stay `unmatched`, replayable from the archive.
+   */
+  private async releaseParkedAfterCommit(key: PaymentKey, inboxId: string): Promise<string[]> {
+    try {
+      return await this.dataSource.transaction((em) => this.inboxQueue.releaseParked(em, key, { exceptId: inboxId }));
+    } catch (err) {
+      this.logger.warn(`parked deliveries of a new payment not released: ${(err as Error).message}`);
+      return [];
+    }
   }
 
   /** In a short transaction of its own, since the processing one was rolled back. */

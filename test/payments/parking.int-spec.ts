@@ -102,6 +102,55 @@ describe('parked deliveries are released when their payment appears', () => {
     }
   });
 
+  it('a payment created from the order id while a worker is parking its other delivery: released once that worker commits', async () => {
+    const order = await d.createOrder();
+    const paymentId = uniqueId('pay');
+    const refund = bodies.standard('payment.refunded', paymentId, { refunded: 2000 }); // no order id
+    expect((await d.send('standard-main', 'standard', refund.body, { eventId: refund.eventId })).status).toBe(200);
+    const refundId = await inboxIdOf(refund.eventId);
+    const capture = bodies.standard('payment.succeeded', paymentId, { orderId: order.id });
+    expect((await d.send('standard-main', 'standard', capture.body, { eventId: capture.eventId })).status).toBe(200);
+    const captureId = await inboxIdOf(capture.eventId);
+
+    // Another worker's last attempt at the refund: row locked, being parked, not committed yet.
+    const worker = new Client({ connectionString: process.env.TEST_DATABASE_URL });
+    clients.push(worker);
+    await worker.connect();
+    await worker.query('BEGIN');
+    let committed = false;
+    try {
+      await worker.query(`SELECT id FROM webhook_inbox WHERE id = $1 FOR UPDATE`, [refundId]);
+      await worker.query(
+        `UPDATE webhook_inbox SET status = 'unmatched', outcome = 'payment_not_found', processed_at = now(), attempts = attempts + 1
+          WHERE id = $1`,
+        [refundId],
+      );
+
+      // The capture creates the payment; inside its transaction it must skip the locked refund.
+      const captured = processing.process(captureId, false);
+      let timer: NodeJS.Timeout | undefined;
+      const first = await Promise.race([
+        captured.then(() => 'answered' as const),
+        new Promise<'pending'>((resolve) => {
+          timer = setTimeout(() => resolve('pending'), 300);
+        }),
+      ]);
+      clearTimeout(timer);
+      // Committed, then waiting for the parking worker instead of leaving its delivery parked.
+      expect(first).toBe('pending');
+      expect((await d.getOrder(order.id)).status).toBe('paid');
+
+      await worker.query('COMMIT');
+      committed = true;
+      expect(await captured).toEqual({ status: 'processed', outcome: 'applied' });
+      expect(await inboxRow(refundId)).toEqual({ status: 'received', outcome: null, processed: false });
+      expect(await processing.process(refundId, false)).toEqual({ status: 'processed', outcome: 'applied' });
+      expect((await d.getOrder(order.id)).payments[0]).toMatchObject({ status: 'partially_refunded', refundedAmount: '20.00' });
+    } finally {
+      if (!committed) await worker.query('ROLLBACK').catch(() => undefined);
+    }
+  });
+
   it('a payment created from the order id in a webhook releases the deliveries parked for it', async () => {
     const order = await d.createOrder();
     const paymentId = uniqueId('pay');
