@@ -437,6 +437,18 @@ describe('payment lifecycle: regressions', () => {
     expect(reordered.fulfillmentRequests).toBe(1);
   });
 
+  it('a full refund while the dispute is open refunds the order at once (nothing ships), and a lost dispute keeps it refunded', () => {
+    const refundedInDispute = run([succeeded, { kind: 'disputed' }, refund(4990)]);
+    expect(refundedInDispute.payment).toEqual({ status: 'disputed', refundedMinor: 4990n, disputeOutcome: null });
+    expect(refundedInDispute.orderStatus).toBe('refunded');
+    const lost = run([succeeded, { kind: 'disputed' }, refund(4990), { kind: 'dispute_lost' }]);
+    expect(lost.payment).toEqual({ status: 'dispute_lost', refundedMinor: 4990n, disputeOutcome: 'lost' });
+    expect(lost.orderStatus).toBe('refunded');
+    expect(lost.fulfillmentRequests).toBe(1);
+    const partial = run([succeeded, { kind: 'disputed' }, refund(1000)]);
+    expect(partial.orderStatus).toBe('paid');
+  });
+
   it('failed after succeeded is stale: the payment stays succeeded, the order paid once', () => {
     const r = run([{ kind: 'pending' }, succeeded, { kind: 'failed' }, { kind: 'processing' }]);
     expect(r.outcomes.map((o) => [o.step.kind, o.result.outcome])).toEqual([

@@ -133,7 +133,10 @@ export class Order {
     // Only the refund of the money that paid the order refunds it (another payment of the same
     // order may be refunded as a double payment); an order marked paid by support follows any.
     const paidByThis = this.paidVia?.source === 'support' || this.paidVia?.paymentId === payment.id;
-    if (payment.status === 'refunded' && paidByThis && (this.status === 'paid' || this.status === 'fulfilled')) {
+    // Fully refunded whatever the status says: a refund during a dispute keeps the status `disputed`
+    // (the dispute decides it), but the money is back with the customer all the same.
+    const fullyRefunded = payment.status === 'refunded' || (payment.captured && payment.refundedMinor === payment.amountMinor);
+    if (fullyRefunded && paidByThis && (this.status === 'paid' || this.status === 'fulfilled')) {
       return this.markRefunded(now);
     }
     // A canceled order stays canceled when money arrives: it is recorded on the payment only.
