@@ -2,6 +2,7 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import { CreateWebhookInbox1764460800000 } from '../../migrations/1764460800000-CreateWebhookInbox';
 import { CreatePaymentDomain1764547200000 } from '../../migrations/1764547200000-CreatePaymentDomain';
 import { OperatorSurface1764633600000 } from '../../migrations/1764633600000-OperatorSurface';
+import { OutboxCallStarted1764720000000 } from '../../migrations/1764720000000-OutboxCallStarted';
 import { Fulfillment } from '../fulfillment/fulfillment.entity';
 import { OutboxMessage } from '../outbox/outbox-message.entity';
 import { IdempotencyKey } from '../payments/idempotency-key.entity';
@@ -15,7 +16,12 @@ export const PW_CONNECTION = 'payment-webhooks';
 export const ENTITIES = [WebhookInbox, Order, Payment, Fulfillment, OutboxMessage, IdempotencyKey];
 
 /** Listed, not globbed, so Jest, the CLI and the app see the same list. */
-export const MIGRATIONS = [CreateWebhookInbox1764460800000, CreatePaymentDomain1764547200000, OperatorSurface1764633600000];
+export const MIGRATIONS = [
+  CreateWebhookInbox1764460800000,
+  CreatePaymentDomain1764547200000,
+  OperatorSurface1764633600000,
+  OutboxCallStarted1764720000000,
+];
 
 export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
   return {

@@ -33,9 +33,10 @@ export class FulfillmentDispatchService {
 
   async dispatch(messageId: string): Promise<DispatchStep> {
     // Scheduling runs on the database's clock, the one the sweeper and the writer use too.
-    const [message]: Array<{ status: string; payload: Record<string, unknown>; nextAttemptAt: Date; due: boolean }> =
+    const [message]: Array<{ status: string; payload: Record<string, unknown>; nextAttemptAt: Date; due: boolean; called: boolean }> =
       await this.dataSource.query(
-        `SELECT status, payload, next_attempt_at AS "nextAttemptAt", next_attempt_at <= now() AS due
+        `SELECT status, payload, next_attempt_at AS "nextAttemptAt", next_attempt_at <= now() AS due,
+                last_call_at IS NOT NULL AS called
            FROM outbox_message WHERE id = $1`,
         [messageId],
       );
@@ -50,14 +51,21 @@ export class FulfillmentDispatchService {
       : null;
     if (!fulfillment || !order) return this.record(messageId, { ok: false, retryable: false, reason: 'fulfillment or order not found' });
     // The money went back (or the order was called off) while the shipment waited: do not ship.
+    // If a call already began (a worker died during it, or it timed out), the carrier may have
+    // shipped: say so, for the operator to confirm with the carrier under the same key.
     if (order.status === 'refunded' || order.status === 'canceled') {
-      return this.record(messageId, { ok: false, retryable: false, reason: `order ${order.status}`, status: 'not_called' });
+      const reason = message.called
+        ? `order ${order.status} after a carrier call began that may have shipped (Idempotency-Key ${fulfillment.id}): confirm with the carrier`
+        : `order ${order.status}`;
+      return this.record(messageId, { ok: false, retryable: false, reason, status: 'not_called' });
     }
 
     const carrier = this.carriers.get(fulfillment.carrier);
     if (!carrier) {
       return this.record(messageId, { ok: false, retryable: false, reason: `carrier "${fulfillment.carrier}" is not configured` });
     }
+    // Committed before the call: a crash during it leaves this trace behind.
+    await this.dataSource.query(`UPDATE outbox_message SET last_call_at = now() WHERE id = $1 AND status = 'pending'`, [messageId]);
     let result: ShipmentResult;
     const timer = this.metrics.carrierDuration.labels(carrier.name).startTimer();
     try {
@@ -123,9 +131,15 @@ export class FulfillmentDispatchService {
         return { done: true, outcome: 'dead' } as const;
       }
       const retryAt = new Date(now.getTime() + this.backoff(attempts, result.retryAfterMs));
+      // The carrier answered with a refusal (an HTTP status): under an idempotent key nothing was
+      // shipped, so the trace of the call goes. A timeout or a network error leaves it: maybe.
+      const answered = result.status !== undefined && /^\d{3}$/.test(result.status);
       await em
         .getRepository(OutboxMessage)
-        .update({ id: messageId }, { attempts, lastError: result.reason, nextAttemptAt: retryAt });
+        .update(
+          { id: messageId },
+          { attempts, lastError: result.reason, nextAttemptAt: retryAt, ...(answered ? { lastCallAt: null } : {}) },
+        );
       return { done: false, retryAt } as const;
     });
   }

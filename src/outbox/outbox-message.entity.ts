@@ -35,4 +35,8 @@ export class OutboxMessage {
 
   @Column({ name: 'dispatched_at', type: 'timestamptz', nullable: true })
   dispatchedAt: Date | null;
+
+  /** When a carrier call for it last began: set before each call, so a crash mid-call leaves a trace. */
+  @Column({ name: 'last_call_at', type: 'timestamptz', nullable: true })
+  lastCallAt: Date | null;
 }

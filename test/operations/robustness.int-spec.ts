@@ -128,7 +128,7 @@ describe('/Webhooks/ in another case still reaches the webhook route with its ra
   });
 });
 
-describe('a refunded order is never shipped', () => {
+describe('a refunded order is not shipped again, and a call that may have shipped it is named', () => {
   const sim = new CarrierSimulator();
   let t: TestApp;
   let d: ReturnType<typeof driver>;
@@ -137,7 +137,7 @@ describe('a refunded order is never shipped', () => {
     await sim.start();
     t = await createTestApp({
       runWorkers: true,
-      carriers: [{ name: 'default', url: sim.url }],
+      carriers: [{ name: 'default', url: sim.url, timeoutMs: 300 }],
       carrierMaxAttempts: 50,
       tuning: { carrierBackoffBaseMs: 200, carrierBackoffCapMs: 400, sweepIntervalMs: 200, sweepAfterMs: 100 },
     });
@@ -184,6 +184,45 @@ describe('a refunded order is never shipped', () => {
     expect(view.status).toBe('refunded');
     expect(view.fulfillment).toMatchObject({ shipmentId: null });
     expect(view.fulfillment.status).not.toBe('dispatched');
+  });
+
+  it('a full refund after a carrier call that got no answer: dead, naming the call that may have shipped', async () => {
+    await truncateAll(t.dataSource);
+    sim.reset();
+    sim.fault('hang', 100); // the carrier takes the shipment and never answers
+
+    const order = await d.createOrder();
+    const paymentId = uniqueId('pay');
+    const paid = bodies.standard('payment.succeeded', paymentId, { orderId: order.id });
+    expect((await d.send('standard-main', 'standard', paid.body, { eventId: paid.eventId })).status).toBe(200);
+    expect((await d.processed(paid.eventId)).outcome).toBe('applied');
+    await eventually(async () => sim.calls.some((c) => c.result === 'hang'), 15_000, 'a carrier call left unanswered');
+
+    const refund = bodies.standard('payment.refunded', paymentId, { orderId: order.id, refunded: 4990 });
+    expect((await d.send('standard-main', 'standard', refund.body, { eventId: refund.eventId })).status).toBe(200);
+    expect((await d.processed(refund.eventId)).outcome).toBe('applied');
+
+    const message = await eventually(
+      async () => {
+        const [row] = await t.dataSource.query(
+          `SELECT status, last_error AS "lastError", payload->>'fulfillmentId' AS "fulfillmentId"
+             FROM outbox_message WHERE payload->>'orderId' = $1`,
+          [order.id],
+        );
+        return row?.status === 'dead' ? row : undefined;
+      },
+      15_000,
+      'the outbox message to be dead',
+    );
+    expect(message.lastError).toBe(
+      `order refunded after a carrier call began that may have shipped (Idempotency-Key ${message.fulfillmentId}): confirm with the carrier`,
+    );
+    // It did: the simulator created one shipment under that key, and no call was ever answered.
+    expect(sim.calls.every((c) => c.result === 'hang')).toBe(true);
+    expect(sim.shipments).toHaveLength(1);
+    const view = await d.getOrder(order.id);
+    expect(view.status).toBe('refunded');
+    expect(view.fulfillment).toMatchObject({ status: 'failed', shipmentId: null });
   });
 });
 
