@@ -29,7 +29,7 @@ export interface Page<T> {
  * Keyset pagination on a time-ordered id (UUIDv7): newest first, `id < cursor`. No OFFSET, so a
  * page never repeats or skips an item that existed when the first page was read.
  */
-export function decodeCursor(cursor: string | undefined): string | null {
+function decodeCursor(cursor: string | undefined): string | null {
   if (cursor === undefined) return null;
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) {
@@ -38,8 +38,31 @@ export function decodeCursor(cursor: string | undefined): string | null {
   return id;
 }
 
-export function encodeCursor(id: string): string {
+function encodeCursor(id: string): string {
   return Buffer.from(id, 'utf8').toString('base64url');
+}
+
+/** A page's statement: run `text` with `params`, then hand the rows and `limit` to `toPage`. */
+export interface KeysetQuery {
+  text: string;
+  params: unknown[];
+  limit: number;
+}
+
+/**
+ * The statement of one newest-first page: `select` (`SELECT … FROM table`), then each condition
+ * whose value is given (`?` stands for its parameter; an absent filter is left out), then the
+ * page's cursor, `ORDER BY id DESC` and `limit + 1` rows. Every list of the API is one of these.
+ */
+export function keysetQuery(select: string, conditions: Array<[sql: string, value: unknown]>, page: PageQuery): KeysetQuery {
+  const limit = page.limit ?? 50;
+  const params: unknown[] = [limit + 1];
+  const where: string[] = [];
+  for (const [sql, value] of [...conditions, ['id < ?', decodeCursor(page.cursor)] as [string, unknown]]) {
+    if (value === undefined || value === null || value === '') continue;
+    where.push(sql.replace('?', `$${params.push(value)}`));
+  }
+  return { text: `${select} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`, params, limit };
 }
 
 /** Callers fetch `limit + 1` rows; the extra one only says whether a next page exists. */

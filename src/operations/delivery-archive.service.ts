@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/domain-error';
-import { decodeCursor, Page, toPage } from '../common/pagination';
+import { keysetQuery, Page, toPage } from '../common/pagination';
 import type { ProviderName } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PROVIDERS } from '../webhooks/providers';
@@ -35,32 +35,26 @@ export class DeliveryArchiveService {
    * a time window through the primary key).
    */
   async list(query: ListDeliveriesQuery): Promise<Page<DeliveryView>> {
-    const limit = query.limit ?? 50;
-    const where: string[] = [];
-    const params: unknown[] = [limit + 1];
-    const add = (sql: (p: string) => string, value: unknown) => where.push(sql(`$${params.push(value)}`));
-    if (query.status) add((p) => `status = ${p}`, query.status);
-    if (query.endpointId) add((p) => `endpoint_id = ${p}`, query.endpointId);
-    if (query.provider) add((p) => `provider = ${p}`, query.provider);
-    if (query.eventType) add((p) => `event_type = ${p}`, query.eventType);
-    if (query.eventId) add((p) => `event_id = ${p}`, query.eventId);
-    if (query.resourceId) add((p) => `resource_id = ${p}`, query.resourceId);
-    if (query.from) {
-      const from = new Date(query.from);
-      add((p) => `received_at >= ${p}`, from);
-      add((p) => `id >= ${p}`, idFloor(Math.floor(from.getTime())));
-    }
-    if (query.to) {
-      const to = new Date(query.to);
-      add((p) => `received_at < ${p}`, to);
-      add((p) => `id < ${p}`, idFloor(Math.ceil(to.getTime()) + 1));
-    }
-    const cursor = decodeCursor(query.cursor);
-    if (cursor) add((p) => `id < ${p}`, cursor);
-    const rows: Row[] = await this.dataSource.query(
-      `SELECT ${COLUMNS} FROM webhook_inbox ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`,
-      params,
+    const from = query.from ? new Date(query.from) : undefined;
+    const to = query.to ? new Date(query.to) : undefined;
+    const { text, params, limit } = keysetQuery(
+      `SELECT ${COLUMNS} FROM webhook_inbox`,
+      [
+        ['status = ?', query.status],
+        ['endpoint_id = ?', query.endpointId],
+        ['provider = ?', query.provider],
+        ['event_type = ?', query.eventType],
+        ['event_id = ?', query.eventId],
+        ['resource_id = ?', query.resourceId],
+        // The window on receivedAt, and the same window on the id, so the primary key serves it.
+        ['received_at >= ?', from],
+        ['id >= ?', from && idFloor(Math.floor(from.getTime()))],
+        ['received_at < ?', to],
+        ['id < ?', to && idFloor(Math.ceil(to.getTime()) + 1)],
+      ],
+      query,
     );
+    const rows: Row[] = await this.dataSource.query(text, params);
     return toPage(rows, limit, view);
   }
 

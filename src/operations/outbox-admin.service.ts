@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import { withTimeout } from '../common/with-timeout';
-import { decodeCursor, Page, toPage } from '../common/pagination';
+import { keysetQuery, Page, toPage } from '../common/pagination';
 import { PW_CONNECTION } from '../database/data-source';
 import { OutboxRelay } from '../outbox/outbox-relay.service';
 import type { ListOutboxQuery, OutboxView } from './dto/operations.dto';
@@ -16,20 +16,15 @@ export class OutboxAdminService {
   ) {}
 
   async list(query: ListOutboxQuery): Promise<Page<OutboxView>> {
-    const limit = query.limit ?? 50;
-    const params: unknown[] = [limit + 1];
-    const where: string[] = [];
-    if (query.status) where.push(`status = $${params.push(query.status)}`);
-    const cursor = decodeCursor(query.cursor);
-    if (cursor) where.push(`id < $${params.push(cursor)}`);
+    const { text, params, limit } = keysetQuery(
+      `SELECT id, type, idempotency_key AS "idempotencyKey", status, attempts, last_error AS "lastError",
+              created_at AS "createdAt", dispatched_at AS "dispatchedAt"
+         FROM outbox_message`,
+      [['status = ?', query.status]],
+      query,
+    );
     const rows: Array<Omit<OutboxView, 'createdAt' | 'dispatchedAt'> & { createdAt: Date; dispatchedAt: Date | null }> =
-      await this.dataSource.query(
-        `SELECT id, type, idempotency_key AS "idempotencyKey", status, attempts, last_error AS "lastError",
-                created_at AS "createdAt", dispatched_at AS "dispatchedAt"
-           FROM outbox_message ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-          ORDER BY id DESC LIMIT $1`,
-        params,
-      );
+      await this.dataSource.query(text, params);
     return toPage(rows, limit, (r) => ({
       ...r,
       createdAt: r.createdAt.toISOString(),

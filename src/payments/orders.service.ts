@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { canonicalJson } from '../common/canonical-json';
 import { DomainError, ValidationFailed } from '../common/domain-error';
-import { decodeCursor, Page, toPage } from '../common/pagination';
+import { keysetQuery, Page, toPage } from '../common/pagination';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { Fulfillment } from '../fulfillment/fulfillment.entity';
@@ -112,16 +112,8 @@ export class OrdersService {
   }
 
   async list(query: ListOrdersQuery): Promise<Page<OrderView>> {
-    const limit = query.limit ?? 50;
-    const cursor = decodeCursor(query.cursor);
-    const params: unknown[] = [limit + 1];
-    const where: string[] = [];
-    if (query.status) where.push(`status = $${params.push(query.status)}`);
-    if (cursor) where.push(`id < $${params.push(cursor)}`);
-    const ids: Array<{ id: string }> = await this.dataSource.query(
-      `SELECT id FROM orders ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`,
-      params,
-    );
+    const { text, params, limit } = keysetQuery('SELECT id FROM orders', [['status = ?', query.status]], query);
+    const ids: Array<{ id: string }> = await this.dataSource.query(text, params);
     const orders = ids.length
       ? await this.dataSource.getRepository(Order).find({ where: ids.map(({ id }) => ({ id })), order: { id: 'DESC' } })
       : [];
@@ -210,18 +202,16 @@ export class OrdersService {
   }
 
   async listPayments(query: ListPaymentsQuery): Promise<Page<PaymentView>> {
-    const limit = query.limit ?? 50;
-    const cursor = decodeCursor(query.cursor);
-    const params: unknown[] = [limit + 1];
-    const where: string[] = [];
-    if (query.provider) where.push(`provider = $${params.push(query.provider)}`);
-    if (query.providerPaymentId) where.push(`provider_payment_id = $${params.push(query.providerPaymentId)}`);
-    if (query.orderId) where.push(`order_id = $${params.push(query.orderId)}`);
-    if (cursor) where.push(`id < $${params.push(cursor)}`);
-    const ids: Array<{ id: string }> = await this.dataSource.query(
-      `SELECT id FROM payments ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`,
-      params,
+    const { text, params, limit } = keysetQuery(
+      'SELECT id FROM payments',
+      [
+        ['provider = ?', query.provider],
+        ['provider_payment_id = ?', query.providerPaymentId],
+        ['order_id = ?', query.orderId],
+      ],
+      query,
     );
+    const ids: Array<{ id: string }> = await this.dataSource.query(text, params);
     const payments = ids.length
       ? await this.dataSource.getRepository(Payment).find({ where: ids.map(({ id }) => ({ id })), order: { id: 'DESC' } })
       : [];
