@@ -79,6 +79,7 @@ export class FulfillmentDispatchService {
         retryable: true,
         reason: `carrier adapter failed: ${(err as Error)?.message ?? String(err)}`,
         status: 'adapter_error',
+        mayHaveShipped: true,
       };
     }
     timer();
@@ -131,14 +132,13 @@ export class FulfillmentDispatchService {
         return { done: true, outcome: 'dead' } as const;
       }
       const retryAt = new Date(now.getTime() + this.backoff(attempts, result.retryAfterMs));
-      // The carrier answered with a refusal (an HTTP status): under an idempotent key nothing was
-      // shipped, so the trace of the call goes. A timeout or a network error leaves it: maybe.
-      const answered = result.status !== undefined && /^\d{3}$/.test(result.status);
+      // A clear refusal under an idempotent key shipped nothing, so the trace of the call goes; a
+      // call that may have shipped (no answer, a 2xx without an id) leaves it.
       await em
         .getRepository(OutboxMessage)
         .update(
           { id: messageId },
-          { attempts, lastError: result.reason, nextAttemptAt: retryAt, ...(answered ? { lastCallAt: null } : {}) },
+          { attempts, lastError: result.reason, nextAttemptAt: retryAt, ...(result.mayHaveShipped ? {} : { lastCallAt: null }) },
         );
       return { done: false, retryAt } as const;
     });

@@ -10,8 +10,12 @@ export interface ShipmentRequest {
 
 export type ShipmentResult =
   | { ok: true; shipmentId: string; /** for metrics: the HTTP status, or what the adapter says */ status?: string }
-  /** `retryable`: the same call may succeed later (network, timeout, 408, 425, 429, 5xx). */
-  | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number; status?: string };
+  /**
+   * `retryable`: the same call may succeed later (network, timeout, 408, 425, 429, 5xx).
+   * `mayHaveShipped`: no clear refusal came back (no answer at all, or a 2xx without an id), so the
+   * carrier may hold a shipment under the key already.
+   */
+  | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number; status?: string; mayHaveShipped?: boolean };
 
 /**
  * One way to fulfil an order: the HTTP carrier of CONTRACT §5, or a host's own (a license

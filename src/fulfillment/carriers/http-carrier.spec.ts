@@ -139,6 +139,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         retryable: true,
         reason: `carrier answered ${status} without a shipment id`,
         status: String(status),
+        mayHaveShipped: true,
       });
     });
   });
@@ -158,6 +159,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         retryable: true,
         reason: 'carrier answered 204 without a shipment id',
         status: '204',
+        mayHaveShipped: true,
       });
     });
 
@@ -283,7 +285,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
       handler = () => undefined; // keeps the request open forever
       const started = Date.now();
       const result = await carrier({ timeoutMs: 100 }).ship(REQUEST, KEY);
-      expect(result).toEqual({ ok: false, retryable: true, reason: 'no answer within 100 ms', status: 'timeout' });
+      expect(result).toEqual({ ok: false, retryable: true, reason: 'no answer within 100 ms', status: 'timeout', mayHaveShipped: true });
       expect(Date.now() - started).toBeGreaterThanOrEqual(90);
       expect(Date.now() - started).toBeLessThan(3_000);
       expect(seen.length).toBe(1);
@@ -296,6 +298,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         retryable: true,
         reason: 'no answer within 150 ms',
         status: 'timeout',
+        mayHaveShipped: true,
       });
     });
 
@@ -307,6 +310,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         retryable: true,
         reason: 'no answer within 100 ms',
         status: 'timeout',
+        mayHaveShipped: true,
       });
       expect(Date.now() - started).toBeLessThan(3_000);
     });
@@ -322,6 +326,7 @@ describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () =>
         retryable: true,
         reason: 'network error: ECONNREFUSED',
         status: 'network',
+        mayHaveShipped: true,
       });
     });
   });

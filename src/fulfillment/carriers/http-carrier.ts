@@ -39,6 +39,7 @@ export class HttpCarrierAdapter implements CarrierAdapter {
         retryable: true,
         reason: timedOut ? `no answer within ${this.timeoutMs} ms` : `network error: ${errorCode(err)}`,
         status: timedOut ? 'timeout' : 'network',
+        mayHaveShipped: true,
       };
     }
     const text = await response.text().catch(() => '');
@@ -49,7 +50,7 @@ export class HttpCarrierAdapter implements CarrierAdapter {
       const id = parseId(text);
       return id
         ? { ok: true, shipmentId: id, status: String(status) }
-        : { ok: false, retryable: true, reason: `carrier answered ${status} without a shipment id`, status: String(status) };
+        : { ok: false, retryable: true, reason: `carrier answered ${status} without a shipment id`, status: String(status), mayHaveShipped: true };
     }
     if (status >= 300 && status < 400) {
       return { ok: false, retryable: true, reason: `carrier answered ${status} (a redirect; check its url)`, status: String(status) };
