@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import { FulfillmentService } from '../fulfillment/fulfillment.service';
-import { InboxQueueService } from '../webhooks/inbox-queue.service';
+import { InboxQueueService, type ResourceKey } from '../webhooks/inbox-queue.service';
 import { Order } from './order.entity';
 import { Payment } from './payment.entity';
 import type { PaymentEvent } from './payment-event';
@@ -25,13 +25,7 @@ export interface EventOutcome {
    * A payment this event created: once the transaction has committed, its parked deliveries are
    * released again, waiting for any a worker holds (inside the transaction they were skipped).
    */
-  createdPayment?: PaymentKey;
-}
-
-export interface PaymentKey {
-  provider: string;
-  merchantAccountId: string;
-  resourceId: string;
+  createdPayment?: ResourceKey;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

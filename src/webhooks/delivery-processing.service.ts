@@ -3,9 +3,9 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
 import { MetricsService } from '../observability/metrics.service';
-import { PaymentEventsService, type PaymentKey } from '../payments/payment-events.service';
+import { PaymentEventsService } from '../payments/payment-events.service';
 import type { InboxStatus } from './inbox.entity';
-import { InboxQueueService } from './inbox-queue.service';
+import { InboxQueueService, type ResourceKey } from './inbox-queue.service';
 import { PROVIDERS } from './providers';
 import type { ProviderName } from '../config/options';
 
@@ -29,7 +29,7 @@ export interface ProcessingResult {
 
 interface Decision extends ProcessingResult {
   requeue?: string[];
-  createdPayment?: PaymentKey;
+  createdPayment?: ResourceKey;
 }
 
 /** An error whose code becomes the delivery's `last_error` code and, at the end, its outcome. */
@@ -121,7 +121,7 @@ export class DeliveryProcessingService {
    * them again, waiting for any a worker still holds. Best effort: a failure is logged, and the
    * deliveries stay `unmatched`, replayable from the archive.
    */
-  private async releaseParkedAfterCommit(key: PaymentKey, inboxId: string): Promise<string[]> {
+  private async releaseParkedAfterCommit(key: ResourceKey, inboxId: string): Promise<string[]> {
     try {
       return await this.dataSource.transaction((em) => this.inboxQueue.releaseParked(em, key, { exceptId: inboxId }));
     } catch (err) {

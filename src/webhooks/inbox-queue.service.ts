@@ -9,6 +9,13 @@ import { rowsReturned } from '../database/returning';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 
+/** The deliveries of one provider payment: what parking, releasing and re-running select on. */
+export interface ResourceKey {
+  provider: string;
+  merchantAccountId: string;
+  resourceId: string;
+}
+
 /**
  * Puts deliveries (back) on the inbox queue: for the sweeper, for deliveries re-run after their
  * payment moved, for parked deliveries released by a registration, and for replays. A job id is
@@ -55,7 +62,7 @@ export class InboxQueueService {
    */
   async releaseParked(
     em: EntityManager,
-    key: { provider: string; merchantAccountId: string; resourceId: string },
+    key: ResourceKey,
     { exceptId, skipLocked = false }: { exceptId?: string; skipLocked?: boolean } = {},
   ): Promise<string[]> {
     // Lock first: a worker whose last attempt is parking one of these right now is waited for,
@@ -88,7 +95,7 @@ export class InboxQueueService {
    */
   async reopenRejected(
     em: EntityManager,
-    key: { provider: string; merchantAccountId: string; resourceId: string },
+    key: ResourceKey,
     exceptId: string,
   ): Promise<string[]> {
     const rows = await rowsReturned<{ id: string }>(
