@@ -1,52 +1,11 @@
 import { BatchWaitTimeout, MicroBatcher } from './micro-batcher';
+import { ControlledFlush, tick, track } from '../../test/support/controlled';
 
 /**
  * The two bounds the review fixes added to the batcher: `maxWaitMs` (a call that waited too long
  * for its batch fails instead of answering late) and `weigh`/`maxWeight` (no statement carries
  * more than the cap, but an oversize call still goes, alone).
  */
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve: (value: T) => void;
-  reject: (err: unknown) => void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  return { promise, resolve, reject };
-}
-
-/** Lets the batcher's setImmediate run (it is not faked), and every promise callback queued before it. */
-const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/** A flush settled by hand: records each batch; the test resolves or rejects it. */
-class ControlledFlush<In, Out> {
-  readonly batches: In[][] = [];
-  readonly pending: Array<Deferred<Out[]>> = [];
-
-  readonly fn = (inputs: In[]): Promise<Out[]> => {
-    this.batches.push([...inputs]);
-    const d = deferred<Out[]>();
-    this.pending.push(d);
-    return d.promise;
-  };
-}
-
-/** How a call settled, readable without awaiting it. */
-function track<T>(promise: Promise<T>): { settled: boolean; value?: T; error?: unknown } {
-  const state: { settled: boolean; value?: T; error?: unknown } = { settled: false };
-  promise.then(
-    (value) => Object.assign(state, { settled: true, value }),
-    (error) => Object.assign(state, { settled: true, error }),
-  );
-  return state;
-}
 
 describe('MicroBatcher maxWaitMs', () => {
   beforeEach(() => {
