@@ -1,6 +1,7 @@
 import { OutboxRelay } from '../../src/outbox/outbox-relay.service';
 import { CarrierSimulator } from '../../tools/carrier-sim';
-import { AUTH, createTestApp, eventually, TestApp, truncateAll } from '../support/app';
+import { useCarrierSimulator } from '../support/carrier-suite';
+import { AUTH, eventually, TestApp } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
 
 /**
@@ -12,24 +13,18 @@ describe('fulfillment through the outbox (carrier simulator)', () => {
   let t: TestApp;
   let d: ReturnType<typeof driver>;
 
-  beforeAll(async () => {
-    await sim.start();
-    t = await createTestApp({
-      runWorkers: true,
-      carriers: [{ name: 'default', url: sim.url, timeoutMs: 300 }],
+  useCarrierSimulator(
+    sim,
+    (url) => ({
+      carriers: [{ name: 'default', url, timeoutMs: 300 }],
       carrierMaxAttempts: 6,
       tuning: { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 },
-    });
-    d = driver(t);
-  });
-  afterAll(async () => {
-    await t.close();
-    await sim.stop();
-  });
-  beforeEach(async () => {
-    await truncateAll(t.dataSource);
-    sim.reset();
-  });
+    }),
+    (app) => {
+      t = app;
+      d = driver(app);
+    },
+  );
 
   /** An order paid by a signed webhook; resolves with its id once the delivery is processed. */
   async function paidOrder(): Promise<string> {

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { signedHeaders } from '../../tools/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
+import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, createTestApp, eventually, secretOf, TEST_ENDPOINTS, TestApp, truncateAll } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
@@ -213,24 +214,18 @@ describe('/metrics: processing and carriers (workers on)', () => {
   let t: TestApp;
   let d: ReturnType<typeof driver>;
 
-  beforeAll(async () => {
-    await sim.start();
-    t = await createTestApp({
-      runWorkers: true,
-      carriers: [{ name: 'default', url: sim.url, timeoutMs: 2_000 }],
+  useCarrierSimulator(
+    sim,
+    (url) => ({
+      carriers: [{ name: 'default', url, timeoutMs: 2_000 }],
       carrierMaxAttempts: 3,
       tuning: { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 },
-    });
-    d = driver(t);
-  });
-  afterAll(async () => {
-    await t?.close();
-    await sim.stop();
-  });
-  beforeEach(async () => {
-    await truncateAll(t.dataSource);
-    sim.reset();
-  });
+    }),
+    (app) => {
+      t = app;
+      d = driver(app);
+    },
+  );
 
   const markPaid = async (orderId: string) => {
     const res = await d.http().post(`/orders/${orderId}/mark-paid`).set(AUTH).send({ reason: 'metrics test' });

@@ -1,5 +1,6 @@
 import { Client } from 'pg';
 import { CarrierSimulator } from '../../tools/carrier-sim';
+import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, createTestApp, eventually, TestApp, truncateAll } from '../support/app';
 import { driver } from '../support/domain';
 import { TEST_DATABASE_URL } from '../support/env';
@@ -177,24 +178,18 @@ describe('POST /admin/outbox/{id}/retry of a dead message (workers on, carrier s
   let t: TestApp;
   let d: ReturnType<typeof driver>;
 
-  beforeAll(async () => {
-    await sim.start();
-    t = await createTestApp({
-      runWorkers: true,
-      carriers: [{ name: 'default', url: sim.url }],
+  useCarrierSimulator(
+    sim,
+    (url) => ({
+      carriers: [{ name: 'default', url }],
       carrierMaxAttempts: 3,
       tuning: { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 },
-    });
-    d = driver(t);
-  });
-  afterAll(async () => {
-    await t?.close();
-    await sim.stop();
-  });
-  beforeEach(async () => {
-    await truncateAll(t.dataSource);
-    sim.reset();
-  });
+    }),
+    (app) => {
+      t = app;
+      d = driver(app);
+    },
+  );
 
   const messageOf = async (orderId: string) =>
     (

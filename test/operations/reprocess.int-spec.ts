@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { InboxQueue } from '../../src/webhooks/inbox.queue';
 import { CarrierSimulator } from '../../tools/carrier-sim';
-import { AUTH, createTestApp, eventually, TestApp, truncateAll } from '../support/app';
+import { useCarrierSimulator } from '../support/carrier-suite';
+import { AUTH, eventually, TestApp } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
 import { TEST_DATABASE_URL } from '../support/env';
 
@@ -19,25 +20,19 @@ describe('POST /admin/webhook-deliveries/{id}/reprocess', () => {
   let d: ReturnType<typeof driver>;
   let queue: Queue;
 
-  beforeAll(async () => {
-    await sim.start();
-    t = await createTestApp({
-      runWorkers: true,
-      carriers: [{ name: 'default', url: sim.url, timeoutMs: 1_000 }],
+  useCarrierSimulator(
+    sim,
+    (url) => ({
+      carriers: [{ name: 'default', url, timeoutMs: 1_000 }],
       // Two attempts: a webhook for a payment nobody knows ends unmatched quickly.
       tuning: { inboxAttempts: 2, inboxBackoffMs: 50 },
-    });
-    d = driver(t);
-    queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
-  });
-  afterAll(async () => {
-    await t?.close();
-    await sim.stop();
-  });
-  beforeEach(async () => {
-    await truncateAll(t.dataSource);
-    sim.reset();
-  });
+    }),
+    (app) => {
+      t = app;
+      d = driver(app);
+      queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
+    },
+  );
 
   const reprocess = (id: string) => d.http().post(`/admin/webhook-deliveries/${id}/reprocess`).set(AUTH);
 

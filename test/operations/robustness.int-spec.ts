@@ -6,6 +6,7 @@ import { DeliveryProcessingService } from '../../src/webhooks/delivery-processin
 import { InboxQueue } from '../../src/webhooks/inbox.queue';
 import { signedHeaders } from '../../tools/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
+import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, createTestApp, eventually, secretOf, TestApp, truncateAll } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
@@ -133,24 +134,20 @@ describe('a refunded order is not shipped again, and a call that may have shippe
   let t: TestApp;
   let d: ReturnType<typeof driver>;
 
-  beforeAll(async () => {
-    await sim.start();
-    t = await createTestApp({
-      runWorkers: true,
-      carriers: [{ name: 'default', url: sim.url, timeoutMs: 300 }],
+  useCarrierSimulator(
+    sim,
+    (url) => ({
+      carriers: [{ name: 'default', url, timeoutMs: 300 }],
       carrierMaxAttempts: 50,
       tuning: { carrierBackoffBaseMs: 200, carrierBackoffCapMs: 400, sweepIntervalMs: 200, sweepAfterMs: 100 },
-    });
-    d = driver(t);
-  });
-  afterAll(async () => {
-    await t?.close();
-    await sim.stop();
-  });
+    }),
+    (app) => {
+      t = app;
+      d = driver(app);
+    },
+  );
 
   it('a full refund while the shipment is being retried: the message goes dead, the carrier is never asked again', async () => {
-    await truncateAll(t.dataSource);
-    sim.reset();
     sim.fault('fail', 100);
 
     const order = await d.createOrder();
@@ -187,8 +184,6 @@ describe('a refunded order is not shipped again, and a call that may have shippe
   });
 
   it('a full refund after a carrier call that got no answer: dead, naming the call that may have shipped', async () => {
-    await truncateAll(t.dataSource);
-    sim.reset();
     sim.fault('hang', 100); // the carrier takes the shipment and never answers
 
     const order = await d.createOrder();

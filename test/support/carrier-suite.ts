@@ -1,0 +1,29 @@
+import type { PaymentWebhooksOptions } from '../../src/config/options';
+import { CarrierSimulator } from '../../tools/carrier-sim';
+import { createTestApp, TestApp, truncateAll } from './app';
+
+/**
+ * Registers a suite's set-up around the carrier simulator: the simulator started, a test app with
+ * workers on whose carriers (given the simulator's URL) `options` names, empty tables and a reset
+ * simulator before each test; everything closed after. `ready` gets the app once it runs.
+ */
+export function useCarrierSimulator(
+  sim: CarrierSimulator,
+  options: (carrierUrl: string) => Partial<PaymentWebhooksOptions>,
+  ready: (t: TestApp) => void,
+): void {
+  let app: TestApp | undefined;
+  beforeAll(async () => {
+    await sim.start();
+    app = await createTestApp({ runWorkers: true, ...options(sim.url) });
+    ready(app);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await sim.stop();
+  });
+  beforeEach(async () => {
+    await truncateAll(app!.dataSource);
+    sim.reset();
+  });
+}
