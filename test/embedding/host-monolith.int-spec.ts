@@ -12,7 +12,8 @@ import { DataSource } from 'typeorm';
 import { configurePaymentWebhooksApp, PaymentWebhooksModule, PW_CONNECTION } from '../../src';
 import { createLogger } from '../../src/observability/logger';
 import { signedHeaders } from '../../tools/sign';
-import { eventually } from '../support/app';
+import { deleteQueueKeys, eventually } from '../support/app';
+import { bodies } from '../support/domain';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 
 /**
@@ -86,26 +87,9 @@ function hostModule(hostPrefix: string, modulePrefix: string) {
 }
 
 function stripeDelivery(type: string, paymentIntent: string) {
-  const eventId = `evt_${randomUUID().replace(/-/g, '')}`;
-  const body = JSON.stringify({
-    id: eventId,
-    object: 'event',
-    type,
-    account: 'acct_host',
-    created: Math.floor(Date.now() / 1000),
-    data: { object: { id: paymentIntent, object: 'payment_intent', amount: 4990, amount_received: 4990, currency: 'eur', status: 'succeeded' } },
-  });
-  return { eventId, body, headers: signedHeaders('stripe', STRIPE_SECRET, body) };
-}
-
-async function deleteKeys(prefix: string): Promise<void> {
-  const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 });
-  try {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  } finally {
-    redis.disconnect();
-  }
+  const { eventId, body } = bodies.stripe(type, paymentIntent, { account: 'acct_host' });
+  const raw = JSON.stringify(body);
+  return { eventId, body: raw, headers: signedHeaders('stripe', STRIPE_SECRET, raw) };
 }
 
 describe.each([
@@ -124,8 +108,8 @@ describe.each([
   });
   afterAll(async () => {
     await app?.close();
-    await deleteKeys(hostPrefix);
-    await deleteKeys(modulePrefix);
+    await deleteQueueKeys(hostPrefix);
+    await deleteQueueKeys(modulePrefix);
   });
 
   it("the host's default connection and the module's named one are two data sources on the same database", () => {

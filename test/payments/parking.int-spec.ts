@@ -39,6 +39,47 @@ describe('parked deliveries are released when their payment appears', () => {
       )
     )[0];
 
+  /**
+   * What a worker's last attempt does, on a connection of its own: lock the row and park it, not
+   * committed yet. `commit` ends it; `abandon` (in a finally) rolls it back if the test failed first.
+   */
+  const parkingWorker = async (id: string) => {
+    const worker = new Client({ connectionString: process.env.TEST_DATABASE_URL });
+    clients.push(worker);
+    await worker.connect();
+    await worker.query('BEGIN');
+    let open = true;
+    const locked = await worker.query(`SELECT id, status FROM webhook_inbox WHERE id = $1 FOR UPDATE`, [id]);
+    expect(locked.rows).toEqual([{ id, status: 'received' }]);
+    await worker.query(
+      `UPDATE webhook_inbox SET status = 'unmatched', outcome = 'payment_not_found', processed_at = now(), attempts = attempts + 1
+        WHERE id = $1`,
+      [id],
+    );
+    return {
+      commit: async () => {
+        await worker.query('COMMIT');
+        open = false;
+      },
+      abandon: async () => {
+        if (open) await worker.query('ROLLBACK').catch(() => undefined);
+      },
+    };
+  };
+
+  /** 'pending' when `work` has not settled after 300 ms (it waits on a lock), else 'answered'. */
+  const after300ms = async (work: Promise<unknown>): Promise<'answered' | 'pending'> => {
+    let timer: NodeJS.Timeout | undefined;
+    const first = await Promise.race([
+      work.then(() => 'answered' as const),
+      new Promise<'pending'>((resolve) => {
+        timer = setTimeout(() => resolve('pending'), 300);
+      }),
+    ]);
+    clearTimeout(timer);
+    return first;
+  };
+
   it('a registration racing the worker parking its delivery waits for it, then releases the delivery', async () => {
     const order = await d.createOrder();
     const pi = uniqueId('pi');
@@ -49,40 +90,18 @@ describe('parked deliveries are released when their payment appears', () => {
     const id = await inboxIdOf(eventId);
     expect(await inboxRow(id)).toEqual({ status: 'received', outcome: null, processed: false });
 
-    // What a worker's last attempt does: lock the row, park it; not committed yet.
-    const worker = new Client({ connectionString: process.env.TEST_DATABASE_URL });
-    clients.push(worker);
-    await worker.connect();
-    await worker.query('BEGIN');
-    let committed = false;
+    const worker = await parkingWorker(id);
     try {
-      const locked = await worker.query(`SELECT id, status FROM webhook_inbox WHERE id = $1 FOR UPDATE`, [id]);
-      expect(locked.rows).toEqual([{ id, status: 'received' }]);
-      await worker.query(
-        `UPDATE webhook_inbox SET status = 'unmatched', outcome = 'payment_not_found', processed_at = now(), attempts = attempts + 1
-          WHERE id = $1`,
-        [id],
-      );
-
       const registration = d
         .http()
         .post(`/orders/${order.id}/payments`)
         .set(AUTH)
         .send({ provider: 'stripe', providerPaymentId: pi })
         .then((res) => res);
-      let timer: NodeJS.Timeout | undefined;
-      const first = await Promise.race([
-        registration.then(() => 'answered' as const),
-        new Promise<'pending'>((resolve) => {
-          timer = setTimeout(() => resolve('pending'), 300);
-        }),
-      ]);
-      clearTimeout(timer);
       // It waits for the worker's row lock instead of missing the row it is about to park.
-      expect(first).toBe('pending');
+      expect(await after300ms(registration)).toBe('pending');
 
-      await worker.query('COMMIT');
-      committed = true;
+      await worker.commit();
       const res = await registration;
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ orderId: order.id, provider: 'stripe', providerPaymentId: pi, status: 'pending' });
@@ -98,7 +117,7 @@ describe('parked deliveries are released when their payment appears', () => {
       expect(view.payments[0]).toMatchObject({ providerPaymentId: pi, status: 'succeeded', refundedAmount: '0.00' });
     } finally {
       // A failed assertion must not leave the row locked for the next test.
-      if (!committed) await worker.query('ROLLBACK').catch(() => undefined);
+      await worker.abandon();
     }
   });
 
@@ -113,41 +132,21 @@ describe('parked deliveries are released when their payment appears', () => {
     const captureId = await inboxIdOf(capture.eventId);
 
     // Another worker's last attempt at the refund: row locked, being parked, not committed yet.
-    const worker = new Client({ connectionString: process.env.TEST_DATABASE_URL });
-    clients.push(worker);
-    await worker.connect();
-    await worker.query('BEGIN');
-    let committed = false;
+    const worker = await parkingWorker(refundId);
     try {
-      await worker.query(`SELECT id FROM webhook_inbox WHERE id = $1 FOR UPDATE`, [refundId]);
-      await worker.query(
-        `UPDATE webhook_inbox SET status = 'unmatched', outcome = 'payment_not_found', processed_at = now(), attempts = attempts + 1
-          WHERE id = $1`,
-        [refundId],
-      );
-
       // The capture creates the payment; inside its transaction it must skip the locked refund.
       const captured = processing.process(captureId, false);
-      let timer: NodeJS.Timeout | undefined;
-      const first = await Promise.race([
-        captured.then(() => 'answered' as const),
-        new Promise<'pending'>((resolve) => {
-          timer = setTimeout(() => resolve('pending'), 300);
-        }),
-      ]);
-      clearTimeout(timer);
       // Committed, then waiting for the parking worker instead of leaving its delivery parked.
-      expect(first).toBe('pending');
+      expect(await after300ms(captured)).toBe('pending');
       expect((await d.getOrder(order.id)).status).toBe('paid');
 
-      await worker.query('COMMIT');
-      committed = true;
+      await worker.commit();
       expect(await captured).toEqual({ status: 'processed', outcome: 'applied' });
       expect(await inboxRow(refundId)).toEqual({ status: 'received', outcome: null, processed: false });
       expect(await processing.process(refundId, false)).toEqual({ status: 'processed', outcome: 'applied' });
       expect((await d.getOrder(order.id)).payments[0]).toMatchObject({ status: 'partially_refunded', refundedAmount: '20.00' });
     } finally {
-      if (!committed) await worker.query('ROLLBACK').catch(() => undefined);
+      await worker.abandon();
     }
   });
 

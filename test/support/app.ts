@@ -119,7 +119,8 @@ export async function createTestApp(overrides: Partial<PaymentWebhooksOptions> =
   };
 }
 
-async function deleteQueueKeys(prefix: string): Promise<void> {
+/** Removes every Redis key under a queue prefix (a suite's, or a host's in the embedding test). */
+export async function deleteQueueKeys(prefix: string): Promise<void> {
   const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
