@@ -75,14 +75,7 @@ describe("a host's own carrier adapter", () => {
     return order.id;
   }
 
-  const messageOf = async (orderId: string) =>
-    (
-      await t.dataSource.query(
-        `SELECT status, attempts, last_error AS "lastError", dispatched_at IS NOT NULL AS dispatched
-           FROM outbox_message WHERE payload->>'orderId' = $1`,
-        [orderId],
-      )
-    )[0];
+  const messageOf = (orderId: string) => d.outboxMessage(orderId);
   const fulfillmentRow = async (orderId: string) =>
     (
       await t.dataSource.query(

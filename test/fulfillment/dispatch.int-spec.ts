@@ -18,7 +18,6 @@ describe('fulfillment through the outbox (carrier simulator)', () => {
     (url) => ({
       carriers: [{ name: 'default', url, timeoutMs: 300 }],
       carrierMaxAttempts: 6,
-      tuning: { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 },
     }),
     (app) => {
       t = app;
@@ -35,14 +34,7 @@ describe('fulfillment through the outbox (carrier simulator)', () => {
     return order.id;
   }
 
-  const messageOf = async (orderId: string) =>
-    (
-      await t.dataSource.query(
-        `SELECT status, attempts, last_error AS "lastError", dispatched_at IS NOT NULL AS dispatched
-           FROM outbox_message WHERE payload->>'orderId' = $1`,
-        [orderId],
-      )
-    )[0];
+  const messageOf = (orderId: string) => d.outboxMessage(orderId);
   const fulfilled = (orderId: string) =>
     eventually(async () => (await d.getOrder(orderId)).status === 'fulfilled', 15_000, `order ${orderId} fulfilled`);
   const shipmentsFor = (orderId: string) => sim.shipments.filter((s) => s.orderId === orderId);

@@ -219,7 +219,6 @@ describe('/metrics: processing and carriers (workers on)', () => {
     (url) => ({
       carriers: [{ name: 'default', url, timeoutMs: 2_000 }],
       carrierMaxAttempts: 3,
-      tuning: { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 },
     }),
     (app) => {
       t = app;

@@ -183,7 +183,6 @@ describe('POST /admin/outbox/{id}/retry of a dead message (workers on, carrier s
     (url) => ({
       carriers: [{ name: 'default', url }],
       carrierMaxAttempts: 3,
-      tuning: { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 },
     }),
     (app) => {
       t = app;

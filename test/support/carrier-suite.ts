@@ -2,9 +2,12 @@ import type { PaymentWebhooksOptions } from '../../src/config/options';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { createTestApp, TestApp, truncateAll } from './app';
 
+const FAST = { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 };
+
 /**
  * Registers a suite's set-up around the carrier simulator: the simulator started, a test app with
- * workers on whose carriers (given the simulator's URL) `options` names, empty tables and a reset
+ * workers on whose carriers (given the simulator's URL) `options` names (fast retries and sweeps by
+ * default), empty tables and a reset
  * simulator before each test; everything closed after. `ready` gets the app once it runs.
  */
 export function useCarrierSimulator(
@@ -15,7 +18,9 @@ export function useCarrierSimulator(
   let app: TestApp | undefined;
   beforeAll(async () => {
     await sim.start();
-    app = await createTestApp({ runWorkers: true, ...options(sim.url) });
+    const chosen = options(sim.url);
+    // Fast carrier retries and outbox sweeps unless the suite says otherwise.
+    app = await createTestApp({ runWorkers: true, ...chosen, tuning: { ...FAST, ...chosen.tuning } });
     ready(app);
   });
   afterAll(async () => {

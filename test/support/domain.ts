@@ -68,7 +68,17 @@ export function driver(t: TestApp) {
     return n;
   }
 
-  return { http, createOrder, registerPayment, getOrder, send, processed, count };
+  /** The outbox message of an order's fulfillment: status, attempts, lastError, dispatched. */
+  async function outboxMessage(orderId: string) {
+    const [row] = await t.dataSource.query(
+      `SELECT status, attempts, last_error AS "lastError", dispatched_at IS NOT NULL AS dispatched
+         FROM outbox_message WHERE payload->>'orderId' = $1`,
+      [orderId],
+    );
+    return row;
+  }
+
+  return { http, createOrder, registerPayment, getOrder, send, processed, count, outboxMessage };
 }
 
 export function uniqueId(prefix: string): string {
