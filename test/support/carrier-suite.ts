@@ -7,8 +7,7 @@ const FAST = { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepInterval
 /**
  * Registers a suite's set-up around the carrier simulator: the simulator started, a test app with
  * workers on whose carriers (given the simulator's URL) `options` names (fast retries and sweeps by
- * default), empty tables and a reset
- * simulator before each test; everything closed after. `ready` gets the app once it runs.
+ * default), empty tables and a reset simulator before each test; everything closed after. `ready` gets the app once it runs.
  */
 export function useCarrierSimulator(
   sim: CarrierSimulator,
