@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { AppModule } from './app.module';
 import { loadStandaloneConfig, StandaloneConfig } from './config/env';
 import { ConfigurationError } from './config/validate';
-import { configurePaymentWebhooksApp } from './configure-app';
+import { createStandaloneApp } from './http/standalone';
 import { createLogger, PinoNestLogger } from './observability/logger';
 
 function readConfig(): StandaloneConfig {
@@ -30,12 +30,15 @@ async function bootstrap(): Promise<void> {
   const nestLogger = new PinoNestLogger(pino);
   const logger = new Logger('Main');
   if (config.runHttp) {
-    const app = await NestFactory.create(module, { bodyParser: false, logger: nestLogger });
-    configurePaymentWebhooksApp(app);
+    const app = await createStandaloneApp(module, config.httpAdapter, nestLogger);
     app.enableShutdownHooks();
-    await app.listen(config.port);
+    // Fastify listens on localhost only unless told; Express on every interface.
+    if (config.httpAdapter === 'fastify') await app.listen(config.port, '0.0.0.0');
+    else await app.listen(config.port);
+    const prefix = config.options.routePrefix;
     logger.log(
-      `listening on :${config.port} with ${config.options.endpoints.length} webhook endpoint(s); workers ${config.options.runWorkers ? 'on' : 'off'}`,
+      `listening on :${config.port} (${config.httpAdapter}) with ${config.options.endpoints.length} webhook endpoint(s) at ` +
+        `${prefix}/webhooks/{id}; Swagger UI at ${prefix}/docs; workers ${config.options.runWorkers ? 'on' : 'off'}`,
     );
   } else {
     const app = await NestFactory.createApplicationContext(module, { logger: nestLogger });

@@ -1,11 +1,12 @@
 import { BullModule } from '@nestjs/bullmq';
-import { DynamicModule, InjectionToken, Logger, Module, OnApplicationShutdown, ModuleMetadata, OptionalFactoryDependency, Provider } from '@nestjs/common';
+import { DynamicModule, InjectionToken, Logger, Module, OnApplicationShutdown, ModuleMetadata, OptionalFactoryDependency, Provider, Type } from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import type { PaymentWebhooksOptions, ResolvedOptions } from './config/options';
 import { redisConnection } from './common/redis-connection';
 import { resolveOptions } from './config/validate';
-import { dataSourceOptions, PW_CONNECTION, runMigrationsLocked } from './database/data-source';
+import { dataSourceOptions, MigrationFailedError, PW_CONNECTION, runMigrationsLocked } from './database/data-source';
 import { FulfillmentModule } from './fulfillment/fulfillment.module';
 import { HealthModule } from './health/health.module';
 import { OutboxModule } from './outbox/outbox.module';
@@ -16,6 +17,11 @@ import { AdminAuthGuard } from './common/admin-auth.guard';
 import { ObservabilityModule } from './observability/observability.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
+import { HttpSurface } from './http/http-surface';
+import { applyRoutePrefix } from './http/route-prefix';
+
+/** The module's modules that have routes: all of them go under `routePrefix`, and into its OpenAPI document. */
+export const DOCUMENTED_MODULES: Type[] = [WebhooksModule, PaymentsModule, OperationsModule, HealthModule, ObservabilityModule];
 
 export interface PaymentWebhooksAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   inject?: Array<InjectionToken | OptionalFactoryDependency>;
@@ -90,22 +96,43 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
   private static build(options: DynamicModule): DynamicModule {
     return {
       module: PaymentWebhooksModule,
+      providers: [
+        HttpSurface,
+        {
+          // Before the routes are registered: every route of the module under its prefix.
+          provide: 'PAYMENT_WEBHOOKS_ROUTE_PREFIX',
+          inject: [PW_OPTIONS, ModulesContainer],
+          useFactory: (o: ResolvedOptions, container: ModulesContainer) => {
+            applyRoutePrefix(container, DOCUMENTED_MODULES, o.routePrefix);
+            return o.routePrefix;
+          },
+        },
+      ],
+      exports: [HttpSurface],
       imports: [
         options,
         TypeOrmModule.forRootAsync({
           name: PW_CONNECTION,
           inject: [PW_OPTIONS],
           useFactory: (o: ResolvedOptions) => ({
-            ...dataSourceOptions(o.databaseUrl),
+            ...dataSourceOptions(o.databaseUrl, o.schema),
             retryAttempts: 3,
             retryDelay: 1_000,
+            // A failed migration is not a connection problem: say which one, once.
+            toRetry: (err: unknown) => !(err instanceof MigrationFailedError),
             // Read back by dataSourceFactory below; TypeORM's own migrationsRun would not take a lock.
             pwMigrationsRun: o.migrationsRun,
           }),
           dataSourceFactory: async (dsOptions?: DataSourceOptions) => {
             const dataSource = await new DataSource(dsOptions!).initialize();
             const migrate = (dsOptions as { pwMigrationsRun?: boolean }).pwMigrationsRun;
-            if (migrate !== false) await runMigrationsLocked(dataSource);
+            if (migrate !== false) {
+              // A start that fails must leave no connection behind.
+              await runMigrationsLocked(dataSource).catch(async (err: unknown) => {
+                await dataSource.destroy().catch(() => undefined);
+                throw err;
+              });
+            }
             return dataSource;
           },
         }),

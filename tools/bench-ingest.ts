@@ -16,7 +16,7 @@
 import autocannon from 'autocannon';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { signedHeaders } from './sign';
+import { signedHeaders } from '../src/testing/sign';
 
 const { values: args } = parseArgs({
   options: {

@@ -1,4 +1,5 @@
 import {
+  ArgumentMetadata,
   ArgumentsHost,
   BadRequestException,
   Catch,
@@ -8,7 +9,7 @@ import {
   ValidationError,
   ValidationPipe,
 } from '@nestjs/common';
-import type { Response } from 'express';
+import { sendJson, setHeader } from '../http/platform';
 import { DomainError, FieldError, ValidationFailed } from './domain-error';
 
 /** Every error code of the REST API and its answer (CONTRACT §3), in one place. */
@@ -48,6 +49,8 @@ export function toApiError(err: unknown): { status: number; body: Record<string,
   }
   if (err instanceof HttpException) {
     const status = err.getStatus();
+    const parser = bodyParserError(err, status);
+    if (parser) return parser;
     const response = err.getResponse();
     if (typeof response === 'object' && response !== null && 'error' in response && typeof (response as { error: unknown }).error === 'string' && /^[a-z_]+$/.test((response as { error: string }).error)) {
       return { status, body: response as Record<string, unknown> };
@@ -59,19 +62,38 @@ export function toApiError(err: unknown): { status: number; body: Record<string,
   return { status: 500, body: { error: 'internal_error' } };
 }
 
+/**
+ * A body the app's parser refused before any route saw it (Express body-parser, Fastify's
+ * content-type parsers; both reach Nest as an HttpException caused by the parser's error).
+ */
+function bodyParserError(err: HttpException, status: number): { status: number; body: Record<string, unknown> } | null {
+  const cause = err.cause as { type?: unknown; code?: unknown } | undefined;
+  if (status === 413) return { status, body: { error: 'payload_too_large' } };
+  if (status === 415) return { status, body: { error: 'unsupported_media_type' } };
+  const fromParser =
+    cause instanceof SyntaxError || (typeof cause?.type === 'string' && cause.type.startsWith('entity.')) ||
+    (typeof cause?.code === 'string' && cause.code.startsWith('FST_ERR_CTP'));
+  if (status !== 400 || !fromParser) return null;
+  const notJson = cause instanceof SyntaxError || cause?.type === 'entity.parse.failed' || /JSON/.test(String(cause?.code));
+  return {
+    status,
+    body: { error: 'validation_failed', details: [{ field: 'body', message: notJson ? 'the body is not valid JSON' : 'the body cannot be read' }] },
+  };
+}
+
 /** The REST API's filter: every error body has a code; a 5xx never leaks its message. */
 @Catch()
 export class ApiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('Api');
 
   catch(err: unknown, host: ArgumentsHost): void {
-    const res = host.switchToHttp().getResponse<Response>();
+    const res = host.switchToHttp().getResponse();
     const { status, body } = toApiError(err);
     if (status >= 500 && !(err instanceof DomainError)) {
       this.logger.error(`unhandled error: ${(err as Error)?.stack ?? String(err)}`);
     }
-    if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
-    res.status(status).json(body);
+    if (status === 401) setHeader(res, 'WWW-Authenticate', 'Bearer');
+    sendJson(res, status, body);
   }
 }
 
@@ -85,8 +107,22 @@ function flatten(errors: ValidationError[], parent = ''): FieldError[] {
   return out;
 }
 
-/** class-validator on every body and query: unknown fields refused, errors as `validation_failed`. */
-export const apiValidationPipe = new ValidationPipe({
+/**
+ * class-validator on every body and query: unknown fields refused, errors as `validation_failed`.
+ * First, text PostgreSQL cannot store is refused (a 400 here rather than a 500 from the database
+ * later). A pipe runs after the guards, so an unauthenticated request learns nothing of its input.
+ */
+class ApiValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'body' || metadata.type === 'query') {
+      const bad = findUnstorableText(value, metadata.type);
+      if (bad) throw new ValidationFailed([{ field: bad, message: 'must not contain NUL characters or unpaired surrogates' }]);
+    }
+    return super.transform(value, metadata);
+  }
+}
+
+export const apiValidationPipe = new ApiValidationPipe({
   whitelist: true,
   forbidNonWhitelisted: true,
   transform: true,
@@ -94,5 +130,21 @@ export const apiValidationPipe = new ValidationPipe({
   stopAtFirstError: true,
   exceptionFactory: (errors) => new ValidationFailed(flatten(errors)),
 });
+
+/** A NUL, or a UTF-16 surrogate without its pair. */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The path of a string PostgreSQL cannot store (a NUL, an unpaired UTF-16 surrogate), or null. */
+export function findUnstorableText(value: unknown, path: string, depth = 0): string | null {
+  if (typeof value === 'string') return UNSTORABLE.test(value) ? path : null;
+  if (depth > 32 || value === null || typeof value !== 'object') return null;
+  for (const [key, child] of Object.entries(value)) {
+    if (UNSTORABLE.test(key)) return path;
+    const field = Array.isArray(value) ? `${path}[${key}]` : path === 'body' || path === 'query' ? key : `${path}.${key}`;
+    const found = findUnstorableText(child, field, depth + 1);
+    if (found) return found;
+  }
+  return null;
+}
 
 export { BadRequestException };

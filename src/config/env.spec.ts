@@ -59,8 +59,11 @@ describe('loadStandaloneConfig', () => {
       expect(loadStandaloneConfig({})).toEqual({
         port: 3000,
         runHttp: true,
+        httpAdapter: 'express',
         options: {
           databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+          schema: 'payment_webhooks',
+          routePrefix: '',
           redisUrl: 'redis://127.0.0.1:6379',
           queuePrefix: 'pw',
           endpoints: [],
@@ -131,12 +134,18 @@ describe('loadStandaloneConfig', () => {
         INBOX_RETENTION_DAYS: '7',
         WEBHOOK_MAX_BODY_BYTES: '2048',
         DB_MIGRATIONS_RUN: 'false',
+        DATABASE_SCHEMA: 'host_payments',
+        ROUTE_PREFIX: '/pay',
+        HTTP_ADAPTER: 'fastify',
       });
       expect(config).toEqual({
         port: 8080,
         runHttp: true,
+        httpAdapter: 'fastify',
         options: {
           databaseUrl: 'postgresql://db.test:5432/pw',
+          schema: 'host_payments',
+          routePrefix: '/pay',
           redisUrl: 'rediss://cache.test:6380',
           queuePrefix: 'pw-test',
           endpoints: [
@@ -153,6 +162,10 @@ describe('loadStandaloneConfig', () => {
           tuning: DEFAULT_TUNING,
         },
       });
+    });
+
+    it.each(['Express', ' FASTIFY '])('HTTP_ADAPTER %j is read without regard to case or spaces', (value) => {
+      expect(['express', 'fastify']).toContain(loadStandaloneConfig({ HTTP_ADAPTER: value }).httpAdapter);
     });
 
     it('accepts PORT 1 and 65535 and spaces around a number', () => {
@@ -228,6 +241,24 @@ describe('loadStandaloneConfig', () => {
       expectNoSecret(err, secret);
       return err;
     }
+
+    describe('DATABASE_SCHEMA, ROUTE_PREFIX and HTTP_ADAPTER', () => {
+      it.each(['Payments', 'pay-ments', 'x;drop table orders', '1st'])('DATABASE_SCHEMA=%j', (value) => {
+        const err = expectError({ DATABASE_SCHEMA: value }, 'DATABASE_SCHEMA: must be a plain identifier: [a-z_][a-z0-9_]{0,62}');
+        expect(err.setting).toBe('DATABASE_SCHEMA');
+      });
+      it('ROUTE_PREFIX with a space', () => {
+        const err = expectError(
+          { ROUTE_PREFIX: '/pay here' },
+          'ROUTE_PREFIX: must be a path of plain segments such as /pay (letters, digits, . _ ~ -)',
+        );
+        expect(err.setting).toBe('ROUTE_PREFIX');
+      });
+      it.each(['koa', 'hapi', 'express5'])('HTTP_ADAPTER=%j', (value) => {
+        const err = expectError({ HTTP_ADAPTER: value }, 'HTTP_ADAPTER: must be express or fastify');
+        expect(err.setting).toBe('HTTP_ADAPTER');
+      });
+    });
 
     describe('number settings that are not positive integers', () => {
       it.each([

@@ -2,9 +2,14 @@ import { readFileSync } from 'node:fs';
 import { PaymentWebhooksOptions, ResolvedOptions } from './options';
 import { ConfigurationError, parseJsonSetting, resolveOptions } from './validate';
 
+export const HTTP_ADAPTERS = ['express', 'fastify'] as const;
+export type HttpAdapterName = (typeof HTTP_ADAPTERS)[number];
+
 export interface StandaloneConfig {
   port: number;
   runHttp: boolean;
+  /** The HTTP platform of the standalone service (`HTTP_ADAPTER`). */
+  httpAdapter: HttpAdapterName;
   options: ResolvedOptions;
 }
 
@@ -81,6 +86,11 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     throw new ConfigurationError('CARRIER_API_KEY', 'is set without CARRIER_URL');
   }
 
+  const httpAdapter = (present(env, 'HTTP_ADAPTER')?.trim().toLowerCase() ?? 'express') as HttpAdapterName;
+  if (!HTTP_ADAPTERS.includes(httpAdapter)) {
+    throw new ConfigurationError('HTTP_ADAPTER', `must be ${HTTP_ADAPTERS.join(' or ')}`);
+  }
+
   const runHttp = boolean(env, 'RUN_HTTP', true);
   const runWorkers = boolean(env, 'RUN_WORKERS', true);
   if (!runHttp && !runWorkers) {
@@ -89,6 +99,8 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
 
   const options: PaymentWebhooksOptions = {
     databaseUrl: present(env, 'DATABASE_URL') ?? DEFAULT_DATABASE_URL,
+    schema: present(env, 'DATABASE_SCHEMA'),
+    routePrefix: present(env, 'ROUTE_PREFIX'),
     redisUrl: present(env, 'REDIS_URL') ?? DEFAULT_REDIS_URL,
     queuePrefix: present(env, 'QUEUE_PREFIX'),
     // `null` is passed on, so it is reported as "not an array" rather than read as "none".
@@ -106,6 +118,8 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
   };
   const resolved = resolveOptions(options, {
     databaseUrl: 'DATABASE_URL',
+    schema: 'DATABASE_SCHEMA',
+    routePrefix: 'ROUTE_PREFIX',
     redisUrl: 'REDIS_URL',
     queuePrefix: 'QUEUE_PREFIX',
     endpoints: endpoints?.setting ?? 'WEBHOOK_ENDPOINTS',
@@ -116,5 +130,5 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     webhookMaxBodyBytes: 'WEBHOOK_MAX_BODY_BYTES',
     tuning: 'PW_TUNING',
   });
-  return { port, runHttp, options: resolved };
+  return { port, runHttp, httpAdapter, options: resolved };
 }

@@ -31,10 +31,21 @@ export interface CarrierDefinition {
 export interface PaymentWebhooksOptions {
   /** PostgreSQL URL. */
   databaseUrl: string;
+  /**
+   * The PostgreSQL schema holding every table of the module, its migrations table included;
+   * created when missing. Nothing is written to any other schema. Default `payment_webhooks`.
+   */
+  schema?: string;
   /** Redis URL for BullMQ. */
   redisUrl: string;
   /** BullMQ key prefix, so two deployments (or test runs) can share one Redis. Default `pw`. */
   queuePrefix?: string;
+  /**
+   * Path prefix of every route of the module (webhooks, orders, admin, docs, health, metrics):
+   * `/pay` gives `/pay/webhooks/{endpointId}`. Composes with the host's `setGlobalPrefix()`.
+   * Default none.
+   */
+  routePrefix?: string;
   endpoints?: EndpointDefinition[];
   carriers?: CarrierDefinition[];
   /** Default carrier call timeout. Default 10000. */
@@ -123,6 +134,9 @@ export const DEFAULT_TUNING: TuningOptions = {
 
 export interface ResolvedOptions {
   databaseUrl: string;
+  schema: string;
+  /** `''` or `/segment[/segment…]`, no trailing slash. */
+  routePrefix: string;
   redisUrl: string;
   queuePrefix: string;
   endpoints: EndpointDefinition[];

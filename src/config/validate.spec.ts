@@ -292,9 +292,43 @@ describe('resolveOptions', () => {
     redisUrl: 'redis://127.0.0.1:6379',
   };
 
+  describe('schema (DATABASE_SCHEMA): a plain identifier, since it is written into SQL', () => {
+    it.each(['payment_webhooks', 'public', '_x', 'a1_b2', 'a'.repeat(63)])('accepts %j', (schema) => {
+      expect(resolveOptions({ ...base, schema }).schema).toBe(schema);
+    });
+    it.each(['', 'Payments', '1abc', 'pay-ments', 'pay ments', 'x;drop', '"q"', 'a'.repeat(64), 'pg_temp', 'ümlaut'])(
+      'refuses %j, naming the option',
+      (schema) => {
+        expect(() => resolveOptions({ ...base, schema })).toThrow(/^schema: must/);
+      },
+    );
+    it('refuses a value that is not a string', () => {
+      expect(() => resolveOptions({ ...base, schema: 42 as unknown as string })).toThrow('schema: must be a plain identifier');
+    });
+  });
+
+  describe('routePrefix (ROUTE_PREFIX)', () => {
+    it.each([
+      ['', ''],
+      ['/', ''],
+      ['pay', '/pay'],
+      ['/pay', '/pay'],
+      ['/pay/', '/pay'],
+      ['//api/pay//', '/api/pay'],
+      ['v1.payments~x', '/v1.payments~x'],
+    ])('%j becomes %j', (routePrefix, expected) => {
+      expect(resolveOptions({ ...base, routePrefix }).routePrefix).toBe(expected);
+    });
+    it.each(['/pay me', '/pay?x=1', '/pay/../admin', '/./pay', '/:id', '/pay*', '/a//b'])('refuses %j, naming the option', (routePrefix) => {
+      expect(() => resolveOptions({ ...base, routePrefix })).toThrow(/^routePrefix: must be a path/);
+    });
+  });
+
   it('fills the defaults', () => {
     expect(resolveOptions(base)).toEqual({
       databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+      schema: 'payment_webhooks',
+      routePrefix: '',
       redisUrl: 'redis://127.0.0.1:6379',
       queuePrefix: 'pw',
       endpoints: [],
@@ -313,6 +347,8 @@ describe('resolveOptions', () => {
   it('keeps the values given', () => {
     const resolved = resolveOptions({
       databaseUrl: 'postgresql://db.test/x',
+      schema: 'host_pay',
+      routePrefix: 'pay/',
       redisUrl: 'rediss://cache.test:6380',
       queuePrefix: 'test:run-1',
       endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a' }],
@@ -328,6 +364,8 @@ describe('resolveOptions', () => {
     });
     expect(resolved).toEqual({
       databaseUrl: 'postgresql://db.test/x',
+      schema: 'host_pay',
+      routePrefix: '/pay',
       redisUrl: 'rediss://cache.test:6380',
       queuePrefix: 'test:run-1',
       endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a', toleranceSeconds: 300 }],

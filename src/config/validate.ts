@@ -181,6 +181,8 @@ export function resolveOptions(
   }
   return {
     databaseUrl: checkUrl(name('databaseUrl'), options.databaseUrl, ['postgres:', 'postgresql:']),
+    schema: checkSchema(name('schema'), options.schema),
+    routePrefix: checkRoutePrefix(name('routePrefix'), options.routePrefix),
     redisUrl: checkUrl(name('redisUrl'), options.redisUrl, ['redis:', 'rediss:']),
     queuePrefix,
     endpoints: validateEndpoints(name('endpoints'), options.endpoints === undefined ? [] : options.endpoints),
@@ -194,6 +196,29 @@ export function resolveOptions(
     migrationsRun: options.migrationsRun ?? true,
     tuning: validateTuning(name('tuning'), options.tuning ?? {}),
   };
+}
+
+/** A plain PostgreSQL identifier: it is written into SQL (search_path, CREATE SCHEMA) unquoted. */
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function checkSchema(setting: string, value: unknown): string {
+  if (value === undefined) return 'payment_webhooks';
+  if (typeof value !== 'string' || !SCHEMA_NAME.test(value)) {
+    throw new ConfigurationError(setting, 'must be a plain identifier: [a-z_][a-z0-9_]{0,62}');
+  }
+  if (value.startsWith('pg_')) throw new ConfigurationError(setting, 'must not start with "pg_" (reserved by PostgreSQL)');
+  return value;
+}
+
+/** `pay`, `/pay`, `/pay/` and `/api/pay` are all fine; the result is `''` or `/a[/b…]`. */
+function checkRoutePrefix(setting: string, value: unknown): string {
+  if (value === undefined || value === '' || value === '/') return '';
+  if (typeof value !== 'string') throw new ConfigurationError(setting, 'must be a path such as /pay');
+  const trimmed = value.replace(/^\/+|\/+$/g, '');
+  if (!/^[A-Za-z0-9._~-]+(\/[A-Za-z0-9._~-]+)*$/.test(trimmed) || trimmed.split('/').some((s) => s === '.' || s === '..')) {
+    throw new ConfigurationError(setting, 'must be a path of plain segments such as /pay (letters, digits, . _ ~ -)');
+  }
+  return `/${trimmed}`;
 }
 
 /** Tuning overrides: known keys only, each a positive integer. */

@@ -9,9 +9,13 @@ import { IdempotencyKey } from '../payments/idempotency-key.entity';
 import { Order } from '../payments/order.entity';
 import { Payment } from '../payments/payment.entity';
 import { WebhookInbox } from '../webhooks/inbox.entity';
+import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 
 /** The module's own TypeORM connection name, so a host's default connection is left alone. */
 export const PW_CONNECTION = 'payment-webhooks';
+
+/** The schema a module without a `schema` option uses (CONTRACT §1 `DATABASE_SCHEMA`). */
+export const DEFAULT_SCHEMA = 'payment_webhooks';
 
 export const ENTITIES = [WebhookInbox, Order, Payment, Fulfillment, OutboxMessage, IdempotencyKey];
 
@@ -23,13 +27,26 @@ export const MIGRATIONS = [
   OutboxCallStarted1764720000000,
 ];
 
-export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
+export const MIGRATIONS_TABLE = 'pw_migrations';
+
+/**
+ * Options of every `pg` connection the module opens (the data source's, the receive path's pool,
+ * the relay's listener): the module's schema is the only one on the search path, so its SQL,
+ * written without schema names, can never read or write a host's table of the same name.
+ * `schema` is validated as a plain identifier before it gets here.
+ */
+export function pgConnection(databaseUrl: string, schema: string): { connectionString: string; options: string } {
+  return { connectionString: databaseUrl, options: `-c search_path=${schema}` };
+}
+
+export function dataSourceOptions(databaseUrl: string, schema: string = DEFAULT_SCHEMA): DataSourceOptions {
   return {
     type: 'postgres',
     url: databaseUrl,
+    schema,
     entities: ENTITIES,
     migrations: MIGRATIONS,
-    migrationsTableName: 'pw_migrations',
+    migrationsTableName: MIGRATIONS_TABLE,
     // The schema comes from migrations only.
     synchronize: false,
     migrationsRun: false,
@@ -37,22 +54,68 @@ export function dataSourceOptions(databaseUrl: string): DataSourceOptions {
       max: 20,
       connectionTimeoutMillis: 5_000,
       application_name: 'payment-webhooks',
+      options: pgConnection(databaseUrl, schema).options,
     },
   };
 }
 
-/** Any number of processes may start at once: one applies the migrations, the others wait. */
-export async function runMigrationsLocked(dataSource: DataSource): Promise<void> {
+/** A migration that failed: names it, so an operator is not told "unable to connect". */
+export class MigrationFailedError extends Error {
+  constructor(
+    readonly migration: string,
+    cause: unknown,
+  ) {
+    super(`migration ${migration} failed and was rolled back: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'MigrationFailedError';
+  }
+}
+
+/**
+ * Creates the module's schema when missing, then applies pending migrations, each in a transaction
+ * of its own (a failed one leaves nothing half applied). Any number of processes may start at
+ * once: one applies them, the others wait on the lock and then find nothing to do.
+ */
+export async function runMigrationsLocked(dataSource: DataSource): Promise<string[]> {
+  const schema = schemaOf(dataSource);
   const runner = dataSource.createQueryRunner();
   await runner.connect();
   try {
-    await runner.query(`SELECT pg_advisory_lock(hashtext('payment-webhooks:migrations'))`);
+    await runner.query(`SELECT pg_advisory_lock(${advisoryLockArgs(AdvisoryLock.Migrations)})`, [schema]);
     try {
-      await dataSource.runMigrations({ transaction: 'each' });
+      await runner.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      const pending = await pendingMigrations(dataSource);
+      if (pending.length === 0) return [];
+      try {
+        await dataSource.runMigrations({ transaction: 'each' });
+      } catch (err) {
+        // Each ran in its own transaction: the first one still pending is the one that failed.
+        const [failed] = await pendingMigrations(dataSource).catch(() => [pending[0]]);
+        throw new MigrationFailedError(failed ?? pending[0], err);
+      }
+      return pending;
     } finally {
-      await runner.query(`SELECT pg_advisory_unlock(hashtext('payment-webhooks:migrations'))`);
+      await runner.query(`SELECT pg_advisory_unlock(${advisoryLockArgs(AdvisoryLock.Migrations)})`, [schema]);
     }
   } finally {
     await runner.release();
   }
+}
+
+export function schemaOf(dataSource: DataSource): string {
+  return (dataSource.options as { schema?: string }).schema ?? DEFAULT_SCHEMA;
+}
+
+/** Names of the migrations not yet applied, in the order they will run. */
+export async function pendingMigrations(dataSource: DataSource): Promise<string[]> {
+  const schema = schemaOf(dataSource);
+  const [{ exists }]: Array<{ exists: boolean }> = await dataSource.query(
+    `SELECT to_regclass($1) IS NOT NULL AS exists`,
+    [`${schema}.${MIGRATIONS_TABLE}`],
+  );
+  const applied = new Set<string>();
+  if (exists) {
+    const rows: Array<{ name: string }> = await dataSource.query(`SELECT name FROM ${schema}.${MIGRATIONS_TABLE}`);
+    for (const { name } of rows) applied.add(name);
+  }
+  return dataSource.migrations.map((m) => m.name ?? m.constructor.name).filter((name) => !applied.has(name));
 }

@@ -1,13 +1,23 @@
-import { Controller, Get, HttpCode } from '@nestjs/common';
+import { ArgumentsHost, Catch, Controller, ExceptionFilter, Get, HttpCode, HttpException, UseFilters } from '@nestjs/common';
+import { sendJson } from '../http/platform';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
 import { DependenciesHealthIndicator } from './dependencies.health';
 
 const HEALTH_EXAMPLE = { status: 'ok', info: {}, error: {}, details: {} };
 
+/** Readiness answers its report as the health check wrote it (503 included), on either platform. */
+@Catch(HttpException)
+class HealthReportFilter implements ExceptionFilter {
+  catch(err: HttpException, host: ArgumentsHost): void {
+    sendJson(host.switchToHttp().getResponse(), err.getStatus(), err.getResponse());
+  }
+}
+
 /** Liveness and readiness, without auth (CONTRACT §4). */
 @ApiTags('operations')
 @Controller('health')
+@UseFilters(HealthReportFilter)
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,

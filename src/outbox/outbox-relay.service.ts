@@ -7,9 +7,9 @@ import { DataSource } from 'typeorm';
 import { requeueJobs } from '../common/requeue';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
-import { PW_CONNECTION } from '../database/data-source';
+import { pgConnection, PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
-import { OUTBOX_CHANNEL, OutboxJobData, outboxJobOptions, OutboxQueue } from './outbox.queue';
+import { outboxChannel, OutboxJobData, outboxJobOptions, OutboxQueue } from './outbox.queue';
 
 /**
  * Carries committed outbox messages to the queue. Low latency without polling load: each commit
@@ -83,7 +83,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const client = new Client({ connectionString: this.options.databaseUrl, application_name: 'payment-webhooks-relay' });
+    const client = new Client({ ...pgConnection(this.options.databaseUrl, this.options.schema), application_name: 'payment-webhooks-relay' });
     const retry = (err?: Error) => {
       if (this.listener !== client) return;
       this.listener = undefined;
@@ -96,12 +96,12 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
     client.on('error', retry);
     client.on('end', () => retry());
     client.on('notification', (msg) => {
-      if (msg.channel === OUTBOX_CHANNEL && msg.payload) this.enqueueSoon(msg.payload);
+      if (msg.channel === outboxChannel(this.options.schema) && msg.payload) this.enqueueSoon(msg.payload);
     });
     this.listener = client;
     try {
       await client.connect();
-      await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+      await client.query(`LISTEN ${outboxChannel(this.options.schema)}`);
       // Whatever was announced while no one listened is found by a sweep now, not in 5 s.
       this.sweepNow();
     } catch (err) {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { uuid7 } from '../common/uuid7';
-import { OUTBOX_CHANNEL } from './outbox.queue';
+import { OUTBOX_CHANNEL_SQL } from './outbox.queue';
 
 export interface NewOutboxMessage {
   type: string;
@@ -31,7 +31,7 @@ export class OutboxWriter {
     );
     const id = rows[0]?.id ?? null;
     // Delivered to the relays only if this transaction commits: nothing announced is ever missing.
-    if (id) await em.query(`SELECT pg_notify($1, $2)`, [OUTBOX_CHANNEL, id]);
+    if (id) await em.query(`SELECT pg_notify(${OUTBOX_CHANNEL_SQL}, $1)`, [id]);
     return id;
   }
 }

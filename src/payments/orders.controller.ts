@@ -1,6 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Request, Response } from 'express';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
 import { ApiErrorResponses } from '../common/api-docs';
@@ -35,8 +34,8 @@ export class OrdersController {
   @ApiErrorResponses(400, 401, 409, 422, 503)
   async create(
     @Body() dto: CreateOrderDto,
-    @Req() req: Request,
-    @Res({ passthrough: true }) res: Response,
+    @Req() req: { headers: Record<string, string | string[] | undefined>; body: unknown },
+    @Res({ passthrough: true }) res: { status(code: number): unknown },
   ): Promise<OrderView> {
     // Read from the request, not through @Headers(), which would document the header as required.
     const key = req.headers['idempotency-key'];
@@ -72,7 +71,7 @@ export class OrdersController {
   async registerPayment(
     @Param('id', uuidParam) id: string,
     @Body() dto: RegisterPaymentDto,
-    @Res({ passthrough: true }) res: Response,
+    @Res({ passthrough: true }) res: { status(code: number): unknown },
   ): Promise<PaymentView> {
     const answer = await this.orders.registerPayment(id, dto);
     res.status(answer.status);

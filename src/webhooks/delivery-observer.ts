@@ -1,15 +1,14 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Response } from 'express';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
+import { rawRequest, rawResponse } from '../http/platform';
 import { MetricsService } from '../observability/metrics.service';
 import { PW_LOGGER } from '../payment-webhooks.constants';
 
-/** What the receive path notes on `res.locals` as it goes. */
+/** What the receive path notes about a delivery as it goes (kept per Node request, on either platform). */
 interface DeliveryNotes {
-  pwEndpoint?: string;
-  pwProvider?: string;
-  pwEventId?: string;
-  pwAnswer?: string;
+  eventId?: string;
+  answer?: string;
 }
 
 /**
@@ -22,6 +21,7 @@ export class DeliveryObserver {
   private readonly logger: Logger;
   /** Metric children per label set: looking labels up on every delivery costs more than the increment. */
   private readonly counters = new Map<string, { deliveries: { inc(): void }; duration: { observe(v: number): void } }>();
+  private readonly notes = new WeakMap<IncomingMessage, DeliveryNotes>();
 
   constructor(
     private readonly metrics: MetricsService,
@@ -30,14 +30,17 @@ export class DeliveryObserver {
     this.logger = logger.child({}, { redact: { paths: [] } });
   }
 
-  begin(res: Response, endpoint: string, provider: string): void {
+  /** Starts observing a delivery: its line and metrics are written once its answer has gone out. */
+  begin(req: unknown, res: unknown, endpoint: string, provider: string): void {
     const started = process.hrtime.bigint();
-    const notes = res.locals as DeliveryNotes;
-    notes.pwEndpoint = endpoint;
-    notes.pwProvider = provider;
-    res.once('finish', () => {
+    const request = rawRequest(req);
+    if (this.notes.has(request)) return;
+    const notes: DeliveryNotes = {};
+    this.notes.set(request, notes);
+    const response = rawResponse(res);
+    response.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const answer = notes.pwAnswer ?? `http_${res.statusCode}`;
+      const answer = notes.answer ?? `http_${response.statusCode}`;
       const key = `${endpoint}\u0000${provider}\u0000${answer}`;
       let children = this.counters.get(key);
       if (!children) {
@@ -50,10 +53,16 @@ export class DeliveryObserver {
       children.deliveries.inc();
       children.duration.observe(seconds);
       this.logger.info(
-        { endpoint, provider, eventId: notes.pwEventId ?? null, answer, status: res.statusCode, durationMs: Math.round(seconds * 1e4) / 10 },
+        { endpoint, provider, eventId: notes.eventId ?? null, answer, status: response.statusCode, durationMs: Math.round(seconds * 1e4) / 10 },
         'webhook delivery',
       );
     });
+  }
+
+  /** Notes what the delivery turned out to be (its event id, its answer) for its line and metrics. */
+  note(req: unknown, what: DeliveryNotes): void {
+    const notes = this.notes.get(rawRequest(req));
+    if (notes) Object.assign(notes, what);
   }
 
   secretMatched(endpoint: string, secretIndex: number): void {

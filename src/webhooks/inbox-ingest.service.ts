@@ -4,6 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'pg';
 import type { ResolvedOptions } from '../config/options';
 import { withTimeout } from '../common/with-timeout';
+import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { MicroBatcher } from '../common/micro-batcher';
 import { redisConnection } from '../common/redis-connection';
@@ -78,7 +79,7 @@ export class InboxIngestService implements OnApplicationShutdown {
   constructor(@Inject(PW_OPTIONS) private readonly options: ResolvedOptions) {
     const { tuning } = options;
     this.pool = new Pool({
-      connectionString: options.databaseUrl,
+      ...pgConnection(options.databaseUrl, options.schema),
       max: tuning.ingestPoolSize,
       connectionTimeoutMillis: tuning.ingestTimeoutMs,
       query_timeout: tuning.ingestTimeoutMs,

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { AdvisoryLock, advisoryLockArgs } from '../database/advisory-locks';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
@@ -46,7 +47,8 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
     const { sweepAfterMs, sweepBatchSize, enqueueTimeoutMs } = this.options.tuning;
     return this.dataSource.transaction(async (em) => {
       const [{ locked }] = await em.query(
-        `SELECT pg_try_advisory_xact_lock(hashtext('payment-webhooks:inbox-sweeper')) AS locked`,
+        `SELECT pg_try_advisory_xact_lock(${advisoryLockArgs(AdvisoryLock.InboxSweeper)}) AS locked`,
+        [this.options.schema],
       );
       if (!locked) return 0;
       // Rows waiting out a retry backoff keep their place in the backlog; walking it with a cursor

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
-import { SHARED_DIR, signatureVectors, SignatureVector } from '../../test/support/shared';
-import { signedHeaders } from '../../tools/sign';
+import { FIXTURES_DIR, signatureVectors, SignatureVector } from '../../test/support/shared';
+import { signedHeaders } from '../testing/sign';
 import type { ProviderName } from '../config/options';
 import { resolveEndpoint, ResolvedEndpoint, verifySignature } from './signature-verifier';
 
@@ -30,7 +30,7 @@ function lowerCaseNames(headers: Record<string, string>): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
 }
 
-/** Independent of tools/sign.ts: the providers' published algorithms, written out here. */
+/** Independent of src/testing/sign.ts: the providers' published algorithms, written out here. */
 function hexHmac(secret: string, content: string): string {
   return createHmac('sha256', Buffer.from(secret, 'utf8')).update(content).digest('hex');
 }
@@ -67,7 +67,7 @@ function verify(ep: ResolvedEndpoint, headers: IncomingHttpHeaders, body = BODY,
 
 describe('verifySignature: shared signature vectors (CONTRACT §2)', () => {
   const vectors = signatureVectors();
-  const inFile = JSON.parse(readFileSync(join(SHARED_DIR, 'spec', 'vectors', 'signatures.json'), 'utf8')) as {
+  const inFile = JSON.parse(readFileSync(join(FIXTURES_DIR, 'vectors', 'signatures.json'), 'utf8')) as {
     vectors: unknown[];
   };
 
@@ -482,7 +482,7 @@ describe('verifySignature', () => {
   });
 });
 
-describe('signedHeaders (tools/sign.ts) against verifySignature', () => {
+describe('signedHeaders (src/testing/sign.ts) against verifySignature', () => {
   describe.each(PROVIDER_NAMES)('%s', (provider) => {
     const [secretA, secretB] = SECRETS[provider];
     const secretC = provider === 'standard' ? `whsec_${Buffer.from('a third key').toString('base64')}` : `${secretA}-c`;

@@ -1,6 +1,7 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import type { Request, Response } from 'express';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ResolvedOptions } from '../config/options';
+import { rawRequest, restoreContentType, setHeader } from '../http/platform';
 import { Clock, CLOCK, PW_OPTIONS } from '../payment-webhooks.constants';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
@@ -15,7 +16,14 @@ export interface VerifiedDelivery {
   secretIndex: number;
 }
 
-export type WebhookRequest = Request & { rawBody?: Buffer; verifiedDelivery?: VerifiedDelivery };
+/** The request as the webhook route sees it, on Express or Fastify. */
+export interface WebhookRequest {
+  params: Record<string, string | undefined>;
+  headers: IncomingHttpHeaders;
+  /** Set by Nest's `rawBody: true` (a host that keeps its parser for webhook routes too). */
+  rawBody?: Buffer;
+  verifiedDelivery?: VerifiedDelivery;
+}
 
 const TOO_LARGE = Symbol('too-large');
 
@@ -42,13 +50,16 @@ export class WebhookSignatureGuard implements CanActivate {
     const req = http.getRequest<WebhookRequest>();
     const endpoint = this.endpoints.get(req.params.endpointId as string);
     // Unknown ids share one label: a scanner must not grow the metrics without bound.
-    this.observer.begin(http.getResponse<Response>(), endpoint?.id ?? 'unknown', endpoint?.provider.name ?? 'unknown');
+    this.observer.begin(req, http.getResponse(), endpoint?.id ?? 'unknown', endpoint?.provider.name ?? 'unknown');
+    const raw = rawRequest(req);
+    // The header was hidden from the app's body parsers (configurePaymentWebhooksApp); it is stored.
+    restoreContentType(raw);
     if (!endpoint) throw new WebhookError('unknown_endpoint');
 
-    const rawBody = await readRawBody(req, this.maxBytes);
+    const rawBody = await readRawBody(req, raw, this.maxBytes);
     if (rawBody === TOO_LARGE) {
       // The rest of the body is not read: close the connection rather than drain it.
-      http.getResponse<Response>().setHeader('Connection', 'close');
+      setHeader(http.getResponse(), 'Connection', 'close');
       throw new WebhookError('payload_too_large');
     }
 
@@ -64,31 +75,36 @@ export class WebhookSignatureGuard implements CanActivate {
  * The request's bytes, up to `limit`. A host app that keeps Nest's body parser must create the
  * app with `rawBody: true`, or the bytes the signature covers are gone (see README).
  */
-function readRawBody(req: WebhookRequest, limit: number): Promise<Buffer | typeof TOO_LARGE> | Buffer | typeof TOO_LARGE {
-  if (Buffer.isBuffer(req.rawBody)) return req.rawBody.length > limit ? TOO_LARGE : req.rawBody;
-  if (req.readableEnded) {
+function readRawBody(
+  req: WebhookRequest,
+  raw: IncomingMessage,
+  limit: number,
+): Promise<Buffer | typeof TOO_LARGE> | Buffer | typeof TOO_LARGE {
+  const kept = req.rawBody ?? (raw as { rawBody?: Buffer }).rawBody;
+  if (Buffer.isBuffer(kept)) return kept.length > limit ? TOO_LARGE : kept;
+  if (raw.readableEnded) {
     throw new Error(
       'The webhook body was consumed before the webhook route: create the app with rawBody: true, ' +
         'or leave /webhooks out of the body parser (configurePaymentWebhooksApp does).',
     );
   }
-  const declared = Number(req.headers['content-length']);
+  const declared = Number(raw.headers['content-length']);
   if (declared > limit) return TOO_LARGE;
 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     const cleanup = () => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', onError);
+      raw.off('close', onClose);
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
         cleanup();
-        req.pause();
+        raw.pause();
         resolve(TOO_LARGE);
         return;
       }
@@ -104,9 +120,9 @@ function readRawBody(req: WebhookRequest, limit: number): Promise<Buffer | typeo
     };
     // A sender that hangs up mid-body gets no answer; nothing was recorded.
     const onClose = () => onError(new Error('request aborted before the body ended'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
+    raw.on('data', onData);
+    raw.on('end', onEnd);
+    raw.on('error', onError);
+    raw.on('close', onClose);
   });
 }

@@ -1,7 +1,7 @@
-import { Controller, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, HttpCode, Param, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { Response } from 'express';
 import { isUtf8 } from 'node:buffer';
+import { DeliveryObserver } from './delivery-observer';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
 import { MalformedPayloadError } from './providers';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
@@ -12,7 +12,10 @@ import { WebhookError } from './webhook.errors';
 @Controller('webhooks')
 @UseFilters(WebhookErrorFilter)
 export class WebhooksController {
-  constructor(private readonly ingest: InboxIngestService) {}
+  constructor(
+    private readonly ingest: InboxIngestService,
+    private readonly observer: DeliveryObserver,
+  ) {}
 
   /**
    * Receives one delivery: authentic (guard), well-formed, recorded once, then acknowledged.
@@ -48,11 +51,7 @@ export class WebhooksController {
   @ApiResponse({ status: 413, description: 'Body over WEBHOOK_MAX_BODY_BYTES', schema: { example: { error: 'payload_too_large' } } })
   @ApiResponse({ status: 503, description: 'Not recorded (database down or slow): retry', schema: { example: { error: 'unavailable' } } })
   @UseGuards(WebhookSignatureGuard)
-  async receive(
-    @Param('endpointId') _endpointId: string,
-    @Req() req: WebhookRequest,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<IngestAnswer> {
+  async receive(@Param('endpointId') _endpointId: string, @Req() req: WebhookRequest): Promise<IngestAnswer> {
     const { endpoint, rawBody } = req.verifiedDelivery!;
     // JSON is UTF-8: bytes that are not would be stored altered (replacement characters), so the
     // archive would no longer hold what was signed.
@@ -74,18 +73,19 @@ export class WebhooksController {
       if (err instanceof MalformedPayloadError) throw new WebhookError('malformed_payload', err.detail);
       throw err;
     }
-    res.locals.pwEventId = identity.eventId;
+    this.observer.note(req, { eventId: identity.eventId });
     const answer = await this.ingest.record(endpoint, identity, req.headers, text);
-    res.locals.pwAnswer = answer.status;
+    this.observer.note(req, { answer: answer.status });
     return answer;
   }
 
   /**
-   * `POST /webhooks`, `/webhooks/` and deeper paths name no endpoint either: the same 404
-   * `unknown_endpoint` (the guard answers it, counted and logged like any delivery), not the
-   * framework's page.
+   * `POST /webhooks` and `/webhooks/` name no endpoint: the same 404 `unknown_endpoint` (the guard
+   * answers it, counted and logged like any delivery), not the framework's page. Deeper paths get
+   * the same answer from configurePaymentWebhooksApp (a wildcard route is written differently on
+   * Express and Fastify).
    */
-  @Post(['', '*rest'])
+  @Post()
   @ApiExcludeEndpoint()
   @UseGuards(WebhookSignatureGuard)
   noEndpoint(): never {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CarrierSimulator } from '../../tools/carrier-sim';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { freePort, ServiceProcess, waitForHttp } from '../support/process';
 

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { emptyDir, freePort, ServiceProcess, waitForHttp } from '../support/process';
 

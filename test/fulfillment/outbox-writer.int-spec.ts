@@ -2,6 +2,10 @@ import { Client, Notification } from 'pg';
 import { OutboxWriter } from '../../src/outbox/outbox-writer';
 import { createTestApp, eventually, TestApp } from '../support/app';
 import { uniqueId } from '../support/domain';
+import { TEST_SCHEMA, testPgConnection } from '../support/env';
+import { outboxChannel } from '../../src/outbox/outbox.queue';
+
+const CHANNEL = outboxChannel(TEST_SCHEMA);
 
 /**
  * The outbox writer on the real PostgreSQL: it writes only inside the caller's transaction, once
@@ -16,10 +20,10 @@ describe('OutboxWriter (transactional outbox)', () => {
   beforeAll(async () => {
     t = await createTestApp();
     writer = t.get(OutboxWriter);
-    listener = new Client({ connectionString: process.env.TEST_DATABASE_URL });
+    listener = new Client(testPgConnection());
     await listener.connect();
     listener.on('notification', (n: Notification) => heard.push({ channel: n.channel, payload: n.payload }));
-    await listener.query('LISTEN pw_outbox');
+    await listener.query(`LISTEN ${CHANNEL}`);
   });
   afterAll(async () => {
     await listener?.end();
@@ -48,10 +52,10 @@ describe('OutboxWriter (transactional outbox)', () => {
    * it has been heard too: what `heard` holds then is final, with no fixed wait.
    */
   async function barrier(marker: string): Promise<void> {
-    await t.dataSource.query(`SELECT pg_notify('pw_outbox', $1)`, [marker]);
+    await t.dataSource.query(`SELECT pg_notify($1, $2)`, [CHANNEL, marker]);
     await eventually(async () => heard.some((h) => h.payload === marker), 5_000, `the marker ${marker}`);
   }
-  const payloads = () => heard.filter((h) => h.channel === 'pw_outbox').map((h) => h.payload);
+  const payloads = () => heard.filter((h) => h.channel === CHANNEL).map((h) => h.payload);
 
   it('refuses a manager outside a transaction, and writes nothing', async () => {
     const m = message();
@@ -138,7 +142,7 @@ describe('OutboxWriter (transactional outbox)', () => {
     expect(n).toBe(0);
   });
 
-  describe('NOTIFY pw_outbox', () => {
+  describe('NOTIFY on the schema\'s outbox channel', () => {
     it('a transaction that adds and rolls back announces nothing', async () => {
       const m = message();
       let written: string | null = null;
@@ -169,9 +173,9 @@ describe('OutboxWriter (transactional outbox)', () => {
       expect(id).not.toBeNull();
       await barrier('after-commit');
       expect(heard).toEqual([
-        { channel: 'pw_outbox', payload: 'while-open' },
-        { channel: 'pw_outbox', payload: id },
-        { channel: 'pw_outbox', payload: 'after-commit' },
+        { channel: CHANNEL, payload: 'while-open' },
+        { channel: CHANNEL, payload: id },
+        { channel: CHANNEL, payload: 'after-commit' },
       ]);
     });
 

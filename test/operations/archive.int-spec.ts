@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { DeliveryProcessingService } from '../../src/webhooks/delivery-processing.service';
-import { signedHeaders, SigningProvider } from '../../tools/sign';
+import { signedHeaders, SigningProvider } from '../../src/testing/sign';
 import { AUTH, createTestApp, secretOf, TestApp, truncateAll } from '../support/app';
 import { bodies } from '../support/domain';
 

@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { CanActivate, ExecutionContext } from '@nestjs/common';
-import { signedHeaders } from '../../tools/sign';
-import { ADMIN_TOKEN, AUTH, createTestApp, secretOf, TestApp, truncateAll } from '../support/app';
+import { signedHeaders } from '../../src/testing/sign';
+import { ADMIN_TOKEN, AUTH, createTestApp, PLATFORMS, secretOf, TestApp, truncateAll } from '../support/app';
 
 /**
  * CONTRACT §3 and §4: the admin token on every route but webhooks and health, /docs and
@@ -66,10 +66,10 @@ function signedDelivery(eventId: string): { body: string; headers: Record<string
   return { body, headers: signedHeaders('paymos', secretOf('paymos-a'), body, { eventId }) };
 }
 
-describe('admin token on every route but webhooks and health (CONTRACT §3, §4)', () => {
+describe.each(PLATFORMS)('%s: admin token on every route but webhooks and health (CONTRACT §3, §4)', (platform) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({}, { platform });
   });
   afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
@@ -168,10 +168,10 @@ describe('admin token on every route but webhooks and health (CONTRACT §3, §4)
   });
 });
 
-describe('no ADMIN_TOKEN configured: 503 admin_disabled, never open (CONTRACT §1, §3)', () => {
+describe.each(PLATFORMS)('%s: no ADMIN_TOKEN configured: 503 admin_disabled, never open (CONTRACT §1, §3)', (platform) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ adminToken: null });
+    t = await createTestApp({ adminToken: null }, { platform });
   });
   afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
@@ -211,13 +211,13 @@ describe('no ADMIN_TOKEN configured: 503 admin_disabled, never open (CONTRACT §
   });
 });
 
-describe('a host-provided guard replaces the token check (adminGuard option)', () => {
+describe.each(PLATFORMS)('%s: a host-provided guard replaces the token check (adminGuard option)', (platform) => {
   const hostGuard: CanActivate = {
     canActivate: (ctx: ExecutionContext) => ctx.switchToHttp().getRequest().headers['x-host-user'] === 'ops',
   };
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ adminGuard: hostGuard });
+    t = await createTestApp({ adminGuard: hostGuard }, { platform });
   });
   afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));

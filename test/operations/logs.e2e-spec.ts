@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { eventually } from '../support/app';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';

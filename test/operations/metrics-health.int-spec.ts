@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, createTestApp, eventually, secretOf, TEST_ENDPOINTS, TestApp, truncateAll } from '../support/app';

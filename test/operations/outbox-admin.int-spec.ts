@@ -3,7 +3,7 @@ import { CarrierSimulator } from '../../tools/carrier-sim';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, createTestApp, eventually, TestApp, truncateAll } from '../support/app';
 import { driver } from '../support/domain';
-import { TEST_DATABASE_URL } from '../support/env';
+import { testPgConnection } from '../support/env';
 
 /** GET /admin/outbox and POST /admin/outbox/{id}/retry (CONTRACT §3 lists, §4). */
 
@@ -221,7 +221,7 @@ describe('POST /admin/outbox/{id}/retry of a dead message (workers on, carrier s
 
     // Hold the order's row, so the dispatcher can call the carrier but not commit: the state the
     // retry leaves behind is visible before the dispatch finishes.
-    const holder = new Client({ connectionString: TEST_DATABASE_URL });
+    const holder = new Client(testPgConnection());
     await holder.connect();
     try {
       await holder.query('BEGIN');

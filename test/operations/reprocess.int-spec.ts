@@ -7,7 +7,7 @@ import { CarrierSimulator } from '../../tools/carrier-sim';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, eventually, TestApp } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
-import { TEST_DATABASE_URL } from '../support/env';
+import { testPgConnection } from '../support/env';
 
 /**
  * POST /admin/webhook-deliveries/{id}/reprocess (CONTRACT §4): "runs processing again; safe at
@@ -183,7 +183,7 @@ describe('POST /admin/webhook-deliveries/{id}/reprocess', () => {
     const rowBefore = await inboxRow(id);
     const domainBefore = await snapshot();
 
-    const holder = new Client({ connectionString: TEST_DATABASE_URL });
+    const holder = new Client(testPgConnection());
     await holder.connect();
     try {
       await holder.query('BEGIN');

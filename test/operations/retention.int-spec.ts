@@ -1,6 +1,6 @@
 import { getQueueToken } from '@nestjs/bullmq';
 import type { Job, Queue } from 'bullmq';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { AUTH, createTestApp, eventually, secretOf, TestApp, truncateAll } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
 

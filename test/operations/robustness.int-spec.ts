@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DeliveryProcessingService } from '../../src/webhooks/delivery-processing.service';
 import { InboxQueue } from '../../src/webhooks/inbox.queue';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, createTestApp, eventually, secretOf, TestApp, truncateAll } from '../support/app';

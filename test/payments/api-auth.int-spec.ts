@@ -1,5 +1,5 @@
-import { signedHeaders } from '../../tools/sign';
-import { ADMIN_TOKEN, AUTH, createTestApp, secretOf, TestApp, truncateAll } from '../support/app';
+import { signedHeaders } from '../../src/testing/sign';
+import { ADMIN_TOKEN, AUTH, createTestApp, PLATFORMS, secretOf, TestApp, truncateAll } from '../support/app';
 import { countRows, createOrder, http, MISSING_ID, orderBody } from './api-helpers';
 
 /** Every route of CONTRACT §3, with a body that would be valid: the guard must answer first. */
@@ -25,10 +25,10 @@ function standardWebhook(eventId: string): { body: string; headers: Record<strin
   return { body, headers: signedHeaders('standard', secretOf('standard-main'), body, { eventId }) };
 }
 
-describe('API auth: the admin token on every orders/payments route (CONTRACT §3)', () => {
+describe.each(PLATFORMS)('%s: API auth: the admin token on every orders/payments route (CONTRACT §3)', (platform) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({}, { platform });
   });
   afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));
@@ -105,10 +105,10 @@ describe('API auth: the admin token on every orders/payments route (CONTRACT §3
   });
 });
 
-describe('API auth: no ADMIN_TOKEN configured (CONTRACT §3)', () => {
+describe.each(PLATFORMS)('%s: API auth: no ADMIN_TOKEN configured (CONTRACT §3)', (platform) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await createTestApp({ adminToken: null });
+    t = await createTestApp({ adminToken: null }, { platform });
   });
   afterAll(() => t?.close());
   beforeEach(() => truncateAll(t.dataSource));

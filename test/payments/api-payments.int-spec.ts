@@ -1,5 +1,5 @@
 import { DeliveryProcessingService } from '../../src/webhooks/delivery-processing.service';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { AUTH, createTestApp, secretOf, TestApp, truncateAll } from '../support/app';
 import { countRows, createOrder, http, ISO_INSTANT, MISSING_ID, registerPayment, UUID } from './api-helpers';
 

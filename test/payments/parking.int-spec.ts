@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { DeliveryProcessingService } from '../../src/webhooks/delivery-processing.service';
 import { AUTH, createTestApp, TestApp, truncateAll } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
+import { testPgConnection } from '../support/env';
 
 /**
  * Parked deliveries (`unmatched`: the last attempt found no payment) are released when their
@@ -44,7 +45,7 @@ describe('parked deliveries are released when their payment appears', () => {
    * committed yet. `commit` ends it; `abandon` (in a finally) rolls it back if the test failed first.
    */
   const parkingWorker = async (id: string) => {
-    const worker = new Client({ connectionString: process.env.TEST_DATABASE_URL });
+    const worker = new Client(testPgConnection());
     clients.push(worker);
     await worker.connect();
     await worker.query('BEGIN');

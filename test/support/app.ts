@@ -5,12 +5,12 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { EndpointDefinition, PaymentWebhooksOptions } from '../../src/config/options';
-import { configurePaymentWebhooksApp } from '../../src/configure-app';
+import { fastifyAdapter, prepareStandaloneApp } from '../../src/http/standalone';
 import { createLogger } from '../../src/observability/logger';
 import { PW_CONNECTION } from '../../src/database/data-source';
 import { CLOCK, Clock } from '../../src/payment-webhooks.constants';
 import { PaymentWebhooksModule } from '../../src/payment-webhooks.module';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from './env';
+import { TEST_DATABASE_URL, TEST_REDIS_URL, TEST_SCHEMA } from './env';
 
 const silentLogger = createLogger({ level: 'silent' });
 
@@ -78,7 +78,14 @@ export interface TestApp {
  * The module on the real PostgreSQL and Redis, under a queue prefix of its own so suites never
  * see each other's jobs. Workers are off unless a suite asks for them.
  */
-export async function createTestApp(overrides: Partial<PaymentWebhooksOptions> = {}): Promise<TestApp> {
+/** The HTTP platforms every rule of the contract holds on (CONTRACT §1 `HTTP_ADAPTER`). */
+export const PLATFORMS = ['express', 'fastify'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+export async function createTestApp(
+  overrides: Partial<PaymentWebhooksOptions> = {},
+  { platform = 'express' }: { platform?: Platform } = {},
+): Promise<TestApp> {
   const queuePrefix = `pwtest-${randomUUID().slice(0, 8)}`;
   const clock = new TestClock();
   const moduleRef = await Test.createTestingModule({
@@ -102,9 +109,13 @@ export async function createTestApp(overrides: Partial<PaymentWebhooksOptions> =
     .overrideProvider(CLOCK)
     .useValue(clock)
     .compile();
-  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
-  configurePaymentWebhooksApp(app);
+  const app =
+    platform === 'fastify'
+      ? moduleRef.createNestApplication(await fastifyAdapter(), { bodyParser: false, logger: ['error'] })
+      : moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+  prepareStandaloneApp(app);
   await app.init();
+  if (platform === 'fastify') await app.getHttpAdapter().getInstance().ready();
   const dataSource = app.get<DataSource>(getDataSourceToken(PW_CONNECTION));
   return {
     app,
@@ -147,10 +158,11 @@ export async function eventually<T>(probe: () => Promise<T>, timeoutMs = 10_000,
 
 export async function truncateAll(dataSource: DataSource): Promise<void> {
   const tables: Array<{ tablename: string }> = await dataSource.query(
-    `SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'pw_migrations'`,
+    `SELECT tablename FROM pg_tables WHERE schemaname = $1 AND tablename <> 'pw_migrations'`,
+    [TEST_SCHEMA],
   );
   if (tables.length === 0) return;
-  const sql = `TRUNCATE ${tables.map((t) => `"${t.tablename}"`).join(', ')} CASCADE`;
+  const sql = `TRUNCATE ${tables.map((t) => `${TEST_SCHEMA}."${t.tablename}"`).join(', ')} CASCADE`;
   // A worker still finishing the previous test's job can hold row locks in another table order:
   // PostgreSQL then aborts one side of the deadlock, sometimes this one. Try again.
   for (let attempt = 1; ; attempt++) {

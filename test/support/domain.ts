@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
-import { signedHeaders, SigningProvider } from '../../tools/sign';
+import { signedHeaders, SigningProvider } from '../../src/testing/sign';
 import { AUTH, eventually, secretOf, TestApp } from './app';
 
 /** Helpers that drive the service as its users do: the host's REST API and signed webhooks. */

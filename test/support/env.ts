@@ -12,6 +12,13 @@ import { join } from 'node:path';
 export const TEST_DATABASE_URL =
   suiteDatabase() ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/payments_test';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** The module's default schema: the suites run the module as a host would get it. */
+export const TEST_SCHEMA = 'payment_webhooks';
+
+/** Options of a raw `pg` client on the suite's database, seeing the module's tables as the module does. */
+export function testPgConnection(): { connectionString: string; options: string } {
+  return { connectionString: TEST_DATABASE_URL, options: `-c search_path=${TEST_SCHEMA}` };
+}
 
 function suiteDatabase(): string | undefined {
   const template = process.env.PW_TEST_TEMPLATE_NAME;

@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** `../shared` beside the checkout: the contract, its signature vectors and example bodies. */
-export const SHARED_DIR = join(__dirname, '..', '..', '..', 'shared');
+/**
+ * The contract's signature vectors and example bodies, copied into the repository so a clone alone
+ * runs every test (`test/fixtures/fixtures-copy.spec.ts` checks the copies against the originals
+ * when `../shared` is there).
+ */
+export const FIXTURES_DIR = join(__dirname, '..', 'fixtures');
 
 export interface SignatureVector {
   provider: 'paymos' | 'factuarea' | 'stripe' | 'standard';
@@ -16,10 +20,10 @@ export interface SignatureVector {
 }
 
 export function signatureVectors(): SignatureVector[] {
-  return JSON.parse(readFileSync(join(SHARED_DIR, 'spec', 'vectors', 'signatures.json'), 'utf8')).vectors;
+  return JSON.parse(readFileSync(join(FIXTURES_DIR, 'vectors', 'signatures.json'), 'utf8')).vectors;
 }
 
 /** Example bodies per provider and event type (CONTRACT §2). */
 export function exampleEvents(provider: string): Record<string, Record<string, unknown>> {
-  return JSON.parse(readFileSync(join(SHARED_DIR, 'spec', 'examples', `${provider}.json`), 'utf8')).events;
+  return JSON.parse(readFileSync(join(FIXTURES_DIR, 'examples', `${provider}.json`), 'utf8')).events;
 }

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import type { TuningOptions } from '../../src/config/options';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { createTestApp, secretOf, TestApp } from '../support/app';
 import { uniqueId } from '../support/domain';
 import { TEST_DATABASE_URL } from '../support/env';

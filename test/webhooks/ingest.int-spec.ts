@@ -2,8 +2,8 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import request from 'supertest';
 import { InboxQueue } from '../../src/webhooks/inbox.queue';
-import { signedHeaders } from '../../tools/sign';
-import { createTestApp, secretOf, TestApp, truncateAll } from '../support/app';
+import { signedHeaders } from '../../src/testing/sign';
+import { createTestApp, PLATFORMS, secretOf, TestApp, truncateAll } from '../support/app';
 import { signatureVectors } from '../support/shared';
 
 function paymosBody(eventId: string, invoiceId = 'inv_51ab77c0'): string {
@@ -15,12 +15,12 @@ function paymosBody(eventId: string, invoiceId = 'inv_51ab77c0'): string {
   });
 }
 
-describe('POST /webhooks/:endpointId (real PostgreSQL and Redis)', () => {
+describe.each(PLATFORMS)('%s: POST /webhooks/:endpointId (real PostgreSQL and Redis)', (platform) => {
   let t: TestApp;
   let queue: Queue;
 
   beforeAll(async () => {
-    t = await createTestApp();
+    t = await createTestApp({}, { platform });
     queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
   });
   afterAll(() => t?.close());
@@ -162,7 +162,7 @@ describe('POST /webhooks/:endpointId (real PostgreSQL and Redis)', () => {
         { id: 'paymos-a', provider: 'paymos', secrets: ['paymos-secret-old'], merchantAccountId: 'acc_1' },
         { id: 'paymos-x', provider: 'paymos', secrets: ['paymos-secret-x'], merchantAccountId: 'acc_2' },
       ],
-    });
+    }, { platform });
     try {
       const body = paymosBody('evt_shared_id');
       const http = request(other.app.getHttpServer());

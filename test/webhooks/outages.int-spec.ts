@@ -1,9 +1,10 @@
 import request from 'supertest';
 import { Client } from 'pg';
 import { InboxSweeper } from '../../src/webhooks/inbox-sweeper.service';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { createTestApp, eventually, secretOf, TestApp, truncateAll } from '../support/app';
-import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
+import { AdvisoryLock, advisoryLockArgs } from '../../src/database/advisory-locks';
+import { TEST_DATABASE_URL, TEST_REDIS_URL, TEST_SCHEMA, testPgConnection } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 
 function delivery(eventId: string) {
@@ -99,13 +100,13 @@ describe('Redis away: the row is committed, answered 200, and swept later', () =
       `INSERT INTO webhook_inbox (endpoint_id, provider, merchant_account_id, event_id, event_type, headers, body)
        VALUES ('paymos-a', 'paymos', 'acc_1', 'evt_swept', 'invoice.paid', '{}', '{}')`,
     );
-    const other = new Client({ connectionString: TEST_DATABASE_URL });
+    const other = new Client(testPgConnection());
     await other.connect();
     try {
-      await other.query(`SELECT pg_advisory_lock(hashtext('payment-webhooks:inbox-sweeper'))`);
+      await other.query(`SELECT pg_advisory_lock(${advisoryLockArgs(AdvisoryLock.InboxSweeper)})`, [TEST_SCHEMA]);
       const sweeper = t.get<InboxSweeper>(InboxSweeper);
       expect(await sweeper.runOnce()).toBe(0);
-      await other.query(`SELECT pg_advisory_unlock(hashtext('payment-webhooks:inbox-sweeper'))`);
+      await other.query(`SELECT pg_advisory_unlock(${advisoryLockArgs(AdvisoryLock.InboxSweeper)})`, [TEST_SCHEMA]);
       expect(await sweeper.runOnce()).toBe(1);
       await eventually(async () => (await statusOf(t, 'evt_swept')) === 'ignored', 10_000, 'the worker');
     } finally {

@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { DeliveryProcessingService } from '../../src/webhooks/delivery-processing.service';
-import { signedHeaders } from '../../tools/sign';
+import { signedHeaders } from '../../src/testing/sign';
 import { createTestApp, eventually, secretOf, TestApp, truncateAll } from '../support/app';
 
 async function receive(t: TestApp, eventId: string): Promise<string> {
