@@ -1,0 +1,58 @@
+import { Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { PaymentWebhooksModule } from 'nestjs-payment-webhooks';
+import { HealthController } from './health.controller';
+import { HostOrder } from './orders/order.entity';
+import { OrdersModule } from './orders/orders.module';
+
+@Module({
+  imports: [
+    // The host's configuration: the environment (and a .env file, when there is one).
+    ConfigModule.forRoot(),
+
+    // The host's own default connection, for its own tables in `public`.
+    TypeOrmModule.forRootAsync({
+      imports: [ConfigModule],
+      inject: [ConfigService],
+      useFactory: (config: ConfigService) => ({
+        type: 'postgres' as const,
+        url: config.getOrThrow<string>('DATABASE_URL'),
+        entities: [HostOrder],
+        synchronize: false,
+      }),
+    }),
+    OrdersModule,
+
+    // The payment module: same database, but its own connection, its own schema
+    // (`payment_webhooks`, created and migrated at start) and its routes under /api/payments.
+    PaymentWebhooksModule.forRootAsync({
+      imports: [ConfigModule],
+      inject: [ConfigService],
+      useFactory: (config: ConfigService) => ({
+        databaseUrl: config.getOrThrow<string>('DATABASE_URL'),
+        redisUrl: config.getOrThrow<string>('REDIS_URL'),
+        // Keeps this app's BullMQ keys apart from anything else sharing the Redis.
+        queuePrefix: config.get<string>('QUEUE_PREFIX', 'host-pw'),
+        routePrefix: 'payments',
+        endpoints: [
+          {
+            id: 'stripe-main',
+            provider: 'stripe',
+            secrets: [config.getOrThrow<string>('STRIPE_WEBHOOK_SECRET')],
+            merchantAccountId: config.get<string>('STRIPE_ACCOUNT_ID', 'acct_host_app'),
+          },
+        ],
+        carriers: [{ name: 'default', url: config.getOrThrow<string>('CARRIER_URL') }],
+        // Guards the module's order/admin API and its Swagger UI.
+        adminToken: config.getOrThrow<string>('ADMIN_TOKEN'),
+        runWorkers: true,
+      }),
+    }),
+
+    // Later: a subscriber of the host's own (`@OnPaymentEvent('payment.succeeded')`) that grants a
+    // licence in a table of the host's, in a module of its own imported here.
+  ],
+  controllers: [HealthController],
+})
+export class AppModule {}

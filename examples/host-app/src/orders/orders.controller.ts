@@ -1,0 +1,21 @@
+import { Body, Controller, Get, Post, ValidationPipe } from '@nestjs/common';
+import { CreateOrderDto } from './create-order.dto';
+import { HostOrder } from './order.entity';
+import { OrdersService } from './orders.service';
+
+/** `/api/orders`: the host's own routes, parsed by the host's own body parser. */
+@Controller('orders')
+export class OrdersController {
+  constructor(private readonly orders: OrdersService) {}
+
+  @Get()
+  list(): Promise<HostOrder[]> {
+    return this.orders.list();
+  }
+
+  // The pipe is scoped to the host's route: a global one would also run on the module's routes.
+  @Post()
+  create(@Body(new ValidationPipe({ whitelist: true, forbidNonWhitelisted: true })) body: CreateOrderDto): Promise<HostOrder> {
+    return this.orders.create(body.label);
+  }
+}

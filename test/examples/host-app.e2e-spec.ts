@@ -1,0 +1,328 @@
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { Client } from 'pg';
+import type { signedHeaders as SignedHeaders } from '../../src/testing';
+import { freePort } from '../support/process';
+
+/**
+ * examples/host-app as a user gets it: the repository packed with `npm pack`, the example copied
+ * out of the repository and installed with a plain `npm install` against the tarball, built with
+ * its own TypeScript, then started as its own process on Express and on Fastify. What the packed
+ * package must give a host: a tree with one copy of every framework package, type declarations and
+ * an `exports` map a TypeScript host compiles against, and a module that lives beside the host's
+ * own routes, body parsing and tables without touching them.
+ */
+const REPO = join(__dirname, '..', '..');
+const EXAMPLE = join(REPO, 'examples', 'host-app');
+const RUN = `${process.pid}_${randomBytes(4).toString('hex')}`;
+const QUEUE_PREFIX = `pw-host-app-${RUN}`;
+const STRIPE_SECRET = `whsec_host_app_${randomBytes(8).toString('hex')}`;
+const ADMIN_TOKEN = `host-admin-${randomBytes(8).toString('hex')}`;
+/** The example's default `STRIPE_ACCOUNT_ID`. */
+const ACCOUNT = 'acct_host_app';
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const BASE_DB_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/payments_test';
+/** The server's maintenance database, where the host's own database is created and dropped. */
+const ADMIN_DB_URL = process.env.PW_TEST_ADMIN_URL ?? withDatabase(BASE_DB_URL, 'postgres');
+const HOST_DB = `payments_host_${RUN}`;
+const HOST_DB_URL = withDatabase(ADMIN_DB_URL, HOST_DB);
+/** The host's own table, as examples/host-app/src/orders/order.entity.ts creates it. */
+const HOST_ORDERS_DDL = `CREATE TABLE IF NOT EXISTS public.orders (id serial PRIMARY KEY, label text NOT NULL)`;
+const SEED = { id: 1, label: 'host order (seeded)' };
+/** Every package a second copy of which would split the host's and the module's worlds. */
+const SINGLETONS = [
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/bullmq',
+  '@nestjs/swagger',
+  '@nestjs/terminus',
+  '@nestjs/typeorm',
+  '@nestjs/config',
+  '@nestjs/platform-express',
+  '@nestjs/platform-fastify',
+  '@fastify/static',
+  'typeorm',
+  'bullmq',
+  'ioredis',
+  'pg',
+  'class-validator',
+  'class-transformer',
+  'reflect-metadata',
+  'rxjs',
+  'nestjs-payment-webhooks',
+];
+
+const exec = promisify(execFile);
+let work: string | undefined;
+let hostDir: string;
+let signedHeaders: typeof SignedHeaders;
+let db: Client | undefined;
+const children = new Set<ChildProcess>();
+/** The host's orders the suites POST, on either platform: with the seeded row, all there is in public.orders. */
+const posted: Array<{ id: number; label: string }> = [];
+
+function withDatabase(url: string, name: string): string {
+  const copy = new URL(url);
+  copy.pathname = `/${name}`;
+  return copy.toString();
+}
+
+/**
+ * The environment of an npm run: ours without npm's own `npm_*` variables (when Jest runs under
+ * `npm test` they name the repository as the project, and the host is not inside it).
+ */
+function npmEnv(): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD'));
+  return { ...env, npm_config_update_notifier: 'false' };
+}
+
+async function run(command: string, args: string[], cwd: string, timeoutMs: number): Promise<string> {
+  try {
+    const { stdout } = await exec(command, args, { cwd, env: npmEnv(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+    return stdout;
+  } catch (err) {
+    const e = err as Error & { stdout?: string; stderr?: string };
+    throw new Error(`${command} ${args.join(' ')} (in ${cwd}) failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+  }
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'pw-host-app-'));
+  // 1. The package as it is published: dist/ is built before Jest runs (scripts/test.sh).
+  const packOutput = await run('npm', ['pack', '--json', '--pack-destination', work], REPO, 60_000);
+  const [packed] = JSON.parse(packOutput) as Array<{ filename: string }>;
+  const tarball = join(work, packed.filename);
+
+  // 2. The example out of the repository (no node_modules or build of a developer's), depending on the tarball.
+  hostDir = join(work, 'host-app');
+  cpSync(EXAMPLE, hostDir, {
+    recursive: true,
+    filter: (src) => !/^(node_modules|dist)(\/|$)/.test(relative(EXAMPLE, src)),
+  });
+  const manifest = JSON.parse(readFileSync(join(hostDir, 'package.json'), 'utf8'));
+  expect(manifest.dependencies['nestjs-payment-webhooks']).toBe('^0.2.0');
+  manifest.dependencies['nestjs-payment-webhooks'] = `file:${tarball}`;
+  writeFileSync(join(hostDir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  // A plain install: no --force, no --legacy-peer-deps. Any peer conflict fails it.
+  await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], hostDir, 150_000);
+
+  // 3. The host's own build against the installed package's declarations and exports map.
+  await run('npx', ['tsc', '-p', 'tsconfig.json'], hostDir, 60_000);
+
+  // The sender's signature, from the installed package's public `testing` entry point.
+  const hostRequire = createRequire(join(hostDir, 'package.json'));
+  signedHeaders = (hostRequire('nestjs-payment-webhooks/testing') as { signedHeaders: typeof SignedHeaders }).signedHeaders;
+
+  // 4. A database of the host's own, with a row of its own in its own table.
+  const admin = new Client({ connectionString: ADMIN_DB_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${HOST_DB}"`);
+  } finally {
+    await admin.end();
+  }
+  db = new Client({ connectionString: HOST_DB_URL });
+  await db.connect();
+  await db.query(HOST_ORDERS_DDL);
+  await db.query(`INSERT INTO public.orders (id, label) VALUES ($1, $2)`, [SEED.id, SEED.label]);
+  await db.query(`SELECT setval('public.orders_id_seq', 1)`);
+}, 240_000);
+
+afterAll(async () => {
+  // Each step runs whatever failed before it; the first error is reported.
+  const errors: unknown[] = [];
+  const step = async (cleanup: () => Promise<unknown> | void) => {
+    try {
+      await cleanup();
+    } catch (err) {
+      errors.push(err);
+    }
+  };
+  await step(() => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  await step(() => db?.end());
+  await step(async () => {
+    const admin = new Client({ connectionString: ADMIN_DB_URL });
+    await admin.connect();
+    try {
+      await admin.query(`DROP DATABASE IF EXISTS "${HOST_DB}" WITH (FORCE)`);
+    } finally {
+      await admin.end();
+    }
+  });
+  await step(async () => {
+    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await redis.connect();
+      const keys = await redis.keys(`${QUEUE_PREFIX}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+    } finally {
+      redis.disconnect();
+    }
+  });
+  await step(() => {
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+  if (errors.length > 0) throw errors[0];
+}, 30_000);
+
+it('the host installs with a plain npm install and one copy of each framework package', async () => {
+  const nodes = JSON.parse(await run('npm', ['query', '*'], hostDir, 30_000)) as Array<{ name: string; location: string }>;
+  const locations = (name: string) => [...new Set(nodes.filter((n) => n.name === name).map((n) => n.location))];
+  for (const name of SINGLETONS) expect({ name, copies: locations(name) }).toEqual({ name, copies: [`node_modules/${name}`] });
+  // `npm ls` exits non-zero on a missing or invalid dependency anywhere in the tree.
+  await run('npm', ['ls', '--all'], hostDir, 30_000);
+  // The host's one override is the only one.
+  expect(JSON.parse(readFileSync(join(hostDir, 'package.json'), 'utf8')).overrides).toEqual({ typeorm: { ioredis: '$ioredis' } });
+}, 60_000);
+
+/** The built host as its own process, with exactly `env` (plus PATH). */
+class HostProcess {
+  readonly child: ChildProcess;
+  output = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(env: Record<string, string>) {
+    this.child = spawn(process.execPath, ['dist/main.js'], {
+      cwd: hostDir,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(this.child);
+    this.child.stdout!.on('data', (d) => (this.output += d));
+    this.child.stderr!.on('data', (d) => (this.output += d));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  get running(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+}
+
+describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started from its build', (platform) => {
+  let host: HostProcess;
+  let base: string;
+  const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
+  const eventId = `evt_host_${platform}_${randomBytes(6).toString('hex')}`;
+  const paymentIntent = `pi_host_${platform}_${randomBytes(6).toString('hex')}`;
+  const body = JSON.stringify({
+    id: eventId,
+    object: 'event',
+    created: Math.floor(Date.now() / 1000),
+    livemode: false,
+    type: 'payment_intent.succeeded',
+    account: ACCOUNT,
+    data: { object: { id: paymentIntent, object: 'payment_intent', amount_received: 4990, currency: 'eur', metadata: {} } },
+  });
+  const json = async (res: Response): Promise<{ status: number; body: any }> => ({ status: res.status, body: await res.json() });
+
+  beforeAll(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    host = new HostProcess({
+      DATABASE_URL: HOST_DB_URL,
+      REDIS_URL,
+      PORT: String(port),
+      HTTP_PLATFORM: platform,
+      STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
+      ADMIN_TOKEN,
+      QUEUE_PREFIX,
+      CARRIER_URL: 'http://127.0.0.1:9',
+    });
+    // Up once the host's own route answers; a host that died says why.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      if (!host.running) throw new Error(`the host exited before listening:\n${host.output}`);
+      if (await fetch(`${base}/api/health`).then((r) => r.ok, () => false)) break;
+      if (Date.now() > deadline) throw new Error(`the host did not answer within 30 s:\n${host.output}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 40_000);
+
+  afterAll(() => {
+    if (host?.running) host.child.kill('SIGKILL');
+  });
+
+  it("/api/health and /api/orders are the host's own; its JSON POST is parsed by its own body parser", async () => {
+    expect(await json(await fetch(`${base}/api/health`))).toEqual({ status: 200, body: { host: 'ok' } });
+    const before = await json(await fetch(`${base}/api/orders`));
+    expect(before).toEqual({ status: 200, body: [SEED, ...posted] });
+
+    const label = `made on ${platform}`;
+    const post = (body: string) => fetch(`${base}/api/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const created = await json(await post(JSON.stringify({ label })));
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({ id: expect.any(Number), label });
+    posted.push(created.body);
+    // The host's validation runs on its route.
+    expect((await post('{"label":""}')).status).toBe(400);
+    expect((await json(await fetch(`${base}/api/orders`))).body).toEqual([SEED, ...posted]);
+  });
+
+  it("the module's routes live under /api/payments", async () => {
+    const ready = await json(await fetch(`${base}/api/payments/health/ready`));
+    expect(ready.status).toBe(200);
+    expect(ready.body.status).toBe('ok');
+    expect((await fetch(`${base}/api/payments/orders`)).status).toBe(401);
+    const orders = await json(await fetch(`${base}/api/payments/orders`, { headers: auth }));
+    expect(orders.status).toBe(200);
+    expect(orders.body.items).toEqual([]);
+  });
+
+  it('a signed Stripe delivery is accepted once, a duplicate is recognised, a tampered body is refused', async () => {
+    const url = `${base}/api/payments/webhooks/stripe-main`;
+    const headers = signedHeaders('stripe', STRIPE_SECRET, body);
+    const deliver = async (raw: string) => json(await fetch(url, { method: 'POST', headers, body: raw }));
+    expect(await deliver(body)).toEqual({ status: 200, body: { status: 'accepted', eventId } });
+    expect(await deliver(body)).toEqual({ status: 200, body: { status: 'duplicate', eventId } });
+    const tampered = body.replace('"amount_received":4990', '"amount_received":1');
+    expect(tampered).not.toBe(body);
+    expect(await deliver(tampered)).toEqual({ status: 401, body: { error: 'invalid_signature' } });
+  });
+
+  it("the module's Swagger UI is at /api/payments/docs, behind the admin token", async () => {
+    const anonymous = await fetch(`${base}/api/payments/docs`);
+    expect(anonymous.status).toBe(401);
+    const docs = await fetch(`${base}/api/payments/docs`, { headers: auth });
+    expect(docs.status).toBe(200);
+    expect(docs.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await docs.text()).toMatch(/swagger-ui/i);
+  });
+
+  it("the host's table is untouched, the module's tables are all in its own schema, the delivery is recorded once", async () => {
+    expect((await db!.query(`SELECT id, label FROM public.orders ORDER BY id`)).rows).toEqual([SEED, ...posted]);
+    const columns = await db!.query(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'orders' ORDER BY ordinal_position`,
+    );
+    expect(columns.rows.map((r) => r.column_name)).toEqual(['id', 'label']);
+    // Nothing of the module's in public: the host's `orders` is the only table there.
+    const inPublic = await db!.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`);
+    expect(inPublic.rows.map((r) => r.tablename)).toEqual(['orders']);
+    const inModule = await db!.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'payment_webhooks'`);
+    expect(inModule.rows.map((r) => r.tablename)).toEqual(
+      expect.arrayContaining(['webhook_inbox', 'payments', 'fulfillments', 'outbox_message', 'pw_migrations', 'orders']),
+    );
+    const recorded = await db!.query(`SELECT count(*)::int AS n FROM payment_webhooks.webhook_inbox WHERE event_id = $1`, [eventId]);
+    expect(recorded.rows[0].n).toBe(1);
+  });
+
+  it('SIGTERM closes the app through its shutdown hooks and the process ends within 10 s', async () => {
+    host.child.kill('SIGTERM');
+    const deadline = new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 10_000).unref());
+    const exit = await Promise.race([host.exited, deadline]);
+    // Nest re-raises the signal once the app is closed.
+    expect({ exit, output: exit === 'still running' ? host.output.slice(-2000) : '' }).toEqual({
+      exit: { code: null, signal: 'SIGTERM' },
+      output: '',
+    });
+    // Killed by the signal alone, the module would not have said this: its workers and connections were closed.
+    expect(host.output).toMatch(/shut down \(SIGTERM\): workers and connections closed/);
+  }, 15_000);
+});
