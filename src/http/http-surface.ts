@@ -72,9 +72,21 @@ export class HttpSurface implements OnModuleInit {
       )
       .setVersion('1')
       .setLicense('MIT', 'https://opensource.org/license/mit')
-      .addServer('/', 'this service')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' }, 'admin')
-      .addBasicAuth({ type: 'http', scheme: 'basic', description: 'any user name, ADMIN_TOKEN as the password' }, 'adminBasic')
+      // The paths already carry the host's global prefix and the route prefix: the server is the
+      // origin that serves this document, whatever it is.
+      .addServer('/', 'The service serving this document (paths include any global and route prefix)')
+      // The admin token is a static secret, not a JWT: addBearerAuth() would say `bearerFormat: JWT`.
+      .addSecurity('admin', {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'The static ADMIN_TOKEN: `Authorization: Bearer <ADMIN_TOKEN>`.',
+      })
+      .addBasicAuth({ type: 'http', scheme: 'basic', description: 'Any user name, ADMIN_TOKEN as the password (for a browser).' }, 'adminBasic')
+      .addTag('webhooks', 'Signed deliveries from payment providers, verified and recorded once; no admin token.')
+      .addTag('orders', 'Orders, the provider payments they expect, and their lifecycle (paid, canceled, fulfilled once).')
+      .addTag('payments', 'Provider payments as recorded here, with their status and refunds.')
+      .addTag('admin', 'The operator\'s routes: the delivery archive and replay, the outbox, reconciliation and retention.')
+      .addTag('operations', 'Liveness and readiness probes (no auth) and Prometheus metrics (admin token).')
       .build();
     return SwaggerModule.createDocument(app, config, { include: this.documented.length ? this.documented : undefined });
   }

@@ -1,11 +1,13 @@
 import { Controller, Get, Header, UseFilters, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiErrorResponses } from '../common/api-docs';
 import { ApiExceptionFilter } from '../common/api-errors';
 import { MetricsService } from './metrics.service';
 
 @ApiTags('operations')
+// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('metrics')
 @UseGuards(AdminGuard)
@@ -15,7 +17,7 @@ export class MetricsController {
 
   @Get()
   @Header('Content-Type', 'text/plain; version=0.0.4; charset=utf-8')
-  @ApiOperation({ summary: 'Prometheus metrics', description: 'Text exposition format; admin token required.' })
+  @ApiOperation({ operationId: 'getMetrics', summary: 'Prometheus metrics', description: 'Text exposition format; admin token required.' })
   @ApiOkResponse({
     description: 'Metrics in the Prometheus text format',
     content: {

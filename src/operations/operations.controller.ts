@@ -1,10 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AdminGuard } from '../common/admin.guard';
-import { ApiErrorResponses } from '../common/api-docs';
+import { ApiErrorResponses, conflict, fieldError } from '../common/api-docs';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
+import { PROVIDER_NAMES } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { uuidParam } from '../payments/orders.controller';
 import { DeliveryArchiveService } from './delivery-archive.service';
@@ -25,6 +26,8 @@ import { RetentionService } from './retention.service';
 
 /** The operator's routes (CONTRACT §4): the archive, replay, the outbox, reconciliation, retention. */
 @ApiTags('admin')
+// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('admin')
 @UseGuards(AdminGuard)
@@ -39,17 +42,23 @@ export class OperationsController {
   ) {}
 
   @Get('webhook-deliveries')
-  @ApiOperation({ summary: 'The delivery archive, newest first', description: 'Every filter is backed by an index; keyset pagination.' })
+  @ApiOperation({
+    operationId: 'listWebhookDeliveries',
+    summary: 'The delivery archive, newest first',
+    description: 'Every filter is backed by an index; keyset pagination.',
+  })
   @ApiOkResponse({ type: DeliveryPage })
-  @ApiErrorResponses(400, 401, 503)
+  @ApiErrorResponses(400, 401, 503, {
+    400: fieldError('from', 'from must be an ISO 8601 instant with a time zone, e.g. 2026-11-29T10:00:00Z'),
+  })
   deliveries(@Query() query: ListDeliveriesQuery): Promise<DeliveryPage> {
     return this.archive.list(query);
   }
 
   @Get('webhook-deliveries/:id')
-  @ApiOperation({ summary: 'One delivery with its headers (signatures redacted) and body' })
+  @ApiOperation({ operationId: 'getWebhookDelivery', summary: 'One delivery with its headers (signatures redacted) and body' })
   @ApiOkResponse({ type: DeliveryDetail })
-  @ApiErrorResponses(400, 401, 404, 503)
+  @ApiErrorResponses(401, 404, 503)
   delivery(@Param('id', uuidParam) id: string): Promise<DeliveryDetail> {
     return this.archive.get(id);
   }
@@ -57,29 +66,42 @@ export class OperationsController {
   @Post('webhook-deliveries/:id/reprocess')
   @HttpCode(202)
   @ApiOperation({
+    operationId: 'reprocessWebhookDelivery',
     summary: 'Run processing again',
     description: 'Safe at any time: the transition guard decides. 409 while its processing is running.',
   })
   @ApiAcceptedResponse({ type: QueuedAnswer })
-  @ApiErrorResponses(400, 401, 404, 409, 503)
+  @ApiErrorResponses(401, 404, 409, 503, {
+    409: conflict(
+      'Its processing is running right now',
+      'processing_in_progress',
+      'the delivery is being processed right now; try again shortly',
+    ),
+  })
   async reprocess(@Param('id', uuidParam) id: string): Promise<QueuedAnswer> {
     await this.archive.reprocess(id);
     return { status: 'queued' };
   }
 
   @Get('outbox')
-  @ApiOperation({ summary: 'Outbox messages, newest first' })
+  @ApiOperation({ operationId: 'listOutboxMessages', summary: 'Outbox messages, newest first' })
   @ApiOkResponse({ type: OutboxPage })
-  @ApiErrorResponses(400, 401, 503)
+  @ApiErrorResponses(400, 401, 503, { 400: fieldError('limit', 'limit must be an integer from 1 to 100') })
   outboxMessages(@Query() query: ListOutboxQuery): Promise<OutboxPage> {
     return this.outbox.list(query);
   }
 
   @Post('outbox/:id/retry')
   @HttpCode(202)
-  @ApiOperation({ summary: 'Retry a dead message with a fresh attempt budget', description: '409 unless the message is dead.' })
+  @ApiOperation({
+    operationId: 'retryOutboxMessage',
+    summary: 'Retry a dead message with a fresh attempt budget',
+    description: '409 unless the message is dead.',
+  })
   @ApiAcceptedResponse({ type: QueuedAnswer })
-  @ApiErrorResponses(400, 401, 404, 409, 503)
+  @ApiErrorResponses(401, 404, 409, 503, {
+    409: conflict('The message is not dead', 'illegal_transition', 'a pending message cannot be retried; only a dead one'),
+  })
   async retry(@Param('id', uuidParam) id: string): Promise<QueuedAnswer> {
     await this.outbox.retry(id);
     return { status: 'queued' };
@@ -87,9 +109,11 @@ export class OperationsController {
 
   @Post('reconciliation')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Compare our records with what the provider says was sent and paid' })
+  @ApiOperation({ operationId: 'reconcile', summary: 'Compare our records with what the provider says was sent and paid' })
   @ApiOkResponse({ type: ReconciliationReport })
-  @ApiErrorResponses(400, 401, 503)
+  @ApiErrorResponses(400, 401, 503, {
+    400: fieldError('provider', `provider must be one of ${PROVIDER_NAMES.join(', ')}`),
+  })
   reconciliation(@Body() body: ReconciliationRequest): Promise<ReconciliationReport> {
     return reconcile(this.dataSource, body);
   }
@@ -97,6 +121,7 @@ export class OperationsController {
   @Post('retention/purge')
   @HttpCode(200)
   @ApiOperation({
+    operationId: 'purgeRetention',
     summary: 'Purge what the retention window allows now (also runs daily)',
     description: 'Deliveries in a final status and dispatched messages older than INBOX_RETENTION_DAYS, in small batches.',
   })

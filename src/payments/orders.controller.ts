@@ -1,9 +1,10 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBasicAuth, ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
-import { ApiErrorResponses } from '../common/api-docs';
+import { ApiErrorResponses, conflict, fieldError } from '../common/api-docs';
 import { DomainError } from '../common/domain-error';
+import { PROVIDER_NAMES } from '../config/options';
 import { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import { RegisterPaymentDto } from './dto/payment.dto';
 import { OrderPage, OrderView, PaymentView } from './dto/views';
@@ -18,6 +19,8 @@ export const uuidParam = new ParseUUIDPipe({
 });
 
 @ApiTags('orders')
+// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('orders')
 @UseGuards(AdminGuard)
@@ -27,11 +30,14 @@ export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 
   @Post()
-  @ApiOperation({ summary: 'Place an order', description: 'Safe to retry for 24 h with an `Idempotency-Key`.' })
+  @ApiOperation({ operationId: 'createOrder', summary: 'Place an order', description: 'Safe to retry for 24 h with an `Idempotency-Key`.' })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Up to 255 characters.' })
   @ApiBody({ type: CreateOrderDto })
   @ApiResponse({ status: 201, type: OrderView })
-  @ApiErrorResponses(400, 401, 409, 422, 503)
+  @ApiErrorResponses(400, 401, 409, 422, 503, {
+    400: fieldError('amount', 'amount must be a decimal string such as "49.90"'),
+    409: conflict('Another order has this reference', 'reference_taken'),
+  })
   async create(
     @Body() dto: CreateOrderDto,
     @Req() req: { headers: Record<string, string | string[] | undefined>; body: unknown },
@@ -45,29 +51,33 @@ export class OrdersController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'List orders, newest first' })
+  @ApiOperation({ operationId: 'listOrders', summary: 'List orders, newest first' })
   @ApiOkResponse({ type: OrderPage })
-  @ApiErrorResponses(400, 401, 503)
+  @ApiErrorResponses(400, 401, 503, { 400: fieldError('limit', 'limit must be an integer from 1 to 100') })
   list(@Query() query: ListOrdersQuery): Promise<OrderPage> {
     return this.orders.list(query);
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'Get an order with its payments and fulfillment' })
+  @ApiOperation({ operationId: 'getOrder', summary: 'Get an order with its payments and fulfillment' })
   @ApiOkResponse({ type: OrderView })
-  @ApiErrorResponses(400, 401, 404, 503)
+  @ApiErrorResponses(401, 404, 503)
   get(@Param('id', uuidParam) id: string): Promise<OrderView> {
     return this.orders.get(id);
   }
 
   @Post(':id/payments')
   @ApiOperation({
+    operationId: 'registerPayment',
     summary: 'Register a provider payment for the order',
     description: '201 a new payment; 200 the same registration again; parked deliveries for it are processed at once.',
   })
   @ApiResponse({ status: 201, type: PaymentView })
   @ApiResponse({ status: 200, type: PaymentView })
-  @ApiErrorResponses(400, 401, 404, 409, 503)
+  @ApiErrorResponses(400, 401, 404, 409, 503, {
+    400: fieldError('provider', `provider must be one of ${PROVIDER_NAMES.join(', ')}`),
+    409: conflict('The provider payment is registered to another order', 'payment_already_registered'),
+  })
   async registerPayment(
     @Param('id', uuidParam) id: string,
     @Body() dto: RegisterPaymentDto,
@@ -80,18 +90,27 @@ export class OrdersController {
 
   @Post(':id/mark-paid')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Mark the order paid (support)', description: 'Through the same rules as a webhook: fulfilled once.' })
+  @ApiOperation({
+    operationId: 'markOrderPaid',
+    summary: 'Mark the order paid (support)',
+    description: 'Through the same rules as a webhook: fulfilled once. An order already paid answers as it is.',
+  })
   @ApiOkResponse({ type: OrderView })
-  @ApiErrorResponses(400, 401, 404, 409, 503)
+  @ApiErrorResponses(400, 401, 404, 409, 503, {
+    400: fieldError('reason', 'reason should not be empty'),
+    409: conflict('The order is neither awaiting payment nor paid', 'illegal_transition', 'a canceled order cannot be marked paid'),
+  })
   markPaid(@Param('id', uuidParam) id: string, @Body() dto: MarkPaidDto): Promise<OrderView> {
     return this.orders.markPaid(id, dto);
   }
 
   @Post(':id/cancel')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Cancel an order awaiting payment' })
+  @ApiOperation({ operationId: 'cancelOrder', summary: 'Cancel an order awaiting payment' })
   @ApiOkResponse({ type: OrderView })
-  @ApiErrorResponses(400, 401, 404, 409, 503)
+  @ApiErrorResponses(401, 404, 409, 503, {
+    409: conflict('The order is not awaiting payment', 'illegal_transition', 'a paid order cannot be canceled'),
+  })
   cancel(@Param('id', uuidParam) id: string): Promise<OrderView> {
     return this.orders.cancel(id);
   }

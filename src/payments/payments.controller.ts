@@ -1,14 +1,16 @@
 import { Controller, Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
-import { ApiErrorResponses } from '../common/api-docs';
+import { ApiErrorResponses, fieldError } from '../common/api-docs';
 import { ListPaymentsQuery } from './dto/payment.dto';
 import { PaymentPage, PaymentView } from './dto/views';
 import { uuidParam } from './orders.controller';
 import { OrdersService } from './orders.service';
 
 @ApiTags('payments')
+// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('payments')
 @UseGuards(AdminGuard)
@@ -18,17 +20,17 @@ export class PaymentsController {
   constructor(private readonly orders: OrdersService) {}
 
   @Get()
-  @ApiOperation({ summary: 'List payments, newest first' })
+  @ApiOperation({ operationId: 'listPayments', summary: 'List payments, newest first' })
   @ApiOkResponse({ type: PaymentPage })
-  @ApiErrorResponses(400, 401, 503)
+  @ApiErrorResponses(400, 401, 503, { 400: fieldError('limit', 'limit must be an integer from 1 to 100') })
   list(@Query() query: ListPaymentsQuery): Promise<PaymentPage> {
     return this.orders.listPayments(query);
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'Get a payment' })
+  @ApiOperation({ operationId: 'getPayment', summary: 'Get a payment' })
   @ApiOkResponse({ type: PaymentView })
-  @ApiErrorResponses(400, 401, 404, 503)
+  @ApiErrorResponses(401, 404, 503)
   get(@Param('id', uuidParam) id: string): Promise<PaymentView> {
     return this.orders.getPayment(id);
   }

@@ -24,12 +24,15 @@ export class WebhooksController {
   @Post(':endpointId')
   @HttpCode(200)
   @ApiOperation({
+    operationId: 'receiveWebhook',
     summary: 'Receive a signed payment webhook',
     description:
       'The body is read as raw bytes whatever the Content-Type, and the signature checked over them before it is ' +
       'parsed (Paymos `X-Webhook-Signature`, Factuarea `Factuarea-Signature`, Stripe `Stripe-Signature`, Standard ' +
       'Webhooks `webhook-signature`). 200 only once the delivery is committed; 503 for anything transient; 4xx ' +
       'only for what a retry cannot fix. No admin token.',
+    // Authenticated by the provider's signature, not by a security scheme of this document.
+    security: [],
   })
   @ApiParam({ name: 'endpointId', example: 'stripe-main', description: 'A configured endpoint id' })
   @ApiConsumes('application/json')

@@ -9,6 +9,9 @@ import { AUTH, createTestApp, TestApp } from '../support/app';
  */
 
 type Operation = {
+  operationId?: string;
+  summary?: string;
+  tags?: string[];
   security?: Array<Record<string, string[]>>;
   responses: Record<string, { description?: string; content?: Record<string, MediaType> }>;
   parameters?: Array<{ name: string; in: string; required?: boolean }>;
@@ -17,33 +20,61 @@ type Operation = {
 type MediaType = { schema?: Record<string, any>; example?: unknown; examples?: Record<string, { value?: unknown }> };
 type Doc = {
   openapi: string;
+  info: { title: string; license?: { name?: string; url?: string } };
+  servers?: Array<{ url: string; description?: string }>;
+  tags?: Array<{ name: string; description?: string }>;
   paths: Record<string, Record<string, Operation>>;
   components: { securitySchemes?: Record<string, Record<string, unknown>>; schemas?: Record<string, Record<string, any>> };
   security?: unknown;
 };
 
-/** Every route of CONTRACT §2–§4, as OpenAPI spells its path. */
-const CONTRACT_ROUTES: Array<[string, string]> = [
-  ['post', '/webhooks/{endpointId}'],
-  ['post', '/orders'],
-  ['get', '/orders'],
-  ['get', '/orders/{id}'],
-  ['post', '/orders/{id}/payments'],
-  ['post', '/orders/{id}/mark-paid'],
-  ['post', '/orders/{id}/cancel'],
-  ['get', '/payments'],
-  ['get', '/payments/{id}'],
-  ['get', '/admin/webhook-deliveries'],
-  ['get', '/admin/webhook-deliveries/{id}'],
-  ['post', '/admin/webhook-deliveries/{id}/reprocess'],
-  ['get', '/admin/outbox'],
-  ['post', '/admin/outbox/{id}/retry'],
-  ['post', '/admin/reconciliation'],
-  ['post', '/admin/retention/purge'],
-  ['get', '/health'],
-  ['get', '/health/ready'],
-  ['get', '/metrics'],
+/**
+ * Every route of CONTRACT §2–§4, as OpenAPI spells its path, with its operationId: client
+ * generators name their methods after it, so it is part of the contract and does not change.
+ */
+const OPERATION_IDS: Array<[string, string, string]> = [
+  ['post', '/webhooks/{endpointId}', 'receiveWebhook'],
+  ['post', '/orders', 'createOrder'],
+  ['get', '/orders', 'listOrders'],
+  ['get', '/orders/{id}', 'getOrder'],
+  ['post', '/orders/{id}/payments', 'registerPayment'],
+  ['post', '/orders/{id}/mark-paid', 'markOrderPaid'],
+  ['post', '/orders/{id}/cancel', 'cancelOrder'],
+  ['get', '/payments', 'listPayments'],
+  ['get', '/payments/{id}', 'getPayment'],
+  ['get', '/admin/webhook-deliveries', 'listWebhookDeliveries'],
+  ['get', '/admin/webhook-deliveries/{id}', 'getWebhookDelivery'],
+  ['post', '/admin/webhook-deliveries/{id}/reprocess', 'reprocessWebhookDelivery'],
+  ['get', '/admin/outbox', 'listOutboxMessages'],
+  ['post', '/admin/outbox/{id}/retry', 'retryOutboxMessage'],
+  ['post', '/admin/reconciliation', 'reconcile'],
+  ['post', '/admin/retention/purge', 'purgeRetention'],
+  ['get', '/health', 'checkLiveness'],
+  ['get', '/health/ready', 'checkReadiness'],
+  ['get', '/metrics', 'getMetrics'],
 ];
+const CONTRACT_ROUTES: Array<[string, string]> = OPERATION_IDS.map(([m, p]) => [m, p]);
+
+/** Each route's own 409 (CONTRACT §3, §4): what it refuses, not a copy of another route's. */
+const CONFLICTS: Array<[string, string, Record<string, string>]> = [
+  ['post', '/orders', { error: 'reference_taken' }],
+  ['post', '/orders/{id}/payments', { error: 'payment_already_registered' }],
+  ['post', '/orders/{id}/mark-paid', { error: 'illegal_transition', detail: 'a canceled order cannot be marked paid' }],
+  ['post', '/orders/{id}/cancel', { error: 'illegal_transition', detail: 'a paid order cannot be canceled' }],
+  ['post', '/admin/webhook-deliveries/{id}/reprocess', { error: 'processing_in_progress', detail: expect.any(String) }],
+  ['post', '/admin/outbox/{id}/retry', { error: 'illegal_transition', detail: expect.stringMatching(/cannot be retried; only a dead one$/) }],
+];
+
+/**
+ * Where the recommended rules do not fit, by rule and JSON pointer, each with its reason. Nothing
+ * else is ignored, and no rule is turned off.
+ * - operation-4xx-response on /health and /health/ready: liveness and readiness have no client
+ *   error to report; they answer 200 or 503 only (the '/health/ready documents its 503' test pins
+ *   exactly that), and a made-up 4xx would be a false statement in the document.
+ */
+const LINT_IGNORES: Record<string, string[]> = {
+  'operation-4xx-response': ['#/paths/~1health/get/responses', '#/paths/~1health~1ready/get/responses'],
+};
 
 const OPEN_ROUTES = new Set(['post /webhooks/{endpointId}', 'get /health', 'get /health/ready']);
 const HEALTH = new Set(['get /health', 'get /health/ready']);
@@ -72,25 +103,24 @@ function schemaExamples(doc: Doc, name: string): Record<string, unknown> {
 }
 
 /**
- * `SwaggerParser.validate(structuredClone(doc))` with the installed @apidevtools/swagger-parser.
- * It runs in a plain Node process: its dependency json-schema-ref-parser is ESM-only, which Node
- * loads natively but Jest's module runtime (Node 20) refuses, and the Jest config is not ours to
- * change. The document travels as JSON, i.e. as a structured clone.
+ * Runs `script` in a plain Node process, with `input` as JSON on its stdin; it writes its answer
+ * as JSON on stdout. The validators below are ESM-only (@redocly/openapi-core, and
+ * json-schema-ref-parser under @apidevtools/swagger-parser), which Node loads natively but Jest's
+ * module runtime (Node 20) refuses, and the Jest config is not ours to change. The document
+ * travels as JSON, i.e. as a structured clone.
  */
-function swaggerParserValidate(doc: unknown): Promise<{ valid: boolean; message?: string; title?: string }> {
-  const script = `
-    const SwaggerParser = require('@apidevtools/swagger-parser');
+function runInNode<T>(script: string, input: unknown): Promise<T> {
+  const wrapped = `
     let text = '';
     process.stdin.on('data', (c) => (text += c));
     process.stdin.on('end', () => {
-      const doc = JSON.parse(text);
-      SwaggerParser.validate(structuredClone(doc)).then(
-        (api) => process.stdout.write(JSON.stringify({ valid: true, title: api.info.title })),
-        (err) => process.stdout.write(JSON.stringify({ valid: false, message: String(err && err.message) })),
-      );
+      const input = JSON.parse(text);
+      Promise.resolve()
+        .then(async () => { ${script} })
+        .then((answer) => process.stdout.write(JSON.stringify(answer)), (err) => { console.error(err); process.exit(1); });
     });`;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script], { cwd: join(__dirname, '..', '..'), stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', wrapped], { cwd: join(__dirname, '..', '..'), stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -103,8 +133,62 @@ function swaggerParserValidate(doc: unknown): Promise<{ valid: boolean; message?
         reject(new Error(`validator process exited ${code}: ${err}`));
       }
     });
-    child.stdin.end(JSON.stringify(doc));
+    child.stdin.end(JSON.stringify(input));
   });
+}
+
+/** `SwaggerParser.validate(structuredClone(doc))` with the installed @apidevtools/swagger-parser. */
+function swaggerParserValidate(doc: unknown): Promise<{ valid: boolean; message?: string; title?: string }> {
+  return runInNode(
+    `
+    const SwaggerParser = require('@apidevtools/swagger-parser');
+    return SwaggerParser.validate(structuredClone(input)).then(
+      (api) => ({ valid: true, title: api.info.title }),
+      (err) => ({ valid: false, message: String(err && err.message) }),
+    );`,
+    doc,
+  );
+}
+
+type LintProblem = { severity: string; ruleId: string; message: string; pointer?: string; ignored: boolean };
+
+/**
+ * The installed @redocly/openapi-core (what `redocly lint` runs) on the document: the
+ * `recommended` ruleset as it is, the problems at LINT_IGNORES marked ignored.
+ */
+function redoclyLint(doc: unknown, ignores: Record<string, string[]>): Promise<LintProblem[]> {
+  return runInNode(
+    `
+    const { createConfig, lintFromString } = await import('@redocly/openapi-core');
+    const absoluteRef = '/docs-json';
+    const ignore = { [absoluteRef]: Object.fromEntries(Object.entries(input.ignores).map(([rule, pointers]) => [rule, new Set(pointers)])) };
+    const config = await createConfig({ extends: ['recommended'] }, { ignore });
+    const problems = await lintFromString({ source: JSON.stringify(input.doc), absoluteRef, config });
+    return problems.map((p) => ({
+      severity: p.severity,
+      ruleId: p.ruleId,
+      message: p.message,
+      pointer: p.location && p.location[0] && p.location[0].pointer,
+      ignored: Boolean(p.ignored),
+    }));`,
+    { doc, ignores },
+  );
+}
+
+/** The operations of the document, with their method and path. */
+function operationsOf(doc: Doc): Array<{ method: string; path: string; op: Operation }> {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([m]) => HTTP_METHODS.has(m))
+      .map(([method, op]) => ({ method, path, op })),
+  );
+}
+
+/** The top-level properties of an operation's JSON request body (after following its $ref). */
+function bodyProperties(doc: Doc, op: Operation): string[] {
+  const schema = op.requestBody?.content?.['application/json']?.schema;
+  const resolved = schema?.$ref ? doc.components.schemas![String(schema.$ref).split('/').pop()!] : schema;
+  return Object.keys(resolved?.properties ?? {});
 }
 
 describe('the OpenAPI document (CONTRACT §4)', () => {
@@ -160,6 +244,98 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
       expect({ route, security: security ?? [] }).toEqual({ route, security: [] });
     }
   });
+
+  it('webhooks and health say so explicitly: security: [] (redocly security-defined)', () => {
+    for (const route of OPEN_ROUTES) {
+      const [method, path] = route.split(' ');
+      expect({ route, security: doc.paths[path][method].security }).toEqual({ route, security: [] });
+    }
+  });
+
+  it('no security scheme claims the static admin token is a JWT', () => {
+    for (const [name, scheme] of Object.entries(doc.components.securitySchemes ?? {})) {
+      expect({ name, bearerFormat: scheme.bearerFormat }).not.toEqual({ name, bearerFormat: 'JWT' });
+      expect({ name, description: typeof scheme.description === 'string' && scheme.description.length > 0 }).toEqual({ name, description: true });
+    }
+    expect(JSON.stringify(doc.components.securitySchemes)).not.toMatch(/JWT/i);
+  });
+
+  it('passes `redocly lint` (recommended): no error, no warning', async () => {
+    const problems = await redoclyLint(doc, LINT_IGNORES);
+    const shown = (p: LintProblem) => `${p.severity} ${p.ruleId} at ${p.pointer}: ${p.message}`;
+    // The lists themselves are compared, so a failure prints every problem.
+    expect(problems.filter((p) => !p.ignored && p.severity === 'error').map(shown)).toEqual([]);
+    expect(problems.filter((p) => !p.ignored && p.severity === 'warn').map(shown)).toEqual([]);
+    expect(problems.filter((p) => !p.ignored).map(shown)).toEqual([]);
+    // Each ignore still matches a problem: none outlives its reason.
+    const ignored = problems.filter((p) => p.ignored).map((p) => `${p.ruleId} ${p.pointer}`);
+    expect(ignored.sort()).toEqual(Object.entries(LINT_IGNORES).flatMap(([rule, pointers]) => pointers.map((at) => `${rule} ${at}`)).sort());
+  });
+
+  it('names its servers and its license (MIT)', () => {
+    expect(doc.servers?.length).toBeGreaterThan(0);
+    // The paths carry any global and route prefix: the server is the origin serving the document.
+    expect(doc.servers![0].url).toBe('/');
+    expect(doc.info.license).toEqual({ name: 'MIT', url: expect.stringMatching(/^https:\/\//) });
+  });
+
+  it('declares every tag an operation uses, each with a description', () => {
+    const used = new Set(operationsOf(doc).flatMap(({ op }) => op.tags ?? []));
+    expect([...used].sort()).toEqual(['admin', 'operations', 'orders', 'payments', 'webhooks']);
+    const declared = new Map((doc.tags ?? []).map((t) => [t.name, t.description]));
+    for (const tag of used) {
+      expect({ tag, description: declared.get(tag) }).toEqual({ tag, description: expect.stringMatching(/^[A-Z].{20,}\.$/) });
+    }
+  });
+
+  it.each(OPERATION_IDS)('%s %s has the operationId %s and a summary', (method, path, operationId) => {
+    const op = doc.paths[path][method];
+    expect(op.operationId).toBe(operationId);
+    expect(op.summary).toEqual(expect.stringMatching(/\S/));
+  });
+
+  it.each(CONFLICTS)('%s %s documents its own 409 example', (method, path, example) => {
+    const examples = examplesOf(doc.paths[path][method].responses['409']?.content?.['application/json']);
+    expect(examples).toEqual([example]);
+  });
+
+  it('every route that documents a 409 is one of those', () => {
+    const with409 = operationsOf(doc).filter(({ op }) => op.responses['409']).map(({ method, path }) => `${method} ${path}`);
+    expect(with409.sort()).toEqual(CONFLICTS.map(([m, p]) => `${m} ${p}`).sort());
+  });
+
+  it('the cancel route 409 says "a paid order cannot be canceled", and no other route borrows it', () => {
+    expect(examplesOf(doc.paths['/orders/{id}/cancel'].post.responses['409'].content?.['application/json'])).toEqual([
+      { error: 'illegal_transition', detail: 'a paid order cannot be canceled' },
+    ]);
+    const borrowers = operationsOf(doc)
+      .filter(({ path }) => path !== '/orders/{id}/cancel')
+      .filter(({ op }) => JSON.stringify(op.responses).includes('cannot be canceled'))
+      .map(({ method, path }) => `${method} ${path}`);
+    expect(borrowers).toEqual([]);
+  });
+
+  it("the archive's 400 example names a field of the archive's query", () => {
+    const op = doc.paths['/admin/webhook-deliveries'].get;
+    const query = (op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+    const [example] = examplesOf(op.responses['400'].content?.['application/json']) as Array<{ details: Array<{ field: string }> }>;
+    expect(example.details.map((d) => d.field)).toEqual(['from']);
+    expect(query).toContain('from');
+  });
+
+  it.each(CONTRACT_ROUTES.filter(([m, p]) => !OPEN_ROUTES.has(`${m} ${p}`)))(
+    '%s %s: a 400 example names a field of its own query or body',
+    (method, path) => {
+      const op = doc.paths[path][method];
+      const inputs = [...(op.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name), ...bodyProperties(doc, op)];
+      const examples = examplesOf(op.responses['400']?.content?.['application/json']) as Array<{ details?: Array<{ field: string }> }>;
+      // A route without a query or a body validates nothing of its own, and documents no 400.
+      expect({ inputs, documents400: examples.length > 0 }).toEqual({ inputs, documents400: inputs.length > 0 });
+      for (const example of examples) {
+        for (const { field } of example.details ?? []) expect(inputs).toContain(field.split(/[.[]/)[0]);
+      }
+    },
+  );
 
   it.each(CONTRACT_ROUTES.filter(([m, p]) => !HEALTH.has(`${m} ${p}`)))(
     '%s %s documents its 4xx answers, each with an example body carrying an "error" code',
