@@ -21,4 +21,15 @@ sim_port=$(node -e 'const u=new URL(process.argv[1]);console.log(u.port||80)' "$
 node dist/tools/carrier-sim.js --port "$sim_port" &
 sim=$!
 trap 'kill $sim 2>/dev/null' EXIT
+
+base="http://127.0.0.1:${PORT:-3000}$(node -e 'const p=(process.argv[1]||"").replace(/^\/+|\/+$/g,"");process.stdout.write(p?"/"+p:"")' "${ROUTE_PREFIX:-}")"
+cat <<EOF2
+
+  Swagger UI      ${base}/docs   (user: anything, password: the ADMIN_TOKEN, "${ADMIN_TOKEN:-<unset: admin routes answer 503>}")
+  Webhooks        ${base}/webhooks/{endpointId}   (the endpoints of .env.example: paymos-main, factuarea-company,
+                  factuarea-account, stripe-main, standard-main)
+  Health          ${base}/health, ${base}/health/ready
+  Carrier sim     ${CARRIER_URL:-http://127.0.0.1:4010}/_sim/shipments
+
+EOF2
 node dist/src/main.js

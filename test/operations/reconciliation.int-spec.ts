@@ -9,7 +9,7 @@ import { TEST_DATABASE_URL } from '../support/env';
 
 /** POST /admin/reconciliation (CONTRACT §4) and its command line, tools/reconcile.ts. */
 
-const CLI = join(__dirname, '..', '..', 'dist', 'tools', 'reconcile.js');
+const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
 const EMPTY = { missingEvents: [], missingPaidPayments: [], paidNotFulfilled: [], duplicateEffects: [] };
 
 describe('reconciliation', () => {
@@ -190,9 +190,9 @@ describe('reconciliation', () => {
     });
   });
 
-  describe('the command line (dist/tools/reconcile.js)', () => {
+  describe('the command line (payment-webhooks reconcile)', () => {
     function run(args: string[]) {
-      const result = spawnSync(process.execPath, [CLI, ...args], {
+      const result = spawnSync(process.execPath, [CLI, 'reconcile', ...args], {
         env: { PATH: process.env.PATH ?? '', DATABASE_URL: TEST_DATABASE_URL },
         encoding: 'utf8',
         timeout: 30_000,
@@ -252,11 +252,12 @@ describe('reconciliation', () => {
       ['an unknown provider', ['--provider', 'paypal', '--account', 'acc_1']],
       ['an unknown option', ['--provider', 'paymos', '--account', 'acc_1', '--bogus']],
       ['--paid without a file name', ['--provider', 'paymos', '--account', 'acc_1', '--paid']],
-    ])('bad arguments (%s): exit code 1 with a usage line, nothing on stdout', (_name, args) => {
+      ['a --paid file that does not exist', ['--provider', 'paymos', '--account', 'acc_1', '--paid', '/nonexistent/paid.txt']],
+    ])('bad arguments (%s): exit code 2 (could not run, CONTRACT §8) with a usage line, nothing on stdout', (_name, args) => {
       const out = run(args);
-      expect(out.code).toBe(1);
+      expect(out.code).toBe(2);
       expect(out.stdout).toBe('');
-      expect(out.stderr).toMatch(/^usage: reconcile --provider paymos\|factuarea\|stripe\|standard --account /m);
+      expect(out.stderr).toMatch(/^payment-webhooks: reconcile: /);
     });
   });
 });

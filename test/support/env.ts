@@ -35,3 +35,25 @@ function suiteDatabase(): string | undefined {
   process.env.TEST_DATABASE_URL = url.toString();
   return url.toString();
 }
+
+/**
+ * A new, empty database of the run's own (`<template>_<tag>_<random>`, so the global teardown drops
+ * it), for tests that must see the module meet a database it has never migrated. Returns its URL.
+ */
+export async function createEmptyDatabase(tag: string): Promise<string> {
+  const template = process.env.PW_TEST_TEMPLATE_NAME;
+  const adminUrl = process.env.PW_TEST_ADMIN_URL;
+  if (!template || !adminUrl) throw new Error('createEmptyDatabase needs the global setup (PW_TEST_TEMPLATE_NAME)');
+  const name = `${template}_${tag}_${randomBytes(3).toString('hex')}`;
+  const { Client } = await import('pg');
+  const admin = new Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

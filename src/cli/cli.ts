@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import { DataSource } from 'typeorm';
+import { loadStandaloneConfig, StandaloneConfig } from '../config/env';
+import { ConfigurationError } from '../config/validate';
+import { dataSourceOptions } from '../database/data-source';
+import { migrateCommand, statusCommand } from './migrate.command';
+import { reconcileCommand } from './reconcile.command';
+import { CliCommand, CliContext, CliExit, describeDatabase, EXIT } from './context';
+
+export { CliExit, EXIT } from './context';
+
+export const COMMANDS: Record<string, CliCommand> = {
+  migrate: migrateCommand,
+  status: statusCommand,
+  reconcile: reconcileCommand,
+};
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
+  return [
+    'usage: payment-webhooks <command> [options]',
+    '',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Reads the service environment (DATABASE_URL, DATABASE_SCHEMA, …; a local .env fills the rest).',
+    'Exit code: 0 success, 1 failure, 2 could not run.',
+  ].join('\n');
+}
+
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    process.stdout.write(`${usage()}\n`);
+    return name === undefined ? EXIT.couldNotRun : EXIT.ok;
+  }
+  const command = COMMANDS[name];
+  if (!command) throw new CliExit(EXIT.couldNotRun, `unknown command "${name}"\n${usage()}`);
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`${command.usage}\n`);
+    return EXIT.ok;
+  }
+
+  let config: StandaloneConfig;
+  try {
+    if (existsSync('.env')) process.loadEnvFile('.env');
+    config = loadStandaloneConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigurationError) throw new CliExit(EXIT.couldNotRun, `configuration error: ${err.message}`);
+    throw err;
+  }
+
+  const opened: DataSource[] = [];
+  const ctx: CliContext = {
+    args,
+    config,
+    out: (line) => process.stdout.write(`${line}\n`),
+    connect: async () => {
+      const { databaseUrl, schema } = config.options;
+      const dataSource = new DataSource({ ...dataSourceOptions(databaseUrl, schema), logging: false });
+      try {
+        await dataSource.initialize();
+      } catch (err) {
+        throw new CliExit(EXIT.couldNotRun, `cannot reach the database ${describeDatabase(databaseUrl)}: ${(err as Error).message}`);
+      }
+      opened.push(dataSource);
+      return dataSource;
+    },
+  };
+  try {
+    return await command.run(ctx);
+  } finally {
+    await Promise.allSettled(opened.map((d) => d.destroy()));
+  }
+}

@@ -1,0 +1,39 @@
+import type { DataSource } from 'typeorm';
+import type { StandaloneConfig } from '../config/env';
+
+export const EXIT = { ok: 0, failure: 1, couldNotRun: 2 } as const;
+
+/** Ends the command with this code and one line on stderr. */
+export class CliExit extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What a command gets: its arguments, the validated environment, and a way to open the database. */
+export interface CliContext {
+  args: string[];
+  config: StandaloneConfig;
+  out: (line: string) => void;
+  /** Opens the module's data source; an unreachable database ends the command with exit 2. */
+  connect(): Promise<DataSource>;
+}
+
+export interface CliCommand {
+  summary: string;
+  usage: string;
+  run(ctx: CliContext): Promise<number>;
+}
+
+/** host:port/name, never the password. */
+export function describeDatabase(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname}:${u.port || 5432}${u.pathname}`;
+  } catch {
+    return '(unparseable URL)';
+  }
+}

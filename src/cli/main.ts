@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+/**
+ * `payment-webhooks`: the module's command line (CONTRACT §8), reading the §1 environment (a local
+ * `.env` fills what the environment leaves unset). Exit code 0 success, 1 failure, 2 could not run
+ * (bad arguments, configuration, database unreachable), each with one line saying why.
+ */
+import 'reflect-metadata';
+import { CliExit, EXIT, runCli } from './cli';
+
+runCli(process.argv.slice(2), process.env).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (err instanceof CliExit) {
+      process.stderr.write(`payment-webhooks: ${err.message}\n`);
+      process.exit(err.code);
+    }
+    process.stderr.write(`payment-webhooks: failed: ${(err as Error)?.message ?? String(err)}\n`);
+    process.exit(EXIT.failure);
+  },
+);

@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import { PROVIDER_NAMES } from '../config/options';
+import { reconcile } from '../operations/reconciliation.service';
+import { parseCommandArgs } from './args';
+import { CliCommand, CliExit, EXIT } from './context';
+
+const USAGE =
+  `usage: payment-webhooks reconcile --provider ${PROVIDER_NAMES.join('|')} --account <merchant account> ` +
+  '[--paid <file of paid payment ids>] [--events <file of event ids>]\n' +
+  '  Files hold one id per line (blank lines and lines starting with # are skipped), as exported from the\n' +
+  "  provider's dashboard. Prints the report as JSON; exit 0 when there is nothing to report, 2 when there is.";
+
+/**
+ * `payment-webhooks reconcile`: the same check as `POST /admin/reconciliation` (CONTRACT §4, §8),
+ * nightly from cron: exit 0 when nothing is reported, 2 when something is (CONTRACT §8).
+ */
+export const reconcileCommand: CliCommand = {
+  summary: 'compare the inbox with what the provider says it sent and was paid',
+  usage: USAGE,
+  async run(ctx) {
+    const values = parseCommandArgs('reconcile', USAGE, ctx.args, {
+      provider: { type: 'string' },
+      account: { type: 'string' },
+      paid: { type: 'string' },
+      events: { type: 'string' },
+    });
+    if (!values.provider || !(PROVIDER_NAMES as readonly string[]).includes(values.provider) || !values.account) {
+      throw new CliExit(EXIT.couldNotRun, `reconcile: --provider (${PROVIDER_NAMES.join(', ')}) and --account are required\n${USAGE}`);
+    }
+    const paidResourceIds = readIds('--paid', values.paid);
+    const eventIds = readIds('--events', values.events);
+    const dataSource = await ctx.connect();
+    const report = await reconcile(dataSource, {
+      provider: values.provider,
+      merchantAccountId: values.account,
+      paidResourceIds,
+      eventIds,
+    });
+    ctx.out(JSON.stringify(report, null, 2));
+    return Object.values(report).some((list) => list.length > 0) ? 2 : EXIT.ok;
+  },
+};
+
+function readIds(option: string, path: string | undefined): string[] | undefined {
+  if (path === undefined) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new CliExit(EXIT.couldNotRun, `reconcile: cannot read ${option} ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  return text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line.length > 0 && !line.startsWith('#'));
+}
