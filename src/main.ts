@@ -41,7 +41,7 @@ async function bootstrap(): Promise<void> {
         `${prefix}/webhooks/{id}; Swagger UI at ${prefix}/docs; workers ${config.options.runWorkers ? 'on' : 'off'}`,
     );
   } else {
-    const app = await NestFactory.createApplicationContext(module, { logger: nestLogger });
+    const app = await NestFactory.createApplicationContext(module, { logger: nestLogger, abortOnError: false });
     app.enableShutdownHooks();
     logger.log('worker-only process started');
   }

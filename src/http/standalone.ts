@@ -19,9 +19,9 @@ export async function createStandaloneApp(
   logger?: LoggerService,
 ): Promise<INestApplication> {
   const adapter = platform === 'fastify' ? await fastifyAdapter() : undefined;
-  const app = adapter
-    ? await NestFactory.create(module, adapter, { bodyParser: false, logger })
-    : await NestFactory.create(module, { bodyParser: false, logger });
+  // A failed start is reported by the caller in one line (abortOnError would exit from inside Nest).
+  const options = { bodyParser: false, logger, abortOnError: false };
+  const app = adapter ? await NestFactory.create(module, adapter, options) : await NestFactory.create(module, options);
   prepareStandaloneApp(app);
   return app;
 }

@@ -1,9 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { createTestApp } from '../support/app';
-import { createEmptyDatabase, TEST_SCHEMA } from '../support/env';
-import { emptyDir } from '../support/process';
+import { createEmptyDatabase, TEST_REDIS_URL, TEST_SCHEMA } from '../support/env';
+import { emptyDir, ServiceProcess } from '../support/process';
 
 /** The built command, as `npx payment-webhooks` runs it (CONTRACT §8). */
 const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
@@ -134,12 +133,14 @@ describe('a migration that fails leaves nothing half applied and is named (not "
     expect(status.stdout).toContain(`pending  ${MIGRATIONS[1]}`);
   });
 
-  it('the module at start: fails once with that migration named, no retry loop', async () => {
+  it('the service at start: exits 1 once, with that migration named (no "unable to connect" retry loop)', async () => {
     const started = Date.now();
-    await expect(createTestApp({ databaseUrl: url, migrationsRun: true })).rejects.toThrow(
-      /migration CreatePaymentDomain1764547200000 failed and was rolled back/,
-    );
-    // TypeORM's module would retry a connection error 3 times, a second apart.
-    expect(Date.now() - started).toBeLessThan(2_500);
+    const service = new ServiceProcess({ DATABASE_URL: url, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: `pwtest-badmig-${process.pid}` });
+    const exited = await service.exited();
+    expect(exited.code).toBe(1);
+    expect(exited.stderr).toMatch(/^Start failed: migration CreatePaymentDomain1764547200000 failed and was rolled back: /m);
+    expect(exited.stdout + exited.stderr).not.toMatch(/Unable to connect to the database/);
+    // TypeORM's module retries a connection error 3 times, a second apart; this was not retried.
+    expect(Date.now() - started).toBeLessThan(15_000);
   });
 });
