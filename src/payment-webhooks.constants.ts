@@ -6,6 +6,8 @@ export const PW_RAW_OPTIONS = 'PAYMENT_WEBHOOKS_RAW_OPTIONS';
 export const PW_BULL = 'payment-webhooks';
 /** Injection token of the host's own carrier adapters (module option `carrierAdapters`). */
 export const PW_CARRIER_ADAPTERS = 'PAYMENT_WEBHOOKS_CARRIER_ADAPTERS';
+/** Injection token of the names an order's `carrier` may take: configured HTTP carriers and the host's adapters. */
+export const PW_CARRIER_NAMES = 'PAYMENT_WEBHOOKS_CARRIER_NAMES';
 /** Injection token of the guard protecting the admin and host routes (module option `adminGuard`). */
 export const PW_ADMIN_GUARD = 'PAYMENT_WEBHOOKS_ADMIN_GUARD';
 /** Injection token of the module's pino logger (option `logger`, else JSON lines on stdout). */

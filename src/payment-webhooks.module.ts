@@ -7,11 +7,12 @@ import type { PaymentWebhooksOptions, ResolvedOptions } from './config/options';
 import { redisConnection } from './common/redis-connection';
 import { resolveOptions } from './config/validate';
 import { dataSourceOptions, MigrationFailedError, PW_CONNECTION, runMigrationsLocked } from './database/data-source';
+import { EventsModule } from './events/events.module';
 import { FulfillmentModule } from './fulfillment/fulfillment.module';
 import { HealthModule } from './health/health.module';
 import { OutboxModule } from './outbox/outbox.module';
 import { OperationsModule } from './operations/operations.module';
-import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
+import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
 import { createLogger } from './observability/logger';
 import { AdminAuthGuard } from './common/admin-auth.guard';
 import { ObservabilityModule } from './observability/observability.module';
@@ -50,6 +51,12 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         useFactory: (raw: PaymentWebhooksOptions) => raw.carrierAdapters ?? [],
       },
       {
+        provide: PW_CARRIER_NAMES,
+        inject: [PW_OPTIONS, PW_CARRIER_ADAPTERS],
+        useFactory: (o: ResolvedOptions, adapters: Array<{ name: string }>) =>
+          new Set([...o.carriers.map((c) => c.name), ...adapters.map((a) => a.name)]),
+      },
+      {
         provide: PW_ADMIN_GUARD,
         inject: [PW_RAW_OPTIONS, PW_OPTIONS],
         useFactory: (raw: PaymentWebhooksOptions, options: ResolvedOptions) =>
@@ -62,7 +69,7 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
       },
       { provide: CLOCK, useValue: systemClock },
     ],
-    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_ADMIN_GUARD, PW_LOGGER, CLOCK],
+    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK],
   };
 }
 
@@ -147,6 +154,7 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
         WebhooksModule,
         PaymentsModule,
         FulfillmentModule,
+        EventsModule,
         OutboxModule,
         OperationsModule,
         HealthModule,

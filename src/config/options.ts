@@ -1,5 +1,6 @@
 import type { CanActivate } from '@nestjs/common';
 import type { Logger as PinoLogger } from 'pino';
+import type { PaymentEventType } from '../common/payment-events';
 import type { CarrierAdapter } from '../fulfillment/carriers/carrier';
 
 /** The four signature schemes the module verifies (CONTRACT §2.1–2.4). */
@@ -27,6 +28,30 @@ export interface CarrierDefinition {
   timeoutMs?: number;
 }
 
+/**
+ * An HTTP endpoint of the host's (or anyone's) that receives the module's events (CONTRACT §7),
+ * signed as Standard Webhooks with `secret`.
+ */
+export interface EventSinkDefinition {
+  /** Unique; also names its outbox messages (`<event id>:<name>`). */
+  name: string;
+  url: string;
+  /** `whsec_<base64>`, as Standard Webhooks secrets are written. */
+  secret: string;
+  /** The event types it receives (CONTRACT §7), or '*'; default all. */
+  types?: string[] | '*';
+  /** Default 10000. */
+  timeoutMs?: number;
+}
+
+export interface ResolvedEventSink {
+  name: string;
+  url: string;
+  secret: string;
+  types: PaymentEventType[] | '*';
+  timeoutMs: number;
+}
+
 /** What `PaymentWebhooksModule.forRoot()` takes. The standalone app builds it from the environment. */
 export interface PaymentWebhooksOptions {
   /** PostgreSQL URL. */
@@ -52,6 +77,10 @@ export interface PaymentWebhooksOptions {
   carrierTimeoutMs?: number;
   /** Carrier calls in all before an outbox message is dead. Default 15. */
   carrierMaxAttempts?: number;
+  /** HTTP sinks that receive the module's events, signed (CONTRACT §7). */
+  eventSinks?: EventSinkDefinition[];
+  /** Deliveries of one event to one subscriber or sink, the first included, before its message is dead. Default 15. */
+  eventMaxAttempts?: number;
   /** Bearer token of the admin and host API; none disables those routes (503). */
   adminToken?: string | null;
   /** Run the queue workers, sweepers and relays in this process. Default true. */
@@ -143,6 +172,8 @@ export interface ResolvedOptions {
   carriers: CarrierDefinition[];
   carrierTimeoutMs: number;
   carrierMaxAttempts: number;
+  eventSinks: ResolvedEventSink[];
+  eventMaxAttempts: number;
   adminToken: string | null;
   runWorkers: boolean;
   inboxRetentionDays: number;

@@ -1,3 +1,4 @@
+import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/payment-events';
 import {
   CarrierDefinition,
   DEFAULT_TUNING,
@@ -5,6 +6,7 @@ import {
   PaymentWebhooksOptions,
   PROVIDER_NAMES,
   ProviderName,
+  ResolvedEventSink,
   ResolvedOptions,
   TuningOptions,
 } from './options';
@@ -117,6 +119,48 @@ export function validateCarriers(setting: string, value: unknown): CarrierDefini
   });
 }
 
+/** Event sinks (CONTRACT §1 `EVENT_SINKS`): a name, an http(s) URL and a Standard Webhooks secret each. */
+export function validateEventSinks(setting: string, value: unknown): ResolvedEventSink[] {
+  if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of event sinks');
+  const seen = new Set<string>();
+  return value.map((raw, index) => {
+    const where = `sink #${index + 1}`;
+    if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
+    const { name, url, secret, types, timeoutMs } = raw;
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_.:-]{1,64}$/.test(name)) {
+      throw new ConfigurationError(setting, `${where}: "name" is required (1–64 letters, digits, _ . : -)`);
+    }
+    if (seen.has(name)) throw new ConfigurationError(setting, `duplicate sink name "${name}"`);
+    seen.add(name);
+    if (!isHttpUrl(url)) throw new ConfigurationError(setting, `sink "${name}": "url" must be an http(s) URL`);
+    if (typeof secret !== 'string' || !secret.startsWith('whsec_')) {
+      throw new ConfigurationError(setting, `sink "${name}": "secret" must be a Standard Webhooks secret starting with "whsec_"`);
+    }
+    const key = secret.slice('whsec_'.length);
+    if (!BASE64.test(key) || Buffer.from(key, 'base64').length === 0) {
+      throw new ConfigurationError(setting, `sink "${name}": "secret" is not base64 after "whsec_"`);
+    }
+    let received: PaymentEventType[] | '*' = '*';
+    if (types !== undefined && types !== '*' && !(Array.isArray(types) && types.length === 1 && types[0] === '*')) {
+      if (!Array.isArray(types) || types.length === 0) {
+        throw new ConfigurationError(setting, `sink "${name}": "types" must be a non-empty array of event types`);
+      }
+      const unknown = types.filter((t) => !isPaymentEventType(t));
+      if (unknown.length > 0) {
+        throw new ConfigurationError(
+          setting,
+          `sink "${name}": unknown event type ${unknown.map((t) => JSON.stringify(String(t))).join(', ')} (known: ${PAYMENT_EVENT_TYPES.join(', ')})`,
+        );
+      }
+      received = [...new Set(types as PaymentEventType[])];
+    }
+    if (timeoutMs !== undefined && !isPositiveInteger(timeoutMs)) {
+      throw new ConfigurationError(setting, `sink "${name}": "timeoutMs" must be a positive integer`);
+    }
+    return { name, url, secret, types: received, timeoutMs: (timeoutMs as number | undefined) ?? 10_000 };
+  });
+}
+
 export function isHttpUrl(value: unknown): value is string {
   if (typeof value !== 'string') return false;
   try {
@@ -189,6 +233,8 @@ export function resolveOptions(
     carriers,
     carrierTimeoutMs: checkPositiveInteger(name('carrierTimeoutMs'), options.carrierTimeoutMs, 10_000),
     carrierMaxAttempts: checkPositiveInteger(name('carrierMaxAttempts'), options.carrierMaxAttempts, 15),
+    eventSinks: validateEventSinks(name('eventSinks'), options.eventSinks === undefined ? [] : options.eventSinks),
+    eventMaxAttempts: checkPositiveInteger(name('eventMaxAttempts'), options.eventMaxAttempts, 15),
     adminToken,
     runWorkers: options.runWorkers ?? true,
     inboxRetentionDays: checkPositiveInteger(name('inboxRetentionDays'), options.inboxRetentionDays, 90, 7),

@@ -3,6 +3,7 @@ import { CreateWebhookInbox1764460800000 } from '../../migrations/1764460800000-
 import { CreatePaymentDomain1764547200000 } from '../../migrations/1764547200000-CreatePaymentDomain';
 import { OperatorSurface1764633600000 } from '../../migrations/1764633600000-OperatorSurface';
 import { OutboxCallStarted1764720000000 } from '../../migrations/1764720000000-OutboxCallStarted';
+import { GenericOutbox1764806400000 } from '../../migrations/1764806400000-GenericOutbox';
 import { Fulfillment } from '../fulfillment/fulfillment.entity';
 import { OutboxMessage } from '../outbox/outbox-message.entity';
 import { IdempotencyKey } from '../payments/idempotency-key.entity';
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   CreatePaymentDomain1764547200000,
   OperatorSurface1764633600000,
   OutboxCallStarted1764720000000,
+  GenericOutbox1764806400000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

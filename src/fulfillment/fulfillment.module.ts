@@ -1,14 +1,15 @@
 import { Module } from '@nestjs/common';
 import { OutboxModule } from '../outbox/outbox.module';
 import { CarrierRegistry } from './carriers/carrier-registry';
-import { FulfillmentDispatchProcessor } from './fulfillment-dispatch.processor';
-import { FulfillmentDispatchService } from './fulfillment-dispatch.service';
+import { FulfillmentDispatchHandler } from './fulfillment-dispatch.handler';
 import { FulfillmentService } from './fulfillment.service';
 
-/** The Fulfillment aggregate, carrier adapters and the carrier dispatch processor. */
+/**
+ * The Fulfillment aggregate, carrier adapters and the `fulfillment.dispatch` handler. It hears of
+ * orders through events and registers its handler with the outbox: it imports no other context.
+ */
 @Module({
   imports: [OutboxModule],
-  providers: [FulfillmentService, FulfillmentDispatchService, FulfillmentDispatchProcessor, CarrierRegistry],
-  exports: [FulfillmentService, FulfillmentDispatchService, CarrierRegistry],
+  providers: [FulfillmentService, FulfillmentDispatchHandler, CarrierRegistry],
 })
 export class FulfillmentModule {}

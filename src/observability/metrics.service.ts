@@ -53,6 +53,21 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** Every attempt at an outbox message, by type (fulfillment.dispatch, event.order.paid…) and handler outcome. */
+  readonly outboxAttempts = new Counter({
+    name: 'pw_outbox_attempts_total',
+    help: 'Outbox message attempts by message type and outcome (done, retry, dead)',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly sinkCalls = new Counter({
+    name: 'pw_event_sink_calls_total',
+    help: 'Event deliveries to HTTP sinks by sink and answer (HTTP status, timeout, network)',
+    labelNames: ['sink', 'status'] as const,
+    registers: [this.registry],
+  });
+
   readonly carrierCalls = new Counter({
     name: 'pw_carrier_calls_total',
     help: 'Carrier calls by carrier and status (HTTP status, timeout, network, adapter_error)',

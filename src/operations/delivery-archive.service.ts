@@ -7,6 +7,7 @@ import type { ProviderName } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PROVIDERS } from '../webhooks/providers';
 import { InboxQueueService } from '../webhooks/inbox-queue.service';
+import type { InboxStatus } from '../webhooks/inbox.state';
 import type { DeliveryDetail, DeliveryView, ListDeliveriesQuery } from './dto/operations.dto';
 
 const COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
@@ -76,7 +77,7 @@ export class DeliveryArchiveService {
    */
   async reprocess(id: string): Promise<void> {
     await this.dataSource.transaction(async (em) => {
-      let rows: Array<{ status: string }>;
+      let rows: Array<{ status: InboxStatus }>;
       try {
         rows = await em.query(`SELECT status FROM webhook_inbox WHERE id = $1 FOR UPDATE NOWAIT`, [id]);
       } catch (err) {
@@ -86,12 +87,7 @@ export class DeliveryArchiveService {
         throw err;
       }
       if (rows.length === 0) throw new DomainError('DELIVERY.NOT_FOUND', 'no such delivery');
-      if (['failed', 'unmatched', 'rejected'].includes(rows[0].status)) {
-        await em.query(
-          `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL WHERE id = $1`,
-          [id],
-        );
-      }
+      await this.inboxQueue.reopen(em, id, rows[0].status);
     });
     // Committed: a Redis that is away only delays the run (the sweeper enqueues the row).
     await this.inboxQueue.requeueAfterCommit([id], { expedite: true });

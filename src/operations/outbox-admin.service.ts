@@ -1,18 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { DomainError } from '../common/domain-error';
-import { withTimeout } from '../common/with-timeout';
 import { keysetQuery, Page, toPage } from '../common/pagination';
 import { PW_CONNECTION } from '../database/data-source';
-import { OutboxRelay } from '../outbox/outbox-relay.service';
+import { OutboxService } from '../outbox/outbox.service';
 import type { ListOutboxQuery, OutboxView } from './dto/operations.dto';
 
 @Injectable()
 export class OutboxAdminService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
-    private readonly relay: OutboxRelay,
+    private readonly outbox: OutboxService,
   ) {}
 
   async list(query: ListOutboxQuery): Promise<Page<OutboxView>> {
@@ -32,30 +30,8 @@ export class OutboxAdminService {
     }));
   }
 
-  /**
-   * A dead message gets a fresh attempt budget and is enqueued at once; its fulfillment asks
-   * again. Anything else is refused: a pending message is already on its way, a dispatched one
-   * is done.
-   */
-  async retry(id: string): Promise<void> {
-    await this.dataSource.transaction(async (em) => {
-      const [message]: Array<{ status: string; payload: { fulfillmentId?: string } }> = await em.query(
-        `SELECT status, payload FROM outbox_message WHERE id = $1 FOR UPDATE`,
-        [id],
-      );
-      if (!message) throw new DomainError('OUTBOX.NOT_FOUND', 'no such message');
-      if (message.status !== 'dead') {
-        throw new DomainError('OUTBOX.ILLEGAL_TRANSITION', 'refused', `a ${message.status} message cannot be retried; only a dead one`);
-      }
-      await em.query(`UPDATE outbox_message SET status = 'pending', attempts = 0, next_attempt_at = now() WHERE id = $1`, [id]);
-      if (message.payload.fulfillmentId) {
-        await em.query(
-          `UPDATE fulfillments SET status = 'requested', updated_at = now() WHERE id = $1 AND status = 'failed'`,
-          [message.payload.fulfillmentId],
-        );
-      }
-    });
-    // Committed: a Redis that is away only delays the dispatch (the relay's sweeper finds it).
-    await withTimeout(this.relay.requeue([id]), 2_000, 'enqueue').catch(() => undefined);
+  /** A dead message of any type gets a fresh attempt budget (the outbox decides, its handler follows). */
+  retry(id: string): Promise<void> {
+    return this.outbox.retry(id);
   }
 }

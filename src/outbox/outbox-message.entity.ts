@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { OutboxStatus } from './outbox.state';
 
-export const OUTBOX_STATUSES = ['pending', 'dispatched', 'dead'] as const;
-export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
+export { OUTBOX_STATUSES, type OutboxStatus } from './outbox.state';
 
 /** An intent to reach another system, written in the business transaction that decided it. */
 @Entity({ name: 'outbox_message' })
@@ -36,7 +36,18 @@ export class OutboxMessage {
   @Column({ name: 'dispatched_at', type: 'timestamptz', nullable: true })
   dispatchedAt: Date | null;
 
-  /** When a carrier call for it last began: set before each call, so a crash mid-call leaves a trace. */
+  /** When a call for it last began: set before each call, so a crash mid-call leaves a trace. */
   @Column({ name: 'last_call_at', type: 'timestamptz', nullable: true })
   lastCallAt: Date | null;
+
+  /** The worker working on it, and until when (taken over by another only after that). */
+  @Column({ name: 'lease_owner', type: 'text', nullable: true })
+  leaseOwner: string | null;
+
+  @Column({ name: 'lease_until', type: 'timestamptz', nullable: true })
+  leaseUntil: Date | null;
+
+  /** Messages sharing it are delivered in order while at their first attempt. */
+  @Column({ name: 'ordering_key', type: 'text', nullable: true })
+  orderingKey: string | null;
 }

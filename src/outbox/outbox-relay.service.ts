@@ -9,7 +9,7 @@ import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { pgConnection, PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
-import { outboxChannel, OutboxJobData, outboxJobOptions, OutboxQueue } from './outbox.queue';
+import { outboxChannel, OutboxJob, OutboxJobData, outboxJobOptions, OutboxQueue } from './outbox.queue';
 
 /**
  * Carries committed outbox messages to the queue. Low latency without polling load: each commit
@@ -62,6 +62,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
       const rows: Array<{ id: string }> = await em.query(
         `SELECT id FROM outbox_message
           WHERE status = 'pending' AND next_attempt_at <= now() - make_interval(secs => $1::double precision / 1000)
+            AND (lease_until IS NULL OR lease_until < now())
           ORDER BY next_attempt_at
           LIMIT $2
           FOR UPDATE SKIP LOCKED`,
@@ -78,7 +79,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
    * dispatcher that gave up on its own infrastructure).
    */
   async requeue(ids: readonly string[]): Promise<number> {
-    return requeueJobs(this.queue, ids, (id) => this.queue.add('dispatch', { messageId: id }, outboxJobOptions(id)));
+    return requeueJobs(this.queue, ids, (id) => this.queue.add(OutboxJob.Deliver, { messageId: id }, outboxJobOptions(id)));
   }
 
   private async listen(): Promise<void> {
@@ -119,7 +120,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
       const ids = [...this.pendingIds];
       this.pendingIds.clear();
       this.queue
-        .addBulk(ids.map((messageId) => ({ name: 'dispatch', data: { messageId }, opts: outboxJobOptions(messageId) })))
+        .addBulk(ids.map((messageId) => ({ name: OutboxJob.Deliver, data: { messageId }, opts: outboxJobOptions(messageId) })))
         .catch((err: Error) => this.logger.warn(`${ids.length} messages left for the sweeper: ${err.message}`));
     });
   }

@@ -8,6 +8,11 @@ export interface NewOutboxMessage {
   payload: Record<string, unknown>;
   /** Unique: a second message with the same key is the same intent, and is not written again. */
   idempotencyKey: string;
+  /**
+   * Messages sharing this key are delivered in the order they were written, while each is at its
+   * first attempt (a retried one can then fall behind a later one).
+   */
+  orderingKey?: string;
 }
 
 /**
@@ -23,11 +28,11 @@ export class OutboxWriter {
       throw new Error('OutboxWriter.add needs the EntityManager of an open transaction');
     }
     const rows: Array<{ id: string }> = await em.query(
-      `INSERT INTO outbox_message (id, type, payload, idempotency_key, status, attempts, next_attempt_at, created_at)
-       VALUES ($1, $2, $3, $4, 'pending', 0, now(), now())
+      `INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, status, attempts, next_attempt_at, created_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', 0, now(), now())
        ON CONFLICT (idempotency_key) DO NOTHING
        RETURNING id`,
-      [uuid7(), message.type, JSON.stringify(message.payload), message.idempotencyKey],
+      [uuid7(), message.type, JSON.stringify(message.payload), message.idempotencyKey, message.orderingKey ?? null],
     );
     const id = rows[0]?.id ?? null;
     // Delivered to the relays only if this transaction commits: nothing announced is ever missing.

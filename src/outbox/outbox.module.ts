@@ -1,14 +1,23 @@
 import { BullModule } from '@nestjs/bullmq';
 import { Module } from '@nestjs/common';
 import { PW_BULL } from '../payment-webhooks.constants';
+import { OutboxDispatcher } from './outbox-dispatcher.service';
+import { OutboxHandlers } from './outbox-handler';
 import { OutboxRelay } from './outbox-relay.service';
 import { OutboxWriter } from './outbox-writer';
+import { OutboxProcessor } from './outbox.processor';
+import { OutboxService } from './outbox.service';
 import { OutboxQueue } from './outbox.queue';
+import { TransactionEvents } from './transaction-events';
 
-/** The transactional outbox: the writer used inside transactions, and the relay (notify + sweep). */
+/**
+ * The transactional outbox, for every message type: the writer used inside transactions, the
+ * events published in them, the relay (notify + sweep), the one processor that claims, retries,
+ * backs off and dead-letters, and the handlers registered by type. It imports no other context.
+ */
 @Module({
   imports: [BullModule.registerQueue({ name: OutboxQueue.Name, configKey: PW_BULL })],
-  providers: [OutboxWriter, OutboxRelay],
-  exports: [OutboxWriter, OutboxRelay, BullModule],
+  providers: [OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxDispatcher, OutboxProcessor, OutboxService],
+  exports: [OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxService, BullModule],
 })
 export class OutboxModule {}

@@ -4,6 +4,11 @@ export enum OutboxQueue {
   Name = 'outbox',
 }
 
+export enum OutboxJob {
+  /** One message's delivery (its job id is the message id). */
+  Deliver = 'dispatch',
+}
+
 /**
  * The NOTIFY channel a committed outbox message is announced on: one per schema, so deployments
  * sharing a database never wake each other's relays. (Channel names are at most 63 bytes.)
@@ -20,10 +25,10 @@ export interface OutboxJobData {
 }
 
 /**
- * A message's job: id = message id. Carrier retries are scheduled by the dispatcher itself from
- * the message's own attempt count (the database decides); BullMQ's attempts only cover a
- * dispatcher that crashed on its own infrastructure (database down), after which the relay's
- * sweeper enqueues the message again.
+ * A message's job: id = message id. Retries are scheduled by the dispatcher itself from the
+ * message's own attempt count (the database decides); BullMQ's attempts only cover a dispatcher
+ * that crashed on its own infrastructure (database down), after which the relay's sweeper enqueues
+ * the message again.
  */
 export function outboxJobOptions(messageId: string): JobsOptions {
   return {

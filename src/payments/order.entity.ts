@@ -1,23 +1,23 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { OrderItem, OrderSnapshot, PaymentEventType, ShipTo } from '../common/payment-events';
 import { uuid7 } from '../common/uuid7';
 import { bigintTransformer } from '../database/transformers';
 import { Money } from './money';
 import type { Payment } from './payment.entity';
 import { decideOrderMove, OrderMoveResult, OrderStatus } from './order.state';
 
-export interface ShipTo {
-  name: string;
-  line1: string;
-  line2?: string;
-  city: string;
-  postalCode: string;
-  country: string;
-}
+export type { OrderItem, ShipTo } from '../common/payment-events';
 
-export interface OrderItem {
-  sku: string;
-  quantity: number;
-}
+/** What the order knows of its fulfillment (kept in step by the fulfillment's events). */
+export type OrderFulfillment = NonNullable<OrderSnapshot['fulfillment']>;
+
+/** The event an order's move announces (CONTRACT §7). */
+const ORDER_EVENTS: Partial<Record<OrderStatus, PaymentEventType>> = {
+  paid: 'order.paid',
+  fulfilled: 'order.fulfilled',
+  refunded: 'order.refunded',
+  canceled: 'order.canceled',
+};
 
 /** Why an order became paid: its payment, or a support agent. */
 export type PaidVia = { source: 'payment'; paymentId: string } | { source: 'support'; reason: string };
@@ -59,6 +59,9 @@ export class Order {
   @Column({ name: 'paid_at', type: 'timestamptz', nullable: true })
   paidAt: Date | null;
 
+  @Column({ type: 'jsonb', nullable: true })
+  fulfillment: OrderFulfillment | null;
+
   @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
 
@@ -85,13 +88,24 @@ export class Order {
       items: params.items,
       paidVia: null,
       paidAt: null,
+      fulfillment: null,
       createdAt: now,
       updatedAt: now,
     });
   }
 
+  /** Moves made since the order was loaded, in order: what the transaction that saves it announces. */
+  private changes: PaymentEventType[] = [];
+
   get amount(): Money {
     return Money.fromMinor(this.amountMinor, this.currency);
+  }
+
+  /** The events of the moves made since the last call (each move announced once). */
+  takeChanges(): PaymentEventType[] {
+    const taken = this.changes ?? [];
+    this.changes = [];
+    return taken;
   }
 
   /**
@@ -105,6 +119,7 @@ export class Order {
       this.paidVia = via;
       this.paidAt = now;
       this.updatedAt = now;
+      this.announce(result.to);
     }
     return result;
   }
@@ -143,12 +158,24 @@ export class Order {
     return null;
   }
 
+  /** The order's copy of its fulfillment's state, as the fulfillment announced it. */
+  trackFulfillment(fulfillment: OrderFulfillment, now: Date = new Date()): void {
+    this.fulfillment = fulfillment;
+    this.updatedAt = now;
+  }
+
   private move(to: OrderStatus, now: Date): OrderMoveResult {
     const result = decideOrderMove(this.status, to);
     if (result.outcome === 'applied') {
       this.status = result.to;
       this.updatedAt = now;
+      this.announce(result.to);
     }
     return result;
+  }
+
+  private announce(to: OrderStatus): void {
+    const type = ORDER_EVENTS[to];
+    if (type) (this.changes ??= []).push(type);
   }
 }

@@ -7,17 +7,15 @@ import { DomainError, ValidationFailed } from '../common/domain-error';
 import { keysetQuery, Page, toPage } from '../common/pagination';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
-import { Fulfillment } from '../fulfillment/fulfillment.entity';
-import { CarrierRegistry } from '../fulfillment/carriers/carrier-registry';
-import { FulfillmentService } from '../fulfillment/fulfillment.service';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
-import { InboxQueueService } from '../webhooks/inbox-queue.service';
+import { runTransaction } from '../database/transaction';
+import { PW_CARRIER_NAMES, PW_OPTIONS } from '../payment-webhooks.constants';
 import type { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import type { ListPaymentsQuery, RegisterPaymentDto } from './dto/payment.dto';
 import type { OrderView, PaymentView } from './dto/views';
 import { Money, MoneyError } from './money';
 import { Order } from './order.entity';
 import { Payment } from './payment.entity';
+import { orderSnapshot, PaymentExists, PaymentStore, paymentView } from './payment-store';
 
 /** A response to send as it is: status and body (the first response of an idempotent request). */
 export interface Answer<T> {
@@ -33,9 +31,8 @@ export class OrdersService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
-    private readonly fulfillment: FulfillmentService,
-    private readonly inboxQueue: InboxQueueService,
-    private readonly carriers: CarrierRegistry,
+    @Inject(PW_CARRIER_NAMES) private readonly carriers: ReadonlySet<string>,
+    private readonly store: PaymentStore,
   ) {}
 
   /**
@@ -52,7 +49,7 @@ export class OrdersService {
     if (!this.carriers.has(carrier)) {
       throw new ValidationFailed([{ field: 'carrier', message: `carrier "${carrier}" is not configured` }]);
     }
-    return this.dataSource.transaction(async (em) => {
+    return runTransaction(this.dataSource, async (em) => {
       if (idempotencyKey !== undefined) {
         const replay = await this.claimKey(em, idempotencyKey, requestHash(rawBody));
         if (replay) return replay;
@@ -64,16 +61,8 @@ export class OrdersService {
         shipTo: { ...dto.shipTo },
         items: dto.items.map((i) => ({ sku: i.sku, quantity: i.quantity })),
       });
-      const inserted: unknown[] = await em.query(
-        `INSERT INTO orders (id, reference, status, amount_minor, currency, carrier, ship_to, items, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-         ON CONFLICT (reference) DO NOTHING
-         RETURNING id`,
-        [order.id, order.reference, order.status, order.amountMinor.toString(), order.currency, order.carrier,
-          JSON.stringify(order.shipTo), JSON.stringify(order.items), order.createdAt],
-      );
-      if (inserted.length === 0) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
-      const answer = { status: 201, body: orderView(order, [], null) };
+      if (!(await this.store.insertOrder(em, order))) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
+      const answer = { status: 201, body: orderView(order, []) };
       if (idempotencyKey !== undefined) {
         await em.query(
           `UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE scope = $1 AND key = $2`,
@@ -129,36 +118,29 @@ export class OrdersService {
   async registerPayment(orderId: string, dto: RegisterPaymentDto): Promise<Answer<PaymentView>> {
     const merchantAccountId = this.merchantAccountFor(dto);
     const key = { provider: dto.provider, merchantAccountId, providerPaymentId: dto.providerPaymentId };
-    const { answer, release } = await this.dataSource.transaction(async (em) => {
-      // Parked deliveries first (inbox rows are locked before orders, everywhere).
-      const release = await this.inboxQueue.releaseParked(em, {
-        provider: key.provider,
-        merchantAccountId: key.merchantAccountId,
-        resourceId: key.providerPaymentId,
-      });
-      const order = await em.getRepository(Order).findOne({ where: { id: orderId }, lock: { mode: 'pessimistic_write' } });
-      if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
-      const payment = Payment.register({ orderId, ...key, expected: order.amount });
-      const inserted: unknown[] = await em.query(
-        `INSERT INTO payments (id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor,
-                               currency, refunded_minor, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, 0, $8, $8)
-         ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
-         RETURNING id`,
-        [payment.id, orderId, key.provider, key.providerPaymentId, key.merchantAccountId,
-          payment.amountMinor.toString(), payment.currency, payment.createdAt],
-      );
-      if (inserted.length === 0) {
-        const existing = await em.getRepository(Payment).findOneOrFail({ where: key });
-        if (existing.orderId !== orderId) {
-          throw new DomainError('PAYMENT.ALREADY_REGISTERED', 'this provider payment belongs to another order');
-        }
-        return { answer: { status: 200, body: paymentView(existing) }, release };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await runTransaction(this.dataSource, async (em) => {
+          const existing = await em.getRepository(Payment).findOne({ where: key });
+          if (existing) {
+            if (existing.orderId !== orderId) {
+              throw new DomainError('PAYMENT.ALREADY_REGISTERED', 'this provider payment belongs to another order');
+            }
+            return { status: 200, body: paymentView(existing) };
+          }
+          const order = await this.store.lockOrder(em, orderId);
+          if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
+          const payment = Payment.register({ orderId, ...key, expected: order.amount });
+          // Announced in this transaction: the deliveries parked for this payment are released.
+          await this.store.commit(em, { payment, newPayment: true, sourceEventId: null });
+          return { status: 201, body: paymentView(payment) };
+        });
+      } catch (err) {
+        // Registered by someone else between the look and the insert: look again (the unique
+        // constraint decided; the second look finds it).
+        if (!(err instanceof PaymentExists) || attempt === 3) throw err;
       }
-      return { answer: { status: 201, body: paymentView(payment) }, release };
-    });
-    await this.inboxQueue.requeueAfterCommit(release, { expedite: true });
-    return answer;
+    }
   }
 
   /**
@@ -166,31 +148,26 @@ export class OrdersService {
    * once whichever comes first. An order already paid answers as it is.
    */
   async markPaid(id: string, dto: MarkPaidDto): Promise<OrderView> {
-    await this.dataSource.transaction(async (em) => {
+    await runTransaction(this.dataSource, async (em) => {
       const order = await this.lockOrder(em, id);
       const result = order.markPaid({ source: 'support', reason: dto.reason });
       if (result.outcome === 'rejected' || (result.outcome === 'already_applied' && order.status !== 'paid')) {
         throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be marked paid`);
       }
-      if (result.outcome === 'applied') {
-        await em.getRepository(Order).update(
-          { id },
-          { status: order.status, paidVia: order.paidVia, paidAt: order.paidAt, updatedAt: order.updatedAt },
-        );
-        await this.fulfillment.request(em, order);
-      }
+      // `order.paid` is announced in this transaction: the fulfillment is requested from there.
+      if (result.outcome === 'applied') await this.store.commit(em, { order, sourceEventId: null });
     });
     return this.get(id);
   }
 
   async cancel(id: string): Promise<OrderView> {
-    await this.dataSource.transaction(async (em) => {
+    await runTransaction(this.dataSource, async (em) => {
       const order = await this.lockOrder(em, id);
       const result = order.cancel();
       if (result.outcome !== 'applied') {
         throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be canceled`);
       }
-      await em.getRepository(Order).update({ id }, { status: order.status, updatedAt: order.updatedAt });
+      await this.store.commit(em, { order, sourceEventId: null });
     });
     return this.get(id);
   }
@@ -219,7 +196,7 @@ export class OrdersService {
   }
 
   private async lockOrder(em: EntityManager, id: string): Promise<Order> {
-    const order = await em.getRepository(Order).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+    const order = await this.store.lockOrder(em, id);
     if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
     return order;
   }
@@ -251,7 +228,7 @@ export class OrdersService {
     return accounts[0];
   }
 
-  /** Orders with their payments and fulfillment, in three queries whatever the page size. */
+  /** Orders with their payments (and their copy of the fulfillment), in two queries whatever the page size. */
   private async views(orders: Order[]): Promise<OrderView[]> {
     if (orders.length === 0) return [];
     const ids = orders.map((o) => o.id);
@@ -261,18 +238,7 @@ export class OrdersService {
       .where('p.order_id = ANY(:ids)', { ids })
       .orderBy('p.id', 'ASC')
       .getMany();
-    const fulfillments = await this.dataSource
-      .getRepository(Fulfillment)
-      .createQueryBuilder('f')
-      .where('f.order_id = ANY(:ids)', { ids })
-      .getMany();
-    return orders.map((order) =>
-      orderView(
-        order,
-        payments.filter((p) => p.orderId === order.id),
-        fulfillments.find((f) => f.orderId === order.id) ?? null,
-      ),
-    );
+    return orders.map((order) => orderView(order, payments.filter((p) => p.orderId === order.id)));
   }
 }
 
@@ -292,37 +258,7 @@ function requestHash(body: unknown): string {
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
-export function paymentView(p: Payment): PaymentView {
-  return {
-    id: p.id,
-    orderId: p.orderId,
-    provider: p.provider,
-    providerPaymentId: p.providerPaymentId,
-    merchantAccountId: p.merchantAccountId,
-    status: p.status,
-    amount: p.amount.toDecimal(),
-    currency: p.currency,
-    refundedAmount: p.refundedAmount.toDecimal(),
-    createdAt: p.createdAt.toISOString(),
-    updatedAt: p.updatedAt.toISOString(),
-  };
-}
-
-export function orderView(o: Order, payments: Payment[], fulfillment: Fulfillment | null): OrderView {
-  return {
-    id: o.id,
-    reference: o.reference,
-    status: o.status,
-    amount: o.amount.toDecimal(),
-    currency: o.currency,
-    carrier: o.carrier,
-    shipTo: o.shipTo,
-    items: o.items,
-    payments: payments.map(paymentView),
-    fulfillment: fulfillment
-      ? { id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }
-      : null,
-    createdAt: o.createdAt.toISOString(),
-    updatedAt: o.updatedAt.toISOString(),
-  };
+export function orderView(o: Order, payments: Payment[]): OrderView {
+  const { fulfillment, ...rest } = orderSnapshot(o);
+  return { ...rest, payments: payments.map(paymentView), fulfillment };
 }

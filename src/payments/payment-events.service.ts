@@ -1,50 +1,42 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
-import { FulfillmentService } from '../fulfillment/fulfillment.service';
-import { InboxQueueService, type ResourceKey } from '../webhooks/inbox-queue.service';
 import { Order } from './order.entity';
 import { Payment } from './payment.entity';
+import type { RejectionReason } from './payment.state';
 import type { PaymentEvent } from './payment-event';
 import { toPaymentChange } from './payment-change';
+import { PaymentStore } from './payment-store';
 
 export interface DeliveryContext {
-  inboxId: string;
+  /** The provider's event id: the source of whatever this changes (CONTRACT §7 `sourceEventId`). */
+  eventId: string;
   provider: string;
-  /** The endpoint's merchant account: part of the payment's key, and what a declared account must equal. */
+  /** The event's merchant account: part of the payment's key, and what a declared account must equal. */
   merchantAccountId: string;
 }
 
 /** How a delivery's processing ends, in the inbox's vocabulary (CONTRACT §4). */
-export interface EventOutcome {
-  status: 'processed' | 'rejected' | 'unmatched';
-  outcome: string;
-  /** Deliveries to put back on the queue once this transaction has committed. */
-  requeue: string[];
-  /**
-   * A payment this event created: once the transaction has committed, its parked deliveries are
-   * released again, waiting for any a worker holds (inside the transaction they were skipped).
-   */
-  createdPayment?: ResourceKey;
-}
+export type EventOutcome =
+  | { status: 'processed'; outcome: 'applied' | 'already_applied' | 'stale' }
+  | { status: 'rejected'; outcome: RejectionReason | 'account_mismatch' }
+  | { status: 'unmatched'; outcome: 'payment_not_found' };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The payment domain's step of the processing transaction (ARCHITECTURE "Processing
  * transaction"): everything runs on the caller's EntityManager, so it commits or rolls back with
- * the inbox row.
+ * the inbox row. What it changes is announced in that transaction (PaymentStore): the deliveries
+ * waiting for the payment, the fulfillment and the host hear of it from there.
  */
 @Injectable()
 export class PaymentEventsService {
-  constructor(
-    private readonly fulfillment: FulfillmentService,
-    private readonly inbox: InboxQueueService,
-  ) {}
+  constructor(private readonly store: PaymentStore) {}
 
   async apply(em: EntityManager, ctx: DeliveryContext, event: PaymentEvent, parkUnmatched: boolean): Promise<EventOutcome> {
     if (event.declaredAccount !== null && event.declaredAccount !== ctx.merchantAccountId) {
-      return { status: 'rejected', outcome: 'account_mismatch', requeue: [] };
+      return { status: 'rejected', outcome: 'account_mismatch' };
     }
 
     const found = await this.findPayment(em, ctx, event);
@@ -54,38 +46,26 @@ export class PaymentEventsService {
       if (!parkUnmatched) {
         throw new DomainError('PAYMENT.NOT_FOUND_YET', `no payment ${event.resourceId} registered yet`);
       }
-      return { status: 'unmatched', outcome: 'payment_not_found', requeue: [] };
+      return { status: 'unmatched', outcome: 'payment_not_found' };
     }
     const { payment, isNew } = found;
 
     const parsed = toPaymentChange(event);
-    if (!parsed.ok) return { status: 'rejected', outcome: parsed.reason, requeue: [] };
+    if (!parsed.ok) return { status: 'rejected', outcome: parsed.reason };
 
     const now = new Date();
     const result = payment.apply(parsed.change, now);
     // A rejected event changes nothing: not even the payment its order id would have created.
-    if (result.outcome === 'rejected') return { status: 'rejected', outcome: result.reason, requeue: [] };
-    const key = { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId };
-    // A payment this event creates makes its parked deliveries processable, as a registration does.
-    const released = isNew ? await this.inbox.releaseParked(em, key, { exceptId: ctx.inboxId, skipLocked: true }) : [];
-    if (isNew) await this.insertPayment(em, payment);
-    const createdPayment = isNew ? key : undefined;
-    if (result.outcome !== 'applied') return { status: 'processed', outcome: result.outcome, requeue: released, createdPayment };
-
-    if (!isNew) {
-      await em.getRepository(Payment).update(
-        { id: payment.id },
-        {
-          status: payment.status,
-          refundedMinor: payment.refundedMinor,
-          disputeOutcome: payment.disputeOutcome,
-          updatedAt: payment.updatedAt,
-        },
-      );
+    if (result.outcome === 'rejected') return { status: 'rejected', outcome: result.reason };
+    if (result.outcome !== 'applied') {
+      // A payment this event creates is registered all the same (its parked deliveries hear of it).
+      if (isNew) await this.store.commit(em, { payment, newPayment: true, sourceEventId: ctx.eventId });
+      return { status: 'processed', outcome: result.outcome };
     }
-    await this.orderFollows(em, payment, now);
-    const reopened = await this.inbox.reopenRejected(em, key, ctx.inboxId);
-    return { status: 'processed', outcome: 'applied', requeue: [...released, ...reopened], createdPayment };
+    const order = await this.store.lockOrder(em, payment.orderId);
+    order?.followPayment(payment, now);
+    await this.store.commit(em, { order, payment, newPayment: isNew, sourceEventId: ctx.eventId });
+    return { status: 'processed', outcome: 'applied' };
   }
 
   /**
@@ -110,32 +90,5 @@ export class PaymentEventsService {
     const created = await lockPayment();
     if (created) return { payment: created, isNew: false };
     return { payment: Payment.register({ orderId: order.id, ...key, expected: order.amount }), isNew: true };
-  }
-
-  private async insertPayment(em: EntityManager, p: Payment): Promise<void> {
-    const inserted: unknown[] = await em.query(
-      `INSERT INTO payments (id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor,
-                             currency, refunded_minor, dispute_outcome, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-       ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
-       RETURNING id`,
-      [p.id, p.orderId, p.provider, p.providerPaymentId, p.merchantAccountId, p.status, p.amountMinor.toString(),
-        p.currency, p.refundedMinor.toString(), p.disputeOutcome, p.createdAt, p.updatedAt],
-    );
-    // Registered meanwhile for another order: roll back and let the retry see it.
-    if (inserted.length === 0) throw new DomainError('PAYMENT.CREATED_CONCURRENTLY', 'the payment was registered meanwhile');
-  }
-
-  private async orderFollows(em: EntityManager, payment: Payment, now: Date): Promise<void> {
-    const orders = em.getRepository(Order);
-    const order = await orders.findOne({ where: { id: payment.orderId }, lock: { mode: 'pessimistic_write' } });
-    if (!order) return;
-    const moved = order.followPayment(payment, now);
-    if (moved?.outcome !== 'applied') return;
-    await orders.update(
-      { id: order.id },
-      { status: order.status, paidVia: order.paidVia, paidAt: order.paidAt, updatedAt: order.updatedAt },
-    );
-    if (moved.to === 'paid') await this.fulfillment.request(em, order);
   }
 }

@@ -1,4 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { PaymentEventType } from '../common/payment-events';
 import { uuid7 } from '../common/uuid7';
 import { bigintTransformer } from '../database/transformers';
 import { Money } from './money';
@@ -85,8 +86,18 @@ export class Payment {
     });
   }
 
+  /** Moves made since the payment was loaded, in order: what the transaction that saves it announces. */
+  private changes: PaymentEventType[] = [];
+
   get amount(): Money {
     return Money.fromMinor(this.amountMinor, this.currency);
+  }
+
+  /** The events of the moves made since the last call (each applied move announced once). */
+  takeChanges(): PaymentEventType[] {
+    const taken = this.changes ?? [];
+    this.changes = [];
+    return taken;
   }
 
   get refundedAmount(): Money {
@@ -167,8 +178,21 @@ export class Payment {
       this.refundedMinor = refunded;
       this.disputeOutcome = disputeOutcome;
       this.updatedAt = now;
+      (this.changes ??= []).push(this.eventOf(change.kind, result.to));
     }
     return result;
+  }
+
+  /**
+   * The event of an applied move (CONTRACT §7): `payment.<status>`; a refund is `partially_refunded`
+   * or `refunded` by its amount (also while a dispute keeps the status), a dispute won `dispute_won`.
+   */
+  private eventOf(kind: PaymentChange['kind'], to: PaymentStatus): PaymentEventType {
+    if (kind === 'refunded') return this.refundedMinor === this.amountMinor ? 'payment.refunded' : 'payment.partially_refunded';
+    if (kind === 'dispute_won') return 'payment.dispute_won';
+    if (kind === 'disputed') return 'payment.disputed';
+    if (kind === 'dispute_lost') return 'payment.dispute_lost';
+    return `payment.${to}` as PaymentEventType;
   }
 
   /** Where a captured payment stands once no dispute holds it. */

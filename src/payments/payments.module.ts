@@ -1,16 +1,20 @@
 import { Module } from '@nestjs/common';
-import { FulfillmentModule } from '../fulfillment/fulfillment.module';
-import { InboxQueueModule } from '../webhooks/inbox-queue.module';
+import { OutboxModule } from '../outbox/outbox.module';
 import { OrdersController } from './orders.controller';
 import { OrdersService } from './orders.service';
 import { PaymentEventsService } from './payment-events.service';
+import { PaymentStore } from './payment-store';
 import { PaymentsController } from './payments.controller';
 
-/** Order and Payment aggregates, money, the lifecycle, and the orders/payments API. */
+/**
+ * Order and Payment aggregates, money, the lifecycles, the orders/payments API, and the events of
+ * CONTRACT §7 they make. It talks only to the outbox: whoever must react to a payment hears it as
+ * an event in the same transaction.
+ */
 @Module({
-  imports: [FulfillmentModule, InboxQueueModule],
+  imports: [OutboxModule],
   controllers: [OrdersController, PaymentsController],
-  providers: [OrdersService, PaymentEventsService],
+  providers: [OrdersService, PaymentEventsService, PaymentStore],
   exports: [PaymentEventsService, OrdersService],
 })
 export class PaymentsModule {}

@@ -2,12 +2,14 @@ import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
+import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { PaymentEventsService } from '../payments/payment-events.service';
-import type { InboxStatus } from './inbox.entity';
-import { InboxQueueService, type ResourceKey } from './inbox-queue.service';
+import type { InboxStatus, ProcessingResult } from './inbox.state';
 import { PROVIDERS } from './providers';
 import type { ProviderName } from '../config/options';
+
+export type { ProcessingResult } from './inbox.state';
 
 /** A delivery as the processing transaction reads it (locked). */
 export interface LockedDelivery {
@@ -22,15 +24,6 @@ export interface LockedDelivery {
   status: InboxStatus;
 }
 
-export interface ProcessingResult {
-  status: Exclude<InboxStatus, 'received' | 'failed'>;
-  outcome: string;
-}
-
-interface Decision extends ProcessingResult {
-  requeue?: string[];
-  createdPayment?: ResourceKey;
-}
 
 /** An error whose code becomes the delivery's `last_error` code and, at the end, its outcome. */
 export function errorCode(err: unknown): string {
@@ -49,7 +42,6 @@ export class DeliveryProcessingService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly payments: PaymentEventsService,
-    private readonly inboxQueue: InboxQueueService,
     private readonly metrics: MetricsService,
   ) {}
 
@@ -58,11 +50,13 @@ export class DeliveryProcessingService {
    * payment is unknown is retried until `parkUnmatched`, then parked `unmatched`.
    */
   async process(inboxId: string, finalAttempt: boolean, parkUnmatched = finalAttempt): Promise<ProcessingResult | null> {
-    let decision: Decision | null;
+    let result: ProcessingResult | null;
     let provider = 'unknown';
     const timer = this.metrics.processingDuration.startTimer();
     try {
-      decision = await this.dataSource.transaction(async (em) => {
+      // Work the change asks for after its commit (deliveries released, put back on the queue) runs
+      // once this transaction has committed.
+      result = await runTransaction(this.dataSource, async (em) => {
         const delivery = await this.lock(em, inboxId);
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!delivery || delivery.status !== 'received') return null;
@@ -81,13 +75,9 @@ export class DeliveryProcessingService {
       this.metrics.processingOutcomes.labels(provider, finalAttempt ? 'failed' : 'retrying', errorCode(err)).inc();
       throw err;
     }
-    if (!decision) return null;
+    if (!result) return null;
     timer({ provider });
-    const { requeue, createdPayment, ...result } = decision;
     this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
-    const released = createdPayment ? await this.releaseParkedAfterCommit(createdPayment, inboxId) : [];
-    const again = [...new Set([...(requeue ?? []), ...released])];
-    if (again.length) await this.inboxQueue.requeueAfterCommit(again, { expedite: true });
     return result;
   }
 
@@ -102,32 +92,16 @@ export class DeliveryProcessingService {
   }
 
   /** Normalises the recorded event, then hands it to the payment domain in this transaction. */
-  private async decide(em: EntityManager, delivery: LockedDelivery, parkUnmatched: boolean): Promise<Decision> {
+  private async decide(em: EntityManager, delivery: LockedDelivery, parkUnmatched: boolean): Promise<ProcessingResult> {
     const adapter = PROVIDERS[delivery.provider as ProviderName];
     const event = adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
     return this.payments.apply(
       em,
-      { inboxId: delivery.id, provider: delivery.provider, merchantAccountId: delivery.merchantAccountId },
+      { eventId: delivery.eventId, provider: delivery.provider, merchantAccountId: delivery.merchantAccountId },
       event,
       parkUnmatched,
     );
-  }
-
-  /**
-   * A payment this delivery created may have parked deliveries that another worker held, and so was
-   * parking, while the processing transaction ran: that transaction had to skip them (waiting there,
-   * holding the order's lock, could deadlock). Now that it has committed and holds nothing, release
-   * them again, waiting for any a worker still holds. Best effort: a failure is logged, and the
-   * deliveries stay `unmatched`, replayable from the archive.
-   */
-  private async releaseParkedAfterCommit(key: ResourceKey, inboxId: string): Promise<string[]> {
-    try {
-      return await this.dataSource.transaction((em) => this.inboxQueue.releaseParked(em, key, { exceptId: inboxId }));
-    } catch (err) {
-      this.logger.warn(`parked deliveries of a new payment not released: ${(err as Error).message}`);
-      return [];
-    }
   }
 
   /** In a short transaction of its own, since the processing one was rolled back. */

@@ -4,7 +4,7 @@ import { PW_BULL } from '../payment-webhooks.constants';
 import { InboxQueueService } from './inbox-queue.service';
 import { InboxQueue } from './inbox.queue';
 
-/** The inbox queue on its own, so Payments can release parked deliveries without a module cycle. */
+/** The inbox queue on its own, for the webhooks context and the operator's replays. */
 @Module({
   imports: [BullModule.registerQueue({ name: InboxQueue.Name, configKey: PW_BULL })],
   providers: [InboxQueueService],

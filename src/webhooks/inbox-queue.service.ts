@@ -8,6 +8,7 @@ import { withTimeout } from '../common/with-timeout';
 import { rowsReturned } from '../database/returning';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+import { InboxStatus, REOPEN_SQL, REOPENABLE } from './inbox.state';
 
 /** The deliveries of one provider payment: what parking, releasing and re-running select on. */
 export interface ResourceKey {
@@ -79,10 +80,7 @@ export class InboxQueueService {
     );
     const parked = rows.filter((r) => r.status === 'unmatched').map((r) => r.id);
     if (parked.length > 0) {
-      await em.query(
-        `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL WHERE id = ANY($1)`,
-        [parked],
-      );
+      await em.query(`${REOPEN_SQL} WHERE id = ANY($1)`, [parked]);
     }
     return rows.map((r) => r.id);
   }
@@ -91,21 +89,25 @@ export class InboxQueueService {
    * In the caller's transaction: deliveries of one provider payment that were refused as illegal
    * transitions become `received` again. Called when the payment has just moved: an event that
    * came too early (a refund before its capture) gets its turn, so the order events arrive in
-   * does not change where the payment ends.
+   * does not change where the payment ends. (The delivery being processed is `received` still, so
+   * it is never among them.)
    */
-  async reopenRejected(
-    em: EntityManager,
-    key: ResourceKey,
-    exceptId: string,
-  ): Promise<string[]> {
+  async reopenRejected(em: EntityManager, key: ResourceKey): Promise<string[]> {
     const rows = await rowsReturned<{ id: string }>(
       em,
-      `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL
+      `${REOPEN_SQL}
         WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3
-          AND status = 'rejected' AND outcome = 'illegal_transition' AND id <> $4
+          AND status = 'rejected' AND outcome = 'illegal_transition'
         RETURNING id`,
-      [key.provider, key.merchantAccountId, key.resourceId, exceptId],
+      [key.provider, key.merchantAccountId, key.resourceId],
     );
     return rows.map((r) => r.id);
+  }
+
+  /** A replay: a final delivery that can still change goes back to `received` (in the caller's transaction). */
+  async reopen(em: EntityManager, id: string, status: InboxStatus): Promise<boolean> {
+    if (!REOPENABLE.includes(status)) return false;
+    await em.query(`${REOPEN_SQL} WHERE id = $1`, [id]);
+    return true;
   }
 }

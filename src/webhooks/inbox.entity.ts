@@ -1,8 +1,8 @@
 import { Column, Entity, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
-/** Where a delivery's processing ended (CONTRACT §4). `received` is the only non-final one. */
-export const INBOX_STATUSES = ['received', 'processed', 'ignored', 'rejected', 'unmatched', 'failed'] as const;
-export type InboxStatus = (typeof INBOX_STATUSES)[number];
+import type { InboxStatus } from './inbox.state';
+
+export { INBOX_STATUSES, type InboxStatus } from './inbox.state';
 
 /**
  * One delivered event, recorded before any work. The key is the event's identity at the

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
+import { OutboxModule } from '../outbox/outbox.module';
 import { PaymentsModule } from '../payments/payments.module';
+import { DeliveryReactions } from './delivery-reactions';
 import { DeliveryProcessingService } from './delivery-processing.service';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
@@ -12,7 +14,7 @@ import { WebhooksController } from './webhooks.controller';
 
 /** Endpoint config, provider adapters, the signature guard, the inbox, ingest and processing. */
 @Module({
-  imports: [InboxQueueModule, PaymentsModule],
+  imports: [InboxQueueModule, PaymentsModule, OutboxModule],
   controllers: [WebhooksController],
   providers: [
     EndpointRegistry,
@@ -22,6 +24,7 @@ import { WebhooksController } from './webhooks.controller';
     DeliveryProcessingService,
     InboxProcessor,
     InboxSweeper,
+    DeliveryReactions,
   ],
   exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueModule],
 })

@@ -11,6 +11,7 @@ const MIGRATIONS = [
   'CreatePaymentDomain1764547200000',
   'OperatorSurface1764633600000',
   'OutboxCallStarted1764720000000',
+  'GenericOutbox1764806400000',
 ];
 
 function run(args: string[], env: Record<string, string>) {
@@ -47,15 +48,15 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
   it('status on a database never migrated: every migration pending, exit 1', () => {
     const out = run(['status'], { DATABASE_URL: url });
     expect(out.code).toBe(1);
-    expect(out.stdout.trim().split('\n').slice(0, 4)).toEqual(MIGRATIONS.map((m) => `pending  ${m}`));
-    expect(out.stdout).toContain(`4 pending migration(s) in schema ${TEST_SCHEMA}`);
+    expect(out.stdout.trim().split('\n').slice(0, MIGRATIONS.length)).toEqual(MIGRATIONS.map((m) => `pending  ${m}`));
+    expect(out.stdout).toContain(`${MIGRATIONS.length} pending migration(s) in schema ${TEST_SCHEMA}`);
     expect(out.stdout).not.toContain('postgres@');
   });
 
   it('migrate applies them all in the module schema, exit 0; then status exits 0 and migrate has nothing to do', async () => {
     const migrate = run(['migrate'], { DATABASE_URL: url });
     expect({ code: migrate.code, stderr: migrate.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(migrate.stdout.trim().split('\n').slice(0, 4)).toEqual(MIGRATIONS.map((m) => `applied  ${m}`));
+    expect(migrate.stdout.trim().split('\n').slice(0, MIGRATIONS.length)).toEqual(MIGRATIONS.map((m) => `applied  ${m}`));
 
     const status = run(['status'], { DATABASE_URL: url });
     expect(status.code).toBe(0);

@@ -129,8 +129,8 @@ describe('fulfillment through the outbox (carrier simulator)', () => {
     const fulfillmentId = '01a00000-0000-7000-8000-000000000001';
     await t.dataSource.query(`UPDATE orders SET status = 'paid' WHERE id = $1`, [order.id]);
     await t.dataSource.query(
-      `INSERT INTO fulfillments (id, order_id, status, carrier, created_at, updated_at)
-       VALUES ($1, $2, 'requested', 'default', now(), now())`,
+      `INSERT INTO fulfillments (id, order_id, status, carrier, ship_to, items, created_at, updated_at)
+       SELECT $1, id, 'requested', 'default', ship_to, items, now(), now() FROM orders WHERE id = $2`,
       [fulfillmentId, order.id],
     );
     await t.dataSource.query(

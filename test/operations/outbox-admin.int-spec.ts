@@ -1,9 +1,7 @@
-import { Client } from 'pg';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, createTestApp, eventually, TestApp, truncateAll } from '../support/app';
 import { driver } from '../support/domain';
-import { testPgConnection } from '../support/env';
 
 /** GET /admin/outbox and POST /admin/outbox/{id}/retry (CONTRACT §3 lists, §4). */
 
@@ -181,7 +179,8 @@ describe('POST /admin/outbox/{id}/retry of a dead message (workers on, carrier s
   useCarrierSimulator(
     sim,
     (url) => ({
-      carriers: [{ name: 'default', url }],
+      // A call the carrier leaves unanswered times out quickly.
+      carriers: [{ name: 'default', url, timeoutMs: 400 }],
       carrierMaxAttempts: 3,
     }),
     (app) => {
@@ -219,31 +218,26 @@ describe('POST /admin/outbox/{id}/retry of a dead message (workers on, carrier s
     const dead = await d.http().get('/admin/outbox?status=dead').set(AUTH);
     expect(dead.body.items.map((i: OutboxItem) => i.id)).toEqual([messageId]);
 
-    // Hold the order's row, so the dispatcher can call the carrier but not commit: the state the
-    // retry leaves behind is visible before the dispatch finishes.
-    const holder = new Client(testPgConnection());
-    await holder.connect();
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`SELECT id FROM orders WHERE id = $1 FOR UPDATE`, [orderId]);
-      const res = await d.http().post(`/admin/outbox/${messageId}/retry`).set(AUTH);
-      expect(res.status).toBe(202);
-      expect(res.body).toEqual({ status: 'queued' });
-      expect(await fulfillmentOf(orderId)).toMatchObject({ status: 'requested', shipmentId: null });
-      expect(await messageOf(orderId)).toMatchObject({ status: 'pending', attempts: 0 });
-      await eventually(async () => sim.shipments.length === 1, 10_000, 'the carrier called again');
-    } finally {
-      await holder.query('ROLLBACK').catch(() => undefined);
-      await holder.end();
-    }
+    // The carrier takes the retried call and does not answer it (the call times out, then the
+    // same key is answered with the same shipment): the state the retry leaves is visible before the
+    // dispatch finishes. (Holding the order's row would hold the retry too: it tells the order its
+    // fulfillment is requested again.)
+    sim.fault('hang', 1);
+    const res = await d.http().post(`/admin/outbox/${messageId}/retry`).set(AUTH);
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({ status: 'queued' });
+    expect(await fulfillmentOf(orderId)).toMatchObject({ status: 'requested', shipmentId: null });
+    expect(await messageOf(orderId)).toMatchObject({ status: 'pending', attempts: 0 });
+    await eventually(async () => sim.shipments.length === 1, 10_000, 'the carrier called again');
+    expect((await d.getOrder(orderId)).fulfillment).toMatchObject({ status: 'requested', shipmentId: null });
 
     await eventually(async () => (await d.getOrder(orderId)).status === 'fulfilled', 10_000, 'the order fulfilled');
     const shipments = sim.shipments.filter((s) => s.orderId === orderId);
     expect(shipments.length).toBe(1);
-    expect(await messageOf(orderId)).toMatchObject({ status: 'dispatched', attempts: 1, lastError: null, dispatched: true });
+    expect(await messageOf(orderId)).toMatchObject({ status: 'dispatched', attempts: 2, lastError: null, dispatched: true });
     const fulfillment = await fulfillmentOf(orderId);
     expect(fulfillment).toEqual({ id: shipments[0].idempotencyKey, status: 'dispatched', shipmentId: shipments[0].id });
-    expect(sim.calls.map((c) => c.result)).toEqual(['reject', 'created']);
+    expect(sim.calls.map((c) => c.result)).toEqual(['reject', 'hang', 'replayed']);
     expect(new Set(sim.calls.map((c) => c.idempotencyKey))).toEqual(new Set([fulfillment.id]));
 
     // The list shows it dispatched.
@@ -254,7 +248,7 @@ describe('POST /admin/outbox/{id}/retry of a dead message (workers on, carrier s
         type: 'fulfillment.dispatch',
         idempotencyKey: fulfillment.id,
         status: 'dispatched',
-        attempts: 1,
+        attempts: 2,
         lastError: null,
         createdAt: expect.any(String),
         dispatchedAt: expect.any(String),
@@ -265,7 +259,7 @@ describe('POST /admin/outbox/{id}/retry of a dead message (workers on, carrier s
     const again = await d.http().post(`/admin/outbox/${messageId}/retry`).set(AUTH);
     expect(again.status).toBe(409);
     expect(again.body).toEqual({ error: 'illegal_transition', detail: expect.any(String) });
-    expect(sim.calls.length).toBe(2);
+    expect(sim.calls.length).toBe(3);
   });
 
   it('a retried message that dies again is dead again after a fresh budget, and can be retried once more', async () => {

@@ -1,4 +1,4 @@
-import type { OrderItem, ShipTo } from '../../payments/order.entity';
+import type { OrderItem, ShipTo } from '../../common/payment-events';
 
 /** What a carrier is asked to ship (CONTRACT §5 body). */
 export interface ShipmentRequest {

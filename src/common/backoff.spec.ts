@@ -1,20 +1,14 @@
-import { FulfillmentDispatchService } from './fulfillment-dispatch.service';
+import { retryDelayMs } from './backoff';
 
 /**
  * Carrier retry delays (CONTRACT §5): from 1 s, doubling, capped at 5 min, with jitter (up to half
  * of the nominal delay again, at random, never past the cap); a carrier's Retry-After is honoured,
  * under the same cap.
  */
-describe('FulfillmentDispatchService.backoff', () => {
+describe('retryDelayMs (carrier calls and event deliveries)', () => {
   const BASE = 1_000;
   const CAP = 300_000;
-  // Only the options matter to backoff; the data source, registry (and metrics) are never touched.
-  const service = new FulfillmentDispatchService(
-    null as any,
-    null as any,
-    { tuning: { carrierBackoffBaseMs: BASE, carrierBackoffCapMs: CAP } } as any,
-    null as any,
-  );
+  const service = { backoff: (attempts: number, retryAfterMs?: number) => retryDelayMs(attempts, BASE, CAP, retryAfterMs) };
   const nominal = (n: number) => Math.min(CAP, BASE * 2 ** (n - 1));
   const attempts = Array.from({ length: 12 }, (_, i) => i + 1);
 

@@ -1,22 +1,23 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
-import type { ResolvedOptions } from '../config/options';
 import { startWorker } from '../common/start-worker';
-import { OutboxJobData, OutboxQueue } from '../outbox/outbox.queue';
+import type { ResolvedOptions } from '../config/options';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
-import { FulfillmentDispatchService } from './fulfillment-dispatch.service';
+import { OutboxDispatcher } from './outbox-dispatcher.service';
+import { OutboxJobData, OutboxQueue } from './outbox.queue';
 
 /**
- * Consumes the outbox queue: calls carriers. A retry is the same job moved to the delayed set
- * until the message's next attempt (the backoff lives in the database, with the attempt count).
+ * Consumes the outbox queue for every message type. A message that must wait (its backoff, an
+ * earlier message of its order, another worker's lease) is the same job moved to the delayed set:
+ * the database decides when, the queue only carries the work.
  */
 @Processor({ name: OutboxQueue.Name, configKey: PW_BULL }, { autorun: false })
-export class FulfillmentDispatchProcessor extends WorkerHost implements OnApplicationBootstrap {
-  private readonly logger = new Logger('FulfillmentDispatchProcessor');
+export class OutboxProcessor extends WorkerHost implements OnApplicationBootstrap {
+  private readonly logger = new Logger('OutboxProcessor');
 
   constructor(
-    private readonly dispatcher: FulfillmentDispatchService,
+    private readonly dispatcher: OutboxDispatcher,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {
     super();

@@ -1,0 +1,21 @@
+/**
+ * Events one context of the module announces to another inside the transaction that made the
+ * change, so that a lower context never imports a higher one (Payments tells Webhooks a payment
+ * exists; Fulfillment tells Payments a shipment left). They never leave the process: the outbox
+ * carries only the public events of CONTRACT §7.
+ */
+
+/** A payment was registered (by the API, or created from an event's order id). */
+export interface PaymentRegisteredEvent {
+  type: 'internal.payment.registered';
+  payment: { id: string; provider: string; merchantAccountId: string; providerPaymentId: string };
+}
+
+/** A fulfillment was requested, dispatched, failed, canceled or asked again. */
+export interface FulfillmentChangedEvent {
+  type: 'internal.fulfillment.changed';
+  fulfillment: { id: string; orderId: string; status: string; carrier: string; shipmentId: string | null };
+}
+
+export type InternalEvent = PaymentRegisteredEvent | FulfillmentChangedEvent;
+export type InternalEventType = InternalEvent['type'];

@@ -1,0 +1,95 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { Webhook } from 'standardwebhooks';
+import type { PaymentEventType, PaymentWebhooksEvent } from '../common/payment-events';
+import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
+import { MetricsService } from '../observability/metrics.service';
+import type { OutboxAttempt } from '../outbox/outbox-handler';
+import type { HandlerOutcome } from '../outbox/outbox.state';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
+
+interface Sink {
+  name: string;
+  url: string;
+  types: readonly PaymentEventType[] | '*';
+  timeoutMs: number;
+  signer: Webhook;
+}
+
+const RETRYABLE_STATUSES = new Set([408, 425, 429]);
+
+/**
+ * The HTTP sinks of EVENT_SINKS: each event POSTed to the sink's URL, signed as Standard Webhooks
+ * with the sink's secret (the `standardwebhooks` package signs, so what a receiver verifies with it
+ * is what is sent): `webhook-id` is the event's id on every attempt, `webhook-timestamp` the
+ * attempt's time. Answers are read like a carrier's (CONTRACT §5): 2xx done; a network error, a
+ * timeout, 408, 425, 429 or 5xx retried; any other 4xx dead at once.
+ */
+@Injectable()
+export class EventSinks {
+  private readonly byName = new Map<string, Sink>();
+
+  constructor(
+    @Inject(PW_OPTIONS) options: ResolvedOptions,
+    private readonly metrics: MetricsService,
+  ) {
+    for (const definition of options.eventSinks) this.byName.set(definition.name, sinkOf(definition));
+  }
+
+  all(): Sink[] {
+    return [...this.byName.values()];
+  }
+
+  get(name: string): Sink | undefined {
+    return this.byName.get(name);
+  }
+
+  async deliver(sink: Sink, event: PaymentWebhooksEvent, attempt: Pick<OutboxAttempt, 'markCallStarted'>): Promise<HandlerOutcome> {
+    const body = JSON.stringify(event);
+    const now = new Date();
+    const headers = {
+      'content-type': 'application/json',
+      'user-agent': 'nestjs-payment-webhooks',
+      'webhook-id': event.id,
+      'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+      'webhook-signature': sink.signer.sign(event.id, now, body),
+    };
+    await attempt.markCallStarted();
+    let response: Response;
+    try {
+      response = await fetch(sink.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(sink.timeoutMs), redirect: 'manual' });
+    } catch (err) {
+      const timedOut = (err as Error).name === 'TimeoutError';
+      this.metrics.sinkCalls.labels(sink.name, timedOut ? 'timeout' : 'network').inc();
+      return { kind: 'retry', reason: timedOut ? `sink ${sink.name}: no answer within ${sink.timeoutMs} ms` : `sink ${sink.name}: network error`, mayHaveHappened: true };
+    }
+    // The answer's body is not needed: it is not read (a sink cannot make this process hold it).
+    await response.body?.cancel().catch(() => undefined);
+    const status = response.status;
+    this.metrics.sinkCalls.labels(sink.name, String(status)).inc();
+    if (status >= 200 && status < 300) return { kind: 'done' };
+    const reason = `sink ${sink.name} answered ${status}`;
+    if (status >= 500 || RETRYABLE_STATUSES.has(status)) {
+      return { kind: 'retry', reason, retryAfterMs: retryAfter(response.headers.get('retry-after')) };
+    }
+    if (status >= 300 && status < 400) return { kind: 'retry', reason: `${reason} (a redirect; check its url)` };
+    return { kind: 'dead', reason };
+  }
+}
+
+function sinkOf(definition: ResolvedEventSink): Sink {
+  return {
+    name: definition.name,
+    url: definition.url,
+    types: definition.types,
+    timeoutMs: definition.timeoutMs,
+    signer: new Webhook(definition.secret),
+  };
+}
+
+/** `Retry-After` in seconds or as an HTTP date. */
+function retryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}

@@ -1,0 +1,105 @@
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager } from 'typeorm';
+import type { ResolvedOptions } from '../config/options';
+import { PW_CONNECTION } from '../database/data-source';
+import { MetricsService } from '../observability/metrics.service';
+import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-handler';
+import type { AttemptDecision, HandlerOutcome } from '../outbox/outbox.state';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { CarrierRegistry } from './carriers/carrier-registry';
+import type { ShipmentResult } from './carriers/carrier';
+import { Fulfillment } from './fulfillment.entity';
+import { FULFILLMENT_DISPATCH, FulfillmentDispatchPayload, FulfillmentService } from './fulfillment.service';
+
+/**
+ * The `fulfillment.dispatch` handler: one carrier call with `Idempotency-Key` = fulfillment id, on
+ * every try, forever. A crash between the carrier's yes and the commit replays the same key, and
+ * the carrier answers the same shipment. The outbox records the attempt; this handler's share of
+ * that transaction marks the fulfillment dispatched (the order follows, through its event) or
+ * failed.
+ */
+@Injectable()
+export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDispatchPayload>, OnModuleInit {
+  readonly maxAttempts: number;
+
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly carriers: CarrierRegistry,
+    private readonly fulfillments: FulfillmentService,
+    private readonly handlers: OutboxHandlers,
+    private readonly metrics: MetricsService,
+    @Inject(PW_OPTIONS) options: ResolvedOptions,
+  ) {
+    this.maxAttempts = options.carrierMaxAttempts;
+  }
+
+  onModuleInit(): void {
+    this.handlers.register(FULFILLMENT_DISPATCH, this);
+  }
+
+  async handle(attempt: OutboxAttempt<FulfillmentDispatchPayload>): Promise<HandlerOutcome> {
+    const fulfillment = await this.dataSource.getRepository(Fulfillment).findOne({ where: { id: String(attempt.payload.fulfillmentId) } });
+    if (!fulfillment) return { kind: 'dead', reason: 'fulfillment not found' };
+    // The money went back (or the order was called off) while the shipment waited: do not ship.
+    // If a call already began (a worker died during it, or it timed out), the carrier may have
+    // shipped: say so, for the operator to confirm with the carrier under the same key.
+    if (fulfillment.stopReason !== null) {
+      const why = fulfillment.stopReason;
+      return {
+        kind: 'dead',
+        reason: attempt.previousCallAt
+          ? `${why} after a carrier call began that may have shipped (Idempotency-Key ${fulfillment.id}): confirm with the carrier`
+          : why,
+      };
+    }
+    if (fulfillment.status === 'dispatched') return { kind: 'done', result: { shipmentId: fulfillment.shipmentId } };
+    const carrier = this.carriers.get(fulfillment.carrier);
+    if (!carrier) return { kind: 'dead', reason: `carrier "${fulfillment.carrier}" is not configured` };
+
+    // Committed before the call: a crash during it leaves this trace behind.
+    await attempt.markCallStarted();
+    let result: ShipmentResult;
+    const timer = this.metrics.carrierDuration.labels(carrier.name).startTimer();
+    try {
+      result = await carrier.ship(
+        { orderId: fulfillment.orderId, orderReference: fulfillment.orderReference, shipTo: fulfillment.shipTo, items: fulfillment.items },
+        fulfillment.id,
+      );
+    } catch (err) {
+      result = {
+        ok: false,
+        retryable: true,
+        reason: `carrier adapter failed: ${(err as Error)?.message ?? String(err)}`,
+        status: 'adapter_error',
+        mayHaveShipped: true,
+      };
+    }
+    timer();
+    this.metrics.carrierCalls.labels(carrier.name, result.status ?? (result.ok ? 'ok' : 'failed')).inc();
+    if (result.ok) return { kind: 'done', result: { shipmentId: result.shipmentId } };
+    if (!result.retryable) return { kind: 'dead', reason: result.reason };
+    return { kind: 'retry', reason: result.reason, retryAfterMs: result.retryAfterMs, mayHaveHappened: result.mayHaveShipped === true };
+  }
+
+  async recorded(em: EntityManager, attempt: OutboxAttempt<FulfillmentDispatchPayload>, outcome: HandlerOutcome, decision: AttemptDecision): Promise<void> {
+    if (decision.status === 'pending') return;
+    const fulfillment = await this.lock(em, attempt.payload.fulfillmentId);
+    if (!fulfillment) return;
+    const now = new Date();
+    const moved =
+      decision.status === 'dispatched'
+        ? fulfillment.dispatched(String((outcome.kind === 'done' && outcome.result?.shipmentId) || ''), now)
+        : fulfillment.failed(decision.reason, now);
+    if (moved) await this.fulfillments.save(em, fulfillment);
+  }
+
+  async retried(em: EntityManager, message: { payload: FulfillmentDispatchPayload }): Promise<void> {
+    const fulfillment = await this.lock(em, message.payload.fulfillmentId);
+    if (fulfillment?.requestAgain()) await this.fulfillments.save(em, fulfillment);
+  }
+
+  private lock(em: EntityManager, id: unknown): Promise<Fulfillment | null> {
+    return em.getRepository(Fulfillment).findOne({ where: { id: String(id) }, lock: { mode: 'pessimistic_write' } });
+  }
+}

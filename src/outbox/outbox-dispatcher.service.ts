@@ -1,0 +1,204 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { retryDelayMs } from '../common/backoff';
+import type { ResolvedOptions } from '../config/options';
+import { PW_CONNECTION } from '../database/data-source';
+import { rowsReturned } from '../database/returning';
+import { runTransaction } from '../database/transaction';
+import { MetricsService } from '../observability/metrics.service';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { OutboxAttempt, OutboxHandlers } from './outbox-handler';
+import { AttemptDecision, decideAttempt, HandlerOutcome } from './outbox.state';
+
+/** What the processor does with the message's job next. */
+export type DispatchStep =
+  | { done: true; outcome: 'dispatched' | 'dead' | 'nothing_to_do' }
+  | { done: false; retryAt: Date; why: 'backoff' | 'not_due' | 'leased' | 'ordered' };
+
+interface ClaimedRow {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+  attempts: number;
+  idempotencyKey: string;
+  lastCallAt: Date | null;
+}
+
+/** How soon a message waiting for an earlier one of its ordering key looks again. */
+const ORDERED_RECHECK_MS = 100;
+
+/**
+ * Delivers one outbox message, whatever its type: claims it (a lease, checked on every write),
+ * hands it to its type's handler for the one side effect, and records what happened in one
+ * transaction: attempts, backoff with jitter, the attempt budget, the dead letter with its reason.
+ */
+@Injectable()
+export class OutboxDispatcher {
+  private readonly logger = new Logger('OutboxDispatcher');
+  /** This process, as a lease owner. */
+  readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+
+  constructor(
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly handlers: OutboxHandlers,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly metrics: MetricsService,
+  ) {}
+
+  async dispatch(messageId: string): Promise<DispatchStep> {
+    const claimed = await this.claim(messageId);
+    if (!claimed) return this.whyNotClaimed(messageId);
+
+    const attempt: OutboxAttempt = {
+      id: claimed.id,
+      type: claimed.type,
+      payload: claimed.payload,
+      idempotencyKey: claimed.idempotencyKey,
+      attemptsBefore: claimed.attempts,
+      previousCallAt: claimed.lastCallAt,
+      markCallStarted: async () => {
+        await this.dataSource.query(`UPDATE outbox_message SET last_call_at = now() WHERE id = $1 AND lease_owner = $2`, [
+          claimed.id,
+          this.owner,
+        ]);
+      },
+    };
+    const handler = this.handlers.get(claimed.type);
+    let outcome: HandlerOutcome;
+    if (!handler) {
+      outcome = { kind: 'dead', reason: `no handler for the message type "${claimed.type}"` };
+    } else {
+      // The lease is short and renewed while this worker lives: one that dies loses it within a
+      // lease, and another worker takes the message over (BullMQ's stalled-job check brings the job).
+      const renewal = setInterval(() => void this.renewLease(claimed.id), Math.max(100, this.leaseMs() / 3));
+      try {
+        outcome = await handler.handle(attempt);
+      } catch (err) {
+        outcome = { kind: 'retry', reason: `handler failed: ${(err as Error)?.message ?? String(err)}`, mayHaveHappened: true };
+      } finally {
+        clearInterval(renewal);
+      }
+    }
+    this.metrics.outboxAttempts.labels(claimed.type, outcome.kind).inc();
+    return this.record(attempt, outcome, handler?.maxAttempts ?? 1);
+  }
+
+  /**
+   * Takes the message for this worker: pending, due, not leased by a live worker, and not behind an
+   * earlier message of its ordering key still at its first attempt. One statement decides.
+   */
+  private async claim(id: string): Promise<ClaimedRow | undefined> {
+    const rows = await rowsReturned<ClaimedRow>(
+      this.dataSource,
+      `UPDATE outbox_message m
+          SET lease_owner = $2, lease_until = now() + make_interval(secs => $3::double precision / 1000)
+        WHERE m.id = $1 AND m.status = 'pending' AND m.next_attempt_at <= now()
+          AND (m.lease_until IS NULL OR m.lease_until < now())
+          AND (m.ordering_key IS NULL OR NOT EXISTS (
+                SELECT 1 FROM outbox_message e
+                 WHERE e.ordering_key = m.ordering_key AND e.status = 'pending' AND e.attempts = 0 AND e.id < m.id))
+      RETURNING m.id, m.type, m.payload, m.attempts, m.idempotency_key AS "idempotencyKey", m.last_call_at AS "lastCallAt"`,
+      [id, this.owner, this.leaseMs()],
+    );
+    return rows[0];
+  }
+
+  /** As long as a job's lock: a worker that died is replaced on the same schedule for both. */
+  private leaseMs(): number {
+    return this.options.tuning.jobLockMs;
+  }
+
+  private async renewLease(id: string): Promise<void> {
+    await this.dataSource
+      .query(
+        `UPDATE outbox_message SET lease_until = now() + make_interval(secs => $3::double precision / 1000)
+          WHERE id = $1 AND lease_owner = $2 AND status = 'pending'`,
+        [id, this.owner, this.leaseMs()],
+      )
+      .catch((err: Error) => this.logger.warn(`lease of outbox message ${id} not renewed: ${err.message}`));
+  }
+
+  private async whyNotClaimed(id: string): Promise<DispatchStep> {
+    const [row]: Array<{ status: string; nextAttemptAt: Date; leaseUntil: Date | null; now: Date }> = await this.dataSource.query(
+      `SELECT status, next_attempt_at AS "nextAttemptAt", lease_until AS "leaseUntil", now() AS now FROM outbox_message WHERE id = $1`,
+      [id],
+    );
+    if (!row || row.status !== 'pending') return { done: true, outcome: 'nothing_to_do' };
+    // Scheduling runs on the database's clock, the one the claim uses.
+    const offset = Date.now() - row.now.getTime();
+    const at = (d: Date) => new Date(d.getTime() + offset);
+    if (row.nextAttemptAt > row.now) return { done: false, retryAt: at(row.nextAttemptAt), why: 'not_due' };
+    if (row.leaseUntil && row.leaseUntil >= row.now) return { done: false, retryAt: at(new Date(row.leaseUntil.getTime() + 50)), why: 'leased' };
+    return { done: false, retryAt: new Date(Date.now() + ORDERED_RECHECK_MS), why: 'ordered' };
+  }
+
+  /**
+   * Records the attempt under the message's row lock, if this worker still holds its lease (one
+   * that lapsed may have been taken over: then the other worker records). If the outcome cannot be
+   * recorded (the handler's own bookkeeping refuses it), the attempt is recorded all the same, as a
+   * retry whose effect may have happened, so the budget still runs out.
+   */
+  private async record(attempt: OutboxAttempt, outcome: HandlerOutcome, maxAttempts: number): Promise<DispatchStep> {
+    const handler = this.handlers.get(attempt.type);
+    try {
+      return await this.recordOutcome(attempt, outcome, maxAttempts, async (em, decision) => {
+        await handler?.recorded?.(em, attempt, outcome, decision);
+      });
+    } catch (err) {
+      const reason = `the outcome could not be recorded (${(err as { code?: string })?.code ?? 'error'}): ${(err as Error)?.message ?? String(err)}`;
+      this.logger.warn(`outbox message ${attempt.id}: ${reason}`);
+      return this.recordOutcome(attempt, { kind: 'retry', reason: reason.slice(0, 500), mayHaveHappened: true }, maxAttempts, async () => undefined);
+    }
+  }
+
+  private async recordOutcome(
+    attempt: OutboxAttempt,
+    outcome: HandlerOutcome,
+    maxAttempts: number,
+    bookkeeping: (em: EntityManager, decision: AttemptDecision) => Promise<void>,
+  ): Promise<DispatchStep> {
+    return runTransaction(this.dataSource, async (em) => {
+      const [row]: Array<{ status: string; attempts: number; leaseOwner: string | null; now: Date }> = await em.query(
+        `SELECT status, attempts, lease_owner AS "leaseOwner", now() AS now FROM outbox_message WHERE id = $1 FOR UPDATE`,
+        [attempt.id],
+      );
+      if (!row || row.status !== 'pending' || row.leaseOwner !== this.owner) return { done: true, outcome: 'nothing_to_do' } as const;
+      const attempts = row.attempts + 1;
+      const decision = decideAttempt(outcome, attempts, maxAttempts);
+      if (decision.status === 'dispatched') {
+        await em.query(
+          `UPDATE outbox_message SET status = 'dispatched', attempts = $2, last_error = NULL, dispatched_at = now(),
+                  lease_owner = NULL, lease_until = NULL WHERE id = $1`,
+          [attempt.id, attempts],
+        );
+        await bookkeeping(em, decision);
+        return { done: true, outcome: 'dispatched' } as const;
+      }
+      if (decision.status === 'dead') {
+        await em.query(
+          `UPDATE outbox_message SET status = 'dead', attempts = $2, last_error = $3, lease_owner = NULL, lease_until = NULL WHERE id = $1`,
+          [attempt.id, attempts, decision.reason.slice(0, 1_000)],
+        );
+        await bookkeeping(em, decision);
+        this.logger.warn(`outbox message ${attempt.id} (${attempt.type}) is dead: ${decision.reason}`);
+        return { done: true, outcome: 'dead' } as const;
+      }
+      const { carrierBackoffBaseMs, carrierBackoffCapMs } = this.options.tuning;
+      const delay = retryDelayMs(attempts, carrierBackoffBaseMs, carrierBackoffCapMs, decision.retryAfterMs);
+      const retryAt = new Date(row.now.getTime() + delay);
+      // A clear refusal under an idempotent key did nothing, so the trace of the call goes; an
+      // attempt that may have happened leaves it.
+      await em.query(
+        `UPDATE outbox_message SET attempts = $2, last_error = $3, next_attempt_at = $4, lease_owner = NULL, lease_until = NULL,
+                last_call_at = CASE WHEN $5 THEN last_call_at ELSE NULL END
+          WHERE id = $1`,
+        [attempt.id, attempts, decision.reason.slice(0, 1_000), retryAt, decision.keepCallTrace],
+      );
+      await bookkeeping(em, decision);
+      return { done: false, retryAt: new Date(Date.now() + delay), why: 'backoff' } as const;
+    });
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * The delivery lifecycle (CONTRACT §4), as data: where a delivery's processing may end, and which
+ * ends may be opened again. `received` is the only status that is not final.
+ */
+export const INBOX_STATUSES = ['received', 'processed', 'ignored', 'rejected', 'unmatched', 'failed'] as const;
+export type InboxStatus = (typeof INBOX_STATUSES)[number];
+export type FinalInboxStatus = Exclude<InboxStatus, 'received'>;
+
+export const INBOX_TRANSITIONS: Readonly<Record<InboxStatus, readonly InboxStatus[]>> = {
+  received: ['processed', 'ignored', 'rejected', 'unmatched', 'failed'],
+  processed: [],
+  ignored: [],
+  // An event that came too early (a refund before its capture) is opened again when its payment moves;
+  // any rejected delivery may be replayed by an operator.
+  rejected: ['received'],
+  // Released when its payment is registered, or replayed.
+  unmatched: ['received'],
+  // Replayed after the fix.
+  failed: ['received'],
+};
+
+/** The outcomes each final status may carry (CONTRACT §4); `failed` carries the last error's code. */
+export const INBOX_OUTCOMES = {
+  processed: ['applied', 'already_applied', 'stale'],
+  ignored: ['no_handler'],
+  rejected: ['account_mismatch', 'amount_mismatch', 'currency_mismatch', 'illegal_transition'],
+  unmatched: ['payment_not_found'],
+} as const satisfies Record<Exclude<FinalInboxStatus, 'failed'>, readonly string[]>;
+
+/** How a processing run ends: a status and one of its outcomes, checked by the compiler. */
+export type ProcessingResult = {
+  [S in keyof typeof INBOX_OUTCOMES]: { status: S; outcome: (typeof INBOX_OUTCOMES)[S][number] };
+}[keyof typeof INBOX_OUTCOMES];
+
+/** Final statuses a replay (reprocess) opens again: the others are left as they are. */
+export const REOPENABLE: readonly InboxStatus[] = (Object.keys(INBOX_TRANSITIONS) as InboxStatus[]).filter((s) =>
+  INBOX_TRANSITIONS[s].includes('received'),
+);
+
+/** The one statement that opens deliveries again (to `received`); the caller adds `WHERE …`. */
+export const REOPEN_SQL = `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL`;
