@@ -70,6 +70,8 @@ describe('loadStandaloneConfig', () => {
           carriers: [],
           carrierTimeoutMs: 10_000,
           carrierMaxAttempts: 15,
+          eventSinks: [],
+          eventMaxAttempts: 15,
           adminToken: null,
           runWorkers: true,
           inboxRetentionDays: 90,
@@ -137,6 +139,8 @@ describe('loadStandaloneConfig', () => {
         DATABASE_SCHEMA: 'host_payments',
         ROUTE_PREFIX: '/pay',
         HTTP_ADAPTER: 'fastify',
+        EVENT_SINKS: JSON.stringify([{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luaw==', types: ['order.paid'] }]),
+        EVENT_MAX_ATTEMPTS: '4',
       });
       expect(config).toEqual({
         port: 8080,
@@ -154,6 +158,8 @@ describe('loadStandaloneConfig', () => {
           carriers: [{ name: 'acme', url: 'https://acme.test', apiKey: SECRET, timeoutMs: 2000 }],
           carrierTimeoutMs: 2500,
           carrierMaxAttempts: 3,
+          eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luaw==', types: ['order.paid'], timeoutMs: 10_000 }],
+          eventMaxAttempts: 4,
           adminToken: 'admin-token',
           runWorkers: false,
           inboxRetentionDays: 7,
@@ -253,6 +259,20 @@ describe('loadStandaloneConfig', () => {
           'ROUTE_PREFIX: must be a path of plain segments such as /pay (letters, digits, . _ ~ -)',
         );
         expect(err.setting).toBe('ROUTE_PREFIX');
+      });
+      it.each([
+        ['not JSON', '[{', 'EVENT_SINKS: is not valid JSON'],
+        ['a sink without a secret', JSON.stringify([{ name: 'crm', url: 'https://crm.test' }]), 'EVENT_SINKS: sink "crm": "secret" must be a Standard Webhooks secret'],
+        ['a sink without a url', JSON.stringify([{ name: 'crm', secret: 'whsec_c2luaw==' }]), 'EVENT_SINKS: sink "crm": "url" must be an http(s) URL'],
+        ['a sink without a name', JSON.stringify([{ url: 'https://crm.test', secret: 'whsec_c2luaw==' }]), 'EVENT_SINKS: sink #1: "name" is required'],
+      ])('EVENT_SINKS with %s: one line naming EVENT_SINKS, never the secret', (_name, value, message) => {
+        const err = configError({ ...SECRET_ENV, EVENT_SINKS: value });
+        expect(err.message.startsWith(message)).toBe(true);
+        expect(err.setting).toBe('EVENT_SINKS');
+        expect(err.message).not.toContain('c2luaw');
+      });
+      it('EVENT_MAX_ATTEMPTS=0', () => {
+        expect(configError({ ...SECRET_ENV, EVENT_MAX_ATTEMPTS: '0' }).message).toBe('EVENT_MAX_ATTEMPTS: must be a positive integer');
       });
       it.each(['koa', 'hapi', 'express5'])('HTTP_ADAPTER=%j', (value) => {
         const err = expectError({ HTTP_ADAPTER: value }, 'HTTP_ADAPTER: must be express or fastify');

@@ -286,11 +286,53 @@ describe('isHttpUrl', () => {
   });
 });
 
+const SINK_SECRET = 'whsec_c2luay1zZWNyZXQtZm9yLXRoZS10ZXN0LTAwMQ==';
+
 describe('resolveOptions', () => {
   const base: PaymentWebhooksOptions = {
     databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
     redisUrl: 'redis://127.0.0.1:6379',
   };
+
+  describe('eventSinks (EVENT_SINKS): a name, an http(s) URL and a whsec_ secret each', () => {
+    const sink = { name: 'crm', url: 'https://crm.test/hooks', secret: SINK_SECRET };
+    it('defaults: every type, a 10 s timeout', () => {
+      expect(resolveOptions({ ...base, eventSinks: [sink] }).eventSinks).toEqual([{ ...sink, types: '*', timeoutMs: 10_000 }]);
+    });
+    it.each([
+      ['no name', { ...sink, name: undefined }, 'eventSinks: sink #1: "name" is required (1–64 letters, digits, _ . : -)'],
+      ['a name with a space', { ...sink, name: 'my crm' }, 'eventSinks: sink #1: "name" is required (1–64 letters, digits, _ . : -)'],
+      ['no url', { ...sink, url: undefined }, 'eventSinks: sink "crm": "url" must be an http(s) URL'],
+      ['an ftp url', { ...sink, url: 'ftp://crm.test' }, 'eventSinks: sink "crm": "url" must be an http(s) URL'],
+      ['no secret', { ...sink, secret: undefined }, 'eventSinks: sink "crm": "secret" must be a Standard Webhooks secret starting with "whsec_"'],
+      ['a secret without whsec_', { ...sink, secret: 'c2VjcmV0' }, 'eventSinks: sink "crm": "secret" must be a Standard Webhooks secret starting with "whsec_"'],
+      ['a secret not base64 after whsec_', { ...sink, secret: 'whsec_not base64!' }, 'eventSinks: sink "crm": "secret" is not base64 after "whsec_"'],
+      ['an unknown type', { ...sink, types: ['order.paid', 'order.shipped'] }, 'eventSinks: sink "crm": unknown event type "order.shipped"'],
+      ['empty types', { ...sink, types: [] }, 'eventSinks: sink "crm": "types" must be a non-empty array of event types'],
+      ['a timeout of 0', { ...sink, timeoutMs: 0 }, 'eventSinks: sink "crm": "timeoutMs" must be a positive integer'],
+    ])('%s', (_name, bad, message) => {
+      const err = (() => {
+        try {
+          resolveOptions({ ...base, eventSinks: [bad as never] });
+        } catch (e) {
+          return e as Error;
+        }
+        throw new Error('no error');
+      })();
+      expect(err.message.startsWith(message)).toBe(true);
+      expect(err.message).not.toContain(SINK_SECRET.slice(6));
+    });
+    it('two sinks with one name', () => {
+      expect(() => resolveOptions({ ...base, eventSinks: [sink, sink] })).toThrow('eventSinks: duplicate sink name "crm"');
+    });
+    it("types ['*'] and '*' mean every type", () => {
+      expect(resolveOptions({ ...base, eventSinks: [{ ...sink, types: ['*'] }] }).eventSinks[0].types).toBe('*');
+      expect(resolveOptions({ ...base, eventSinks: [{ ...sink, types: '*' }] }).eventSinks[0].types).toBe('*');
+    });
+    it('eventMaxAttempts must be a positive integer', () => {
+      expect(() => resolveOptions({ ...base, eventMaxAttempts: 0 })).toThrow('eventMaxAttempts: must be a positive integer');
+    });
+  });
 
   describe('schema (DATABASE_SCHEMA): a plain identifier, since it is written into SQL', () => {
     it.each(['payment_webhooks', 'public', '_x', 'a1_b2', 'a'.repeat(63)])('accepts %j', (schema) => {
@@ -335,6 +377,8 @@ describe('resolveOptions', () => {
       carriers: [],
       carrierTimeoutMs: 10_000,
       carrierMaxAttempts: 15,
+      eventSinks: [],
+      eventMaxAttempts: 15,
       adminToken: null,
       runWorkers: true,
       inboxRetentionDays: 90,
@@ -355,6 +399,8 @@ describe('resolveOptions', () => {
       carriers: [{ name: 'c', url: 'http://c.test/' }],
       carrierTimeoutMs: 500,
       carrierMaxAttempts: 3,
+      eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: SINK_SECRET, types: ['order.paid', 'order.paid'] }],
+      eventMaxAttempts: 4,
       adminToken: 'tok',
       runWorkers: false,
       inboxRetentionDays: 7,
@@ -372,6 +418,8 @@ describe('resolveOptions', () => {
       carriers: [{ name: 'c', url: 'http://c.test', apiKey: undefined, timeoutMs: undefined }],
       carrierTimeoutMs: 500,
       carrierMaxAttempts: 3,
+      eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: SINK_SECRET, types: ['order.paid'], timeoutMs: 10_000 }],
+      eventMaxAttempts: 4,
       adminToken: 'tok',
       runWorkers: false,
       inboxRetentionDays: 7,

@@ -1,4 +1,4 @@
-import { INestApplication } from '@nestjs/common';
+import { INestApplication, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
@@ -84,7 +84,7 @@ export type Platform = (typeof PLATFORMS)[number];
 
 export async function createTestApp(
   overrides: Partial<PaymentWebhooksOptions> = {},
-  { platform = 'express' }: { platform?: Platform } = {},
+  { platform = 'express', providers = [] }: { platform?: Platform; providers?: Provider[] } = {},
 ): Promise<TestApp> {
   const queuePrefix = `pwtest-${randomUUID().slice(0, 8)}`;
   const clock = new TestClock();
@@ -105,6 +105,8 @@ export async function createTestApp(
         tuning: { sweepIntervalMs: 60_000, inboxBackoffMs: 100, ...(overrides.tuning ?? {}) },
       }),
     ],
+    // The host's own providers (an @OnPaymentEvent subscriber, say).
+    providers,
   })
     .overrideProvider(CLOCK)
     .useValue(clock)
