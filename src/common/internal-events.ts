@@ -1,3 +1,5 @@
+import type { FulfillmentStatus } from './payment-events';
+
 /**
  * Events one context of the module announces to another inside the transaction that made the
  * change, so that a lower context never imports a higher one (Payments tells Webhooks a payment
@@ -14,7 +16,7 @@ export interface PaymentRegisteredEvent {
 /** A fulfillment was requested, dispatched, failed, canceled or asked again. */
 export interface FulfillmentChangedEvent {
   type: 'internal.fulfillment.changed';
-  fulfillment: { id: string; orderId: string; status: string; carrier: string; shipmentId: string | null };
+  fulfillment: { id: string; orderId: string; status: FulfillmentStatus; carrier: string; shipmentId: string | null };
 }
 
 export type InternalEvent = PaymentRegisteredEvent | FulfillmentChangedEvent;

@@ -42,7 +42,11 @@ export interface OrderItem {
   quantity: number;
 }
 
-/** An Payment as the REST API shows it (CONTRACT §3). */
+/** Where an order's one fulfillment stands (the `fulfillment.status` of an Order, CONTRACT §3). */
+export const FULFILLMENT_STATUSES = ['requested', 'dispatched', 'failed'] as const;
+export type FulfillmentStatus = (typeof FULFILLMENT_STATUSES)[number];
+
+/** A Payment as the REST API shows it (CONTRACT §3). */
 export interface PaymentSnapshot {
   id: string;
   orderId: string;
@@ -67,7 +71,7 @@ export interface OrderSnapshot {
   carrier: string;
   shipTo: ShipTo;
   items: OrderItem[];
-  fulfillment: { id: string; status: string; carrier: string; shipmentId: string | null } | null;
+  fulfillment: { id: string; status: FulfillmentStatus; carrier: string; shipmentId: string | null } | null;
   createdAt: string;
   updatedAt: string;
 }

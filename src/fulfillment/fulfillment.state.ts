@@ -1,7 +1,8 @@
-/** The fulfillment lifecycle (ARCHITECTURE "Outbox, fulfillment and events"), as data. */
-export const FULFILLMENT_STATUSES = ['requested', 'dispatched', 'failed'] as const;
-export type FulfillmentStatus = (typeof FULFILLMENT_STATUSES)[number];
+import type { FulfillmentStatus } from '../common/payment-events';
 
+export { FULFILLMENT_STATUSES, type FulfillmentStatus } from '../common/payment-events';
+
+/** The fulfillment lifecycle (ARCHITECTURE "Outbox, fulfillment and events"), as data. */
 export const FULFILLMENT_TRANSITIONS: Readonly<Record<FulfillmentStatus, readonly FulfillmentStatus[]>> = {
   // The carrier took it; it refused, every attempt failed, or the order no longer wants it.
   requested: ['dispatched', 'failed'],
