@@ -10,10 +10,14 @@ import {
   ValidationPipe,
 } from '@nestjs/common';
 import { sendJson, setHeader } from '../http/platform';
-import { DomainError, FieldError, ValidationFailed } from './domain-error';
+import { DomainError, ERROR_CODES, FieldError, HttpErrorCode, ValidationFailed } from './domain-error';
 
-/** Every error code of the REST API and its answer (CONTRACT §3), in one place. */
-const DOMAIN_ERRORS: Record<string, { status: number; error: string; withDetail?: boolean }> = {
+/**
+ * The answer of every code a request may get (CONTRACT §3): the compiler demands one for each
+ * code of ERROR_CODES that answers requests, and that its `error` is the table's.
+ */
+const HTTP_ANSWERS = {
+  'VALIDATION.FAILED': { status: 400, error: 'validation_failed' },
   'RESOURCE.NOT_FOUND': { status: 404, error: 'not_found' },
   'ORDER.NOT_FOUND': { status: 404, error: 'not_found' },
   'PAYMENT.NOT_FOUND': { status: 404, error: 'not_found' },
@@ -27,20 +31,18 @@ const DOMAIN_ERRORS: Record<string, { status: number; error: string; withDetail?
   'IDEMPOTENCY.KEY_REUSED': { status: 422, error: 'idempotency_key_reused' },
   'AUTH.UNAUTHORIZED': { status: 401, error: 'unauthorized' },
   'AUTH.ADMIN_DISABLED': { status: 503, error: 'admin_disabled' },
-};
+} as const satisfies { [C in HttpErrorCode]: { status: number; error: (typeof ERROR_CODES)[C]['http']; withDetail?: boolean } };
 
 /** Maps a thrown error to the contract's status and body. */
 export function toApiError(err: unknown): { status: number; body: Record<string, unknown> } {
   if (err instanceof ValidationFailed) {
     return { status: 400, body: { error: 'validation_failed', details: err.details } };
   }
-  if (err instanceof DomainError) {
-    const known = DOMAIN_ERRORS[err.code];
-    if (known) {
-      const body: Record<string, unknown> = { error: known.error };
-      if (known.withDetail) body.detail = err.detail ?? err.message;
-      return { status: known.status, body };
-    }
+  if (err instanceof DomainError && err.code in HTTP_ANSWERS) {
+    const known: { status: number; error: string; withDetail?: boolean } = HTTP_ANSWERS[err.code as HttpErrorCode];
+    const body: Record<string, unknown> = { error: known.error };
+    if (known.withDetail) body.detail = err.detail ?? err.message;
+    return { status: known.status, body };
   }
   // Input PostgreSQL cannot store (data exception, SQLSTATE class 22) that got past validation.
   const sqlState = String((err as { driverError?: { code?: unknown }; code?: unknown })?.driverError?.code ?? (err as { code?: unknown })?.code ?? '');

@@ -1,10 +1,38 @@
 /**
- * An error with a stable code (`ORDER.NOT_FOUND`, `PAYMENT.NOT_FOUND_YET`…). The HTTP layer maps
- * codes to statuses and bodies in one place (api-errors.ts); processors record the code.
+ * Every error code of the module, in one table (`PAYMENT.ILLEGAL_TRANSITION`…): the HTTP layer
+ * maps each to a status and a body (api-errors.ts, checked by the compiler against this table);
+ * processors record the code as a delivery's `last_error`. `http: null` marks a code that never
+ * answers a request as itself (a retry inside the module decides what happens).
  */
+export const ERROR_CODES = {
+  'VALIDATION.FAILED': { http: 'validation_failed' },
+  'RESOURCE.NOT_FOUND': { http: 'not_found' },
+  'ORDER.NOT_FOUND': { http: 'not_found' },
+  'PAYMENT.NOT_FOUND': { http: 'not_found' },
+  'DELIVERY.NOT_FOUND': { http: 'not_found' },
+  'OUTBOX.NOT_FOUND': { http: 'not_found' },
+  'ORDER.ILLEGAL_TRANSITION': { http: 'illegal_transition' },
+  'OUTBOX.ILLEGAL_TRANSITION': { http: 'illegal_transition' },
+  'DELIVERY.BUSY': { http: 'processing_in_progress' },
+  'ORDER.REFERENCE_TAKEN': { http: 'reference_taken' },
+  'PAYMENT.ALREADY_REGISTERED': { http: 'payment_already_registered' },
+  'IDEMPOTENCY.KEY_REUSED': { http: 'idempotency_key_reused' },
+  'AUTH.UNAUTHORIZED': { http: 'unauthorized' },
+  'AUTH.ADMIN_DISABLED': { http: 'admin_disabled' },
+  // Processing only: the delivery is retried, then parked or failed with the code.
+  'PAYMENT.NOT_FOUND_YET': { http: null },
+  'PAYMENT.CREATED_CONCURRENTLY': { http: null },
+  'FULFILLMENT.BUSY': { http: null },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+/** The codes a request may be answered with. */
+export type HttpErrorCode = { [C in ErrorCode]: (typeof ERROR_CODES)[C]['http'] extends null ? never : C }[ErrorCode];
+
+/** An error with a stable code. The HTTP layer maps codes to statuses and bodies in one place. */
 export class DomainError extends Error {
   constructor(
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly detail?: string,
   ) {

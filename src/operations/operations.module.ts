@@ -1,4 +1,5 @@
 import { BullModule } from '@nestjs/bullmq';
+import { QueueName } from '../common/queues';
 import { Module } from '@nestjs/common';
 import { OutboxModule } from '../outbox/outbox.module';
 import { PW_BULL } from '../payment-webhooks.constants';
@@ -6,11 +7,11 @@ import { InboxQueueModule } from '../webhooks/inbox-queue.module';
 import { DeliveryArchiveService } from './delivery-archive.service';
 import { OperationsController } from './operations.controller';
 import { OutboxAdminService } from './outbox-admin.service';
-import { MaintenanceProcessor, MaintenanceQueue, RetentionService } from './retention.service';
+import { MaintenanceProcessor, RetentionService } from './retention.service';
 
 /** The operator surface: archive and replay, outbox, reconciliation, retention. */
 @Module({
-  imports: [InboxQueueModule, OutboxModule, BullModule.registerQueue({ name: MaintenanceQueue.Name, configKey: PW_BULL })],
+  imports: [InboxQueueModule, OutboxModule, BullModule.registerQueue({ name: QueueName.Maintenance, configKey: PW_BULL })],
   controllers: [OperationsController],
   providers: [DeliveryArchiveService, OutboxAdminService, RetentionService, MaintenanceProcessor],
   exports: [RetentionService],

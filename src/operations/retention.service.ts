@@ -1,4 +1,5 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
+import { JobName, JobSchedule, QueueName } from '../common/queues';
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
@@ -7,10 +8,6 @@ import { startWorker } from '../common/start-worker';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
-
-export enum MaintenanceQueue {
-  Name = 'maintenance',
-}
 
 const FINAL = ['processed', 'ignored', 'rejected', 'unmatched'];
 const BATCH = 500;
@@ -69,13 +66,13 @@ export class RetentionService {
 }
 
 /** Runs the purge daily, once across all processes (a BullMQ job scheduler). */
-@Processor({ name: MaintenanceQueue.Name, configKey: PW_BULL }, { autorun: false })
+@Processor({ name: QueueName.Maintenance, configKey: PW_BULL }, { autorun: false })
 export class MaintenanceProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('Maintenance');
 
   constructor(
     private readonly retention: RetentionService,
-    @InjectQueue(MaintenanceQueue.Name) private readonly queue: Queue,
+    @InjectQueue(QueueName.Maintenance) private readonly queue: Queue,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {
     super();
@@ -86,7 +83,7 @@ export class MaintenanceProcessor extends WorkerHost implements OnApplicationBoo
     // Idempotent: every worker process upserts the same scheduler. Not awaited: a Redis that is
     // away at start must not hold the start.
     void this.queue
-      .upsertJobScheduler('retention-daily', { pattern: '17 3 * * *' }, { name: 'retention', data: {} })
+      .upsertJobScheduler(JobSchedule.RetentionDaily, { pattern: '17 3 * * *' }, { name: JobName.Retention, data: {} })
       .catch((err: Error) => this.logger.warn(`could not schedule the daily retention: ${err.message}`));
     startWorker(this.worker, this.options, this.logger, 'maintenance');
   }

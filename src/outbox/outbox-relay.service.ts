@@ -1,4 +1,5 @@
 import { InjectQueue } from '@nestjs/bullmq';
+import { QueueName, JobName } from '../common/queues';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
@@ -9,7 +10,7 @@ import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { pgConnection, PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
-import { outboxChannel, OutboxJob, OutboxJobData, outboxJobOptions, OutboxQueue } from './outbox.queue';
+import { outboxChannel, OutboxJobData, outboxJobOptions } from './outbox.queue';
 
 /**
  * Carries committed outbox messages to the queue. Low latency without polling load: each commit
@@ -31,7 +32,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
-    @InjectQueue(OutboxQueue.Name) private readonly queue: Queue<OutboxJobData>,
+    @InjectQueue(QueueName.Outbox) private readonly queue: Queue<OutboxJobData>,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -79,7 +80,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
    * dispatcher that gave up on its own infrastructure).
    */
   async requeue(ids: readonly string[]): Promise<number> {
-    return requeueJobs(this.queue, ids, (id) => this.queue.add(OutboxJob.Deliver, { messageId: id }, outboxJobOptions(id)));
+    return requeueJobs(this.queue, ids, (id) => this.queue.add(JobName.DeliverMessage, { messageId: id }, outboxJobOptions(id)));
   }
 
   private async listen(): Promise<void> {
@@ -120,7 +121,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
       const ids = [...this.pendingIds];
       this.pendingIds.clear();
       this.queue
-        .addBulk(ids.map((messageId) => ({ name: OutboxJob.Deliver, data: { messageId }, opts: outboxJobOptions(messageId) })))
+        .addBulk(ids.map((messageId) => ({ name: JobName.DeliverMessage, data: { messageId }, opts: outboxJobOptions(messageId) })))
         .catch((err: Error) => this.logger.warn(`${ids.length} messages left for the sweeper: ${err.message}`));
     });
   }

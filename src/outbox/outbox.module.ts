@@ -1,4 +1,5 @@
 import { BullModule } from '@nestjs/bullmq';
+import { QueueName } from '../common/queues';
 import { Module } from '@nestjs/common';
 import { PW_BULL } from '../payment-webhooks.constants';
 import { OutboxDispatcher } from './outbox-dispatcher.service';
@@ -7,7 +8,7 @@ import { OutboxRelay } from './outbox-relay.service';
 import { OutboxWriter } from './outbox-writer';
 import { OutboxProcessor } from './outbox.processor';
 import { OutboxService } from './outbox.service';
-import { OutboxQueue } from './outbox.queue';
+
 import { TransactionEvents } from './transaction-events';
 
 /**
@@ -16,7 +17,7 @@ import { TransactionEvents } from './transaction-events';
  * backs off and dead-letters, and the handlers registered by type. It imports no other context.
  */
 @Module({
-  imports: [BullModule.registerQueue({ name: OutboxQueue.Name, configKey: PW_BULL })],
+  imports: [BullModule.registerQueue({ name: QueueName.Outbox, configKey: PW_BULL })],
   providers: [OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxDispatcher, OutboxProcessor, OutboxService],
   exports: [OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxService, BullModule],
 })

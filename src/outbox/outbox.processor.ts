@@ -1,18 +1,19 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
+import { QueueName } from '../common/queues';
 import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { startWorker } from '../common/start-worker';
 import type { ResolvedOptions } from '../config/options';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
 import { OutboxDispatcher } from './outbox-dispatcher.service';
-import { OutboxJobData, OutboxQueue } from './outbox.queue';
+import { OutboxJobData } from './outbox.queue';
 
 /**
  * Consumes the outbox queue for every message type. A message that must wait (its backoff, an
  * earlier message of its order, another worker's lease) is the same job moved to the delayed set:
  * the database decides when, the queue only carries the work.
  */
-@Processor({ name: OutboxQueue.Name, configKey: PW_BULL }, { autorun: false })
+@Processor({ name: QueueName.Outbox, configKey: PW_BULL }, { autorun: false })
 export class OutboxProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('OutboxProcessor');
 

@@ -1,14 +1,5 @@
 import type { JobsOptions } from 'bullmq';
 
-export enum OutboxQueue {
-  Name = 'outbox',
-}
-
-export enum OutboxJob {
-  /** One message's delivery (its job id is the message id). */
-  Deliver = 'dispatch',
-}
-
 /**
  * The NOTIFY channel a committed outbox message is announced on: one per schema, so deployments
  * sharing a database never wake each other's relays. (Channel names are at most 63 bytes.)

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
+import { QueueName, JobName } from '../common/queues';
 import { Queue } from 'bullmq';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'pg';
@@ -9,7 +10,7 @@ import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { MicroBatcher } from '../common/micro-batcher';
 import { redisConnection } from '../common/redis-connection';
 import { uuid7 } from '../common/uuid7';
-import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import type { EnvelopeIdentity } from './providers';
 import type { ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
@@ -19,12 +20,32 @@ export interface IngestAnswer {
   eventId: string;
 }
 
+/** A delivery to record, one field per column. */
+interface InboxRow {
+  id: string;
+  endpointId: string;
+  provider: string;
+  merchantAccountId: string;
+  eventId: string;
+  eventType: string;
+  resourceId: string | null;
+  deliveryId: string | null;
+  /** The kept headers, as JSON text. */
+  headers: string;
+  body: string;
+}
+
+/** The row's fields in column order: how a batch travels to the statement, and one row's parameters. */
+function values(row: InboxRow): Array<string | null> {
+  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.headers, row.body];
+}
+
 const COLUMNS =
   'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, headers, body, received_at';
 
 // One statement for a whole batch: a duplicate costs an index probe and writes nothing; the new
-// rows come back. The batch travels as one JSON array of rows (positional), which both sides
-// encode and decode natively.
+// rows come back. The batch travels as one JSON array of rows in column order (see values()),
+// which both sides encode and decode natively; named keys would repeat every name in every row.
 const INSERT_BATCH_SQL = `
   INSERT INTO webhook_inbox (${COLUMNS})
   SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, (r->>8)::jsonb, r->>9,
@@ -39,9 +60,6 @@ const INSERT_ONE_SQL = `
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, pw_uuid7_time($1))
   ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
   RETURNING id, event_id`;
-
-/** A delivery to record: the ten columns, in INSERT order. */
-type InboxRow = [string, string, string, string, string, string, string | null, string | null, string, string];
 /** A row the database did not take. A class of our own: `instanceof Error` fails across realms (Jest's vm). */
 class NotRecorded {
   constructor(readonly cause: unknown) {}
@@ -54,7 +72,7 @@ type RowOutcome = 'accepted' | 'duplicate' | NotRecorded;
 
 /** The deduplication key: (provider, merchant account, event id). */
 function keyOf(row: InboxRow): string {
-  return eventKey(row[2], row[3], row[4]);
+  return eventKey(row.provider, row.merchantAccountId, row.eventId);
 }
 
 function eventKey(provider: string, merchantAccountId: string, eventId: string): string {
@@ -87,7 +105,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     });
     // An idle connection dropped by the server must not crash the process; the next query reconnects.
     this.pool.on('error', (err) => this.logger.warn(`idle database connection lost: ${err.message}`));
-    this.queue = new Queue<ProcessDeliveryData>(InboxQueue.Name, {
+    this.queue = new Queue<ProcessDeliveryData>(QueueName.Inbox, {
       prefix: options.queuePrefix,
       connection: redisConnection(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
     });
@@ -98,7 +116,7 @@ export class InboxIngestService implements OnApplicationShutdown {
       // While the database stalls, a delivery waiting for its turn answers 503 within the bound,
       // not after the queue in front of it; and one statement never carries more than 8 MiB.
       maxWaitMs: tuning.ingestTimeoutMs,
-      weigh: (row) => row[9].length + row[8].length,
+      weigh: (row) => row.body.length + row.headers.length,
       maxWeight: 8 * 1024 * 1024,
     });
   }
@@ -110,18 +128,18 @@ export class InboxIngestService implements OnApplicationShutdown {
     headers: IncomingHttpHeaders,
     body: string,
   ): Promise<IngestAnswer> {
-    const row: InboxRow = [
-      uuid7(),
-      endpoint.id,
-      endpoint.provider.name,
-      endpoint.merchantAccountId,
-      identity.eventId,
-      identity.eventType,
-      identity.resourceId,
-      identity.deliveryId,
-      storedHeaders(endpoint, headers),
+    const row: InboxRow = {
+      id: uuid7(),
+      endpointId: endpoint.id,
+      provider: endpoint.provider.name,
+      merchantAccountId: endpoint.merchantAccountId,
+      eventId: identity.eventId,
+      eventType: identity.eventType,
+      resourceId: identity.resourceId,
+      deliveryId: identity.deliveryId,
+      headers: storedHeaders(endpoint, headers),
       body,
-    ];
+    };
     let outcome: RowOutcome;
     try {
       outcome = await this.batcher.submit(row);
@@ -163,7 +181,7 @@ export class InboxIngestService implements OnApplicationShutdown {
         this.pool.query<{ id: string; provider: string; merchant_account_id: string; event_id: string }>({
           name: 'pw_inbox_insert_batch',
           text: INSERT_BATCH_SQL,
-          values: [JSON.stringify(rows)],
+          values: [JSON.stringify(rows.map(values))],
         });
       // A deadlock or serialization failure is a race with another batch: run it once more.
       returned = await run().catch((err) => (/^40(P01|001)$/.test(String(err?.code)) ? run() : Promise.reject(err)));
@@ -182,7 +200,7 @@ export class InboxIngestService implements OnApplicationShutdown {
 
   private async insertOne(row: InboxRow): Promise<Map<string, InsertResult>> {
     try {
-      const result = await this.pool.query<{ id: string }>({ name: 'pw_inbox_insert_one', text: INSERT_ONE_SQL, values: row });
+      const result = await this.pool.query<{ id: string }>({ name: 'pw_inbox_insert_one', text: INSERT_ONE_SQL, values: values(row) });
       return new Map([[keyOf(row), result.rows[0]?.id ?? null]]);
     } catch (err) {
       return new Map([[keyOf(row), new NotRecorded(err)]]);
@@ -196,7 +214,7 @@ export class InboxIngestService implements OnApplicationShutdown {
       await withTimeout(
         this.queue.addBulk(
           inboxIds.map((inboxId) => ({
-            name: InboxJob.ProcessDelivery,
+            name: JobName.ProcessDelivery,
             data: { inboxId },
             opts: processDeliveryJobOptions(inboxId, tuning),
           })),

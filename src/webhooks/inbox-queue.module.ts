@@ -1,12 +1,13 @@
 import { BullModule } from '@nestjs/bullmq';
+import { QueueName } from '../common/queues';
 import { Module } from '@nestjs/common';
 import { PW_BULL } from '../payment-webhooks.constants';
 import { InboxQueueService } from './inbox-queue.service';
-import { InboxQueue } from './inbox.queue';
+
 
 /** The inbox queue on its own, for the webhooks context and the operator's replays. */
 @Module({
-  imports: [BullModule.registerQueue({ name: InboxQueue.Name, configKey: PW_BULL })],
+  imports: [BullModule.registerQueue({ name: QueueName.Inbox, configKey: PW_BULL })],
   providers: [InboxQueueService],
   exports: [InboxQueueService, BullModule],
 })

@@ -1,4 +1,5 @@
 import { InjectQueue } from '@nestjs/bullmq';
+import { QueueName, JobName } from '../common/queues';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { EntityManager } from 'typeorm';
@@ -7,7 +8,7 @@ import { requeueJobs } from '../common/requeue';
 import { withTimeout } from '../common/with-timeout';
 import { rowsReturned } from '../database/returning';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
-import { InboxJob, InboxQueue, processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import { InboxStatus, REOPEN_SQL, REOPENABLE } from './inbox.state';
 
 /** The deliveries of one provider payment: what parking, releasing and re-running select on. */
@@ -28,7 +29,7 @@ export class InboxQueueService {
   private readonly logger = new Logger('InboxQueue');
 
   constructor(
-    @InjectQueue(InboxQueue.Name) private readonly queue: Queue<ProcessDeliveryData>,
+    @InjectQueue(QueueName.Inbox) private readonly queue: Queue<ProcessDeliveryData>,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -41,7 +42,7 @@ export class InboxQueueService {
     return requeueJobs(
       this.queue,
       ids,
-      (id) => this.queue.add(InboxJob.ProcessDelivery, { inboxId: id }, processDeliveryJobOptions(id, this.options.tuning)),
+      (id) => this.queue.add(JobName.ProcessDelivery, { inboxId: id }, processDeliveryJobOptions(id, this.options.tuning)),
       { expedite },
     );
   }

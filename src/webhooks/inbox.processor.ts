@@ -1,14 +1,15 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
+import { QueueName } from '../common/queues';
 import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import type { ResolvedOptions } from '../config/options';
 import { startWorker } from '../common/start-worker';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
 import { DeliveryProcessingService } from './delivery-processing.service';
-import { InboxQueue, ProcessDeliveryData } from './inbox.queue';
+import { ProcessDeliveryData } from './inbox.queue';
 
 /** Consumes the inbox queue. Started only where `runWorkers` is on (an HTTP-only process has none). */
-@Processor({ name: InboxQueue.Name, configKey: PW_BULL }, { autorun: false })
+@Processor({ name: QueueName.Inbox, configKey: PW_BULL }, { autorun: false })
 export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap {
   private readonly logger = new Logger('InboxProcessor');
 

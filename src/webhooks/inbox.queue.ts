@@ -1,14 +1,6 @@
 import type { JobsOptions } from 'bullmq';
 import type { TuningOptions } from '../config/options';
 
-export enum InboxQueue {
-  Name = 'inbox',
-}
-
-export enum InboxJob {
-  ProcessDelivery = 'process-delivery',
-}
-
 export interface ProcessDeliveryData {
   inboxId: string;
 }

@@ -1,8 +1,9 @@
 import { getQueueToken } from '@nestjs/bullmq';
+import { QueueName } from '../../src/common/queues';
 import type { Job, Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
-import { InboxQueue } from '../../src/webhooks/inbox.queue';
+
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { AUTH, eventually, TestApp } from '../support/app';
@@ -30,7 +31,7 @@ describe('POST /admin/webhook-deliveries/{id}/reprocess', () => {
     (app) => {
       t = app;
       d = driver(app);
-      queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
+      queue = t.get<Queue>(getQueueToken(QueueName.Inbox));
     },
   );
 

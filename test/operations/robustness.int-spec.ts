@@ -1,9 +1,10 @@
 import { getQueueToken } from '@nestjs/bullmq';
+import { QueueName } from '../../src/common/queues';
 import type { Queue } from 'bullmq';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { DeliveryProcessingService } from '../../src/webhooks/delivery-processing.service';
-import { InboxQueue } from '../../src/webhooks/inbox.queue';
+
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { useCarrierSimulator } from '../support/carrier-suite';
@@ -291,7 +292,7 @@ describe('reprocess while Redis is away', () => {
     // which fails while it is down) and the process never exits. A delivery whose job appears in
     // Redis shows it is back.
     if (t) {
-      const queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
+      const queue = t.get<Queue>(getQueueToken(QueueName.Inbox));
       await eventually(
         async () => {
           const { eventId, body } = bodies.paymos('invoice.paid', 'inv_probe');

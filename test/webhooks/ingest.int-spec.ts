@@ -1,7 +1,8 @@
 import { getQueueToken } from '@nestjs/bullmq';
+import { QueueName } from '../../src/common/queues';
 import type { Queue } from 'bullmq';
 import request from 'supertest';
-import { InboxQueue } from '../../src/webhooks/inbox.queue';
+
 import { signedHeaders } from '../../src/testing/sign';
 import { createTestApp, PLATFORMS, secretOf, TestApp, truncateAll } from '../support/app';
 import { signatureVectors } from '../support/shared';
@@ -21,7 +22,7 @@ describe.each(PLATFORMS)('%s: POST /webhooks/:endpointId (real PostgreSQL and Re
 
   beforeAll(async () => {
     t = await createTestApp({}, { platform });
-    queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
+    queue = t.get<Queue>(getQueueToken(QueueName.Inbox));
   });
   afterAll(() => t?.close());
   beforeEach(async () => {

@@ -1,7 +1,8 @@
 import { getQueueToken } from '@nestjs/bullmq';
+import { QueueName, JobName } from '../../src/common/queues';
 import type { Queue } from 'bullmq';
 import { InboxSweeper } from '../../src/webhooks/inbox-sweeper.service';
-import { InboxJob, InboxQueue } from '../../src/webhooks/inbox.queue';
+
 import { createTestApp, TestApp, truncateAll } from '../support/app';
 import { bodies, driver } from '../support/domain';
 
@@ -19,7 +20,7 @@ describe('the inbox sweeper walks the whole backlog', () => {
   beforeAll(async () => {
     t = await createTestApp({ tuning: { sweepBatchSize: 2, sweepAfterMs: 1 } });
     d = driver(t);
-    queue = t.get<Queue>(getQueueToken(InboxQueue.Name));
+    queue = t.get<Queue>(getQueueToken(QueueName.Inbox));
     sweeper = t.get(InboxSweeper);
   });
   afterAll(() => t?.close());
@@ -80,7 +81,7 @@ describe('the inbox sweeper walks the whole backlog', () => {
     await queue.obliterate({ force: true });
     // The four rows first in the sweeper's order have jobs (delayed ten minutes); the last has none.
     for (const id of ids.slice(0, 4)) {
-      await queue.add(InboxJob.ProcessDelivery, { inboxId: id }, { jobId: id, delay: 600_000 });
+      await queue.add(JobName.ProcessDelivery, { inboxId: id }, { jobId: id, delay: 600_000 });
     }
     expect(await jobStates(ids)).toEqual(Object.fromEntries(ids.slice(0, 4).map((id) => [id, 'delayed'])));
 

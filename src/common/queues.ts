@@ -1,0 +1,23 @@
+/**
+ * The module's BullMQ queues and job names, one enum each (Immich keeps them so): a queue carries
+ * work, the database decides what it means. Keys live under the module's `queuePrefix`.
+ */
+export enum QueueName {
+  /** A recorded delivery's processing (job id = inbox id). */
+  Inbox = 'inbox',
+  /** An outbox message's delivery, whatever its type (job id = message id). */
+  Outbox = 'outbox',
+  /** Retention and other scheduled upkeep. */
+  Maintenance = 'maintenance',
+}
+
+export enum JobName {
+  ProcessDelivery = 'process-delivery',
+  DeliverMessage = 'dispatch',
+  Retention = 'retention',
+}
+
+/** The scheduler ids of repeated jobs (one schedule per id, across every process). */
+export enum JobSchedule {
+  RetentionDaily = 'retention-daily',
+}
