@@ -12,3 +12,8 @@ export { HttpCarrierAdapter } from './fulfillment/carriers/http-carrier';
 export { OutboxWriter } from './outbox/outbox-writer';
 export { OutboxRelay } from './outbox/outbox-relay.service';
 export { Money } from './payments/money';
+export { OnPaymentEvent } from './events/on-payment-event.decorator';
+export type { OnPaymentEventOptions } from './events/on-payment-event.decorator';
+export { PAYMENT_EVENT_TYPES } from './common/payment-events';
+export type { PaymentEventType, PaymentWebhooksEvent, OrderSnapshot, PaymentSnapshot, ShipTo, OrderItem } from './common/payment-events';
+export type { EventSinkDefinition } from './config/options';
