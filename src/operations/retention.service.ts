@@ -8,8 +8,8 @@ import { startWorker } from '../common/start-worker';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
+import { PURGEABLE } from '../webhooks/inbox.state';
 
-const FINAL = ['processed', 'ignored', 'rejected', 'unmatched'];
 const BATCH = 500;
 
 /**
@@ -33,7 +33,7 @@ export class RetentionService {
          SELECT id FROM webhook_inbox
           WHERE status = ANY($1) AND received_at < now() - make_interval(days => $2)
           LIMIT ${BATCH})`,
-      [FINAL, days],
+      [PURGEABLE, days],
     );
     const messages = await this.inBatches(
       `DELETE FROM outbox_message WHERE id IN (

@@ -39,3 +39,9 @@ export const REOPENABLE: readonly InboxStatus[] = (Object.keys(INBOX_TRANSITIONS
 
 /** The one statement that opens deliveries again (to `received`); the caller adds `WHERE …`. */
 export const REOPEN_SQL = `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL`;
+
+/**
+ * Final statuses that retention may purge: the outcome is settled. `failed` is kept (it waits for an
+ * operator's replay), like `received` (not processed yet).
+ */
+export const PURGEABLE: readonly FinalInboxStatus[] = ['processed', 'ignored', 'rejected', 'unmatched'];

@@ -1,7 +1,6 @@
+import { isRetryableStatus, retryAfterMs } from '../../common/http-answers';
 import type { CarrierDefinition } from '../../config/options';
 import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from './carrier';
-
-const RETRYABLE_STATUSES = new Set([408, 425, 429]);
 
 /** `POST {url}/shipments` with `Idempotency-Key` (CONTRACT §5). */
 export class HttpCarrierAdapter implements CarrierAdapter {
@@ -58,8 +57,8 @@ export class HttpCarrierAdapter implements CarrierAdapter {
     // The carrier's own error code, if it sends one; never its whole body (it may echo the address).
     const code = carrierErrorCode(text);
     const reason = `carrier answered ${status}${code ? ` ${code}` : ''}`;
-    if (status >= 500 || RETRYABLE_STATUSES.has(status)) {
-      return { ok: false, retryable: true, reason, retryAfterMs: retryAfter(response.headers.get('retry-after')), status: String(status) };
+    if (isRetryableStatus(status)) {
+      return { ok: false, retryable: true, reason, retryAfterMs: retryAfterMs(response.headers.get('retry-after')), status: String(status) };
     }
     return { ok: false, retryable: false, reason, status: String(status) };
   }
@@ -87,12 +86,4 @@ function carrierErrorCode(text: string): string | null {
 function errorCode(err: unknown): string {
   const cause = (err as { cause?: { code?: unknown } })?.cause;
   return typeof cause?.code === 'string' ? cause.code : (err as Error)?.message ?? 'unknown';
-}
-
-/** `Retry-After` in seconds or as an HTTP date. */
-function retryAfter(value: string | null): number | undefined {
-  if (!value) return undefined;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
