@@ -66,6 +66,8 @@ let db: Client | undefined;
 const children = new Set<ChildProcess>();
 /** The host's orders the suites POST, on either platform: with the seeded row, all there is in public.orders. */
 const posted: Array<{ id: number; label: string }> = [];
+/** The module's orders the suites place and pay, oldest first: each has the one licence in public.licences. */
+const licensed: string[] = [];
 
 function withDatabase(url: string, name: string): string {
   const copy = new URL(url);
@@ -212,15 +214,18 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
   const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
   const eventId = `evt_host_${platform}_${randomBytes(6).toString('hex')}`;
   const paymentIntent = `pi_host_${platform}_${randomBytes(6).toString('hex')}`;
-  const body = JSON.stringify({
-    id: eventId,
-    object: 'event',
-    created: Math.floor(Date.now() / 1000),
-    livemode: false,
-    type: 'payment_intent.succeeded',
-    account: ACCOUNT,
-    data: { object: { id: paymentIntent, object: 'payment_intent', amount_received: 4990, currency: 'eur', metadata: {} } },
-  });
+  /** Stripe's `payment_intent.succeeded` for 49.90 EUR, as the endpoint's merchant account receives it. */
+  const succeeded = (id: string, intent: string) =>
+    JSON.stringify({
+      id,
+      object: 'event',
+      created: Math.floor(Date.now() / 1000),
+      livemode: false,
+      type: 'payment_intent.succeeded',
+      account: ACCOUNT,
+      data: { object: { id: intent, object: 'payment_intent', amount_received: 4990, currency: 'eur', metadata: {} } },
+    });
+  const body = succeeded(eventId, paymentIntent);
   const json = async (res: Response): Promise<{ status: number; body: any }> => ({ status: res.status, body: await res.json() });
 
   beforeAll(async () => {
@@ -273,7 +278,8 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     expect((await fetch(`${base}/api/payments/orders`)).status).toBe(401);
     const orders = await json(await fetch(`${base}/api/payments/orders`, { headers: auth }));
     expect(orders.status).toBe(200);
-    expect(orders.body.items).toEqual([]);
+    // None but the ones an earlier platform's suite placed (newest first) in the shared database.
+    expect(orders.body.items.map((o: { id: string }) => o.id)).toEqual([...licensed].reverse());
   });
 
   it('a signed Stripe delivery is accepted once, a duplicate is recognised, a tampered body is refused', async () => {
@@ -285,6 +291,57 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     const tampered = body.replace('"amount_received":4990', '"amount_received":1');
     expect(tampered).not.toBe(body);
     expect(await deliver(tampered)).toEqual({ status: 401, body: { error: 'invalid_signature' } });
+  });
+
+  it("order.paid grants one licence in the host's table, in the transaction that marks the order paid; a redelivery none", async () => {
+    const send = async (path: string, payload: unknown) =>
+      json(await fetch(`${base}/api/payments${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(payload) }));
+    const order = await send('/orders', {
+      amount: '49.90',
+      currency: 'EUR',
+      shipTo: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postalCode: 'SW1Y 4JH', country: 'GB' },
+      items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
+    });
+    expect(order.status).toBe(201);
+    const orderId: string = order.body.id;
+    expect(order.body.status).toBe('awaiting_payment');
+    const intent = `pi_licence_${platform}_${randomBytes(6).toString('hex')}`;
+    expect((await send(`/orders/${orderId}/payments`, { provider: 'stripe', providerPaymentId: intent })).status).toBe(201);
+    licensed.push(orderId);
+
+    const paidEventId = `evt_licence_${platform}_${randomBytes(6).toString('hex')}`;
+    const paid = succeeded(paidEventId, intent);
+    const deliver = async () =>
+      json(await fetch(`${base}/api/payments/webhooks/stripe-main`, { method: 'POST', headers: signedHeaders('stripe', STRIPE_SECRET, paid), body: paid }));
+    expect(await deliver()).toEqual({ status: 200, body: { status: 'accepted', eventId: paidEventId } });
+
+    // Processed on the workers: paid (or fulfilled, had the carrier at CARRIER_URL answered).
+    const deadline = Date.now() + 20_000;
+    let status: string | undefined;
+    for (;;) {
+      status = (await json(await fetch(`${base}/api/payments/orders/${orderId}`, { headers: auth }))).body.status;
+      if (status === 'paid' || status === 'fulfilled') break;
+      if (Date.now() > deadline) throw new Error(`order ${orderId} is still ${status} after 20 s:\n${host.output.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    // Committed with the order's change, so there as soon as the order is paid: one per paid order.
+    const exactlyOne = async () => {
+      const licences = await json(await fetch(`${base}/api/licences`));
+      expect(licences.status).toBe(200);
+      expect(licences.body.map((l: { orderId: string }) => l.orderId)).toEqual(licensed);
+      expect(licences.body.find((l: { orderId: string }) => l.orderId === orderId)).toEqual({
+        orderId,
+        grantedAt: expect.any(String),
+        eventId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+      });
+      const rows = await db!.query(`SELECT count(*)::int AS n FROM public.licences WHERE order_id = $1`, [orderId]);
+      expect(rows.rows[0].n).toBe(1);
+    };
+    await exactlyOne();
+
+    expect(await deliver()).toEqual({ status: 200, body: { status: 'duplicate', eventId: paidEventId } });
+    await exactlyOne();
   });
 
   it("the module's Swagger UI is at /api/payments/docs, behind the admin token", async () => {
@@ -302,9 +359,9 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       `SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = 'orders' ORDER BY ordinal_position`,
     );
     expect(columns.rows.map((r) => r.column_name)).toEqual(['id', 'label']);
-    // Nothing of the module's in public: the host's `orders` is the only table there.
+    // Nothing of the module's in public: the host's `licences` and `orders` are the only tables there.
     const inPublic = await db!.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`);
-    expect(inPublic.rows.map((r) => r.tablename)).toEqual(['orders']);
+    expect(inPublic.rows.map((r) => r.tablename)).toEqual(['licences', 'orders']);
     const inModule = await db!.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'payment_webhooks'`);
     expect(inModule.rows.map((r) => r.tablename)).toEqual(
       expect.arrayContaining(['webhook_inbox', 'payments', 'fulfillments', 'outbox_message', 'pw_migrations', 'orders']),

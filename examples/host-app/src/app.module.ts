@@ -3,6 +3,8 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PaymentWebhooksModule } from 'nestjs-payment-webhooks';
 import { HealthController } from './health.controller';
+import { Licence } from './licences/licence.entity';
+import { LicencesModule } from './licences/licences.module';
 import { HostOrder } from './orders/order.entity';
 import { OrdersModule } from './orders/orders.module';
 
@@ -18,7 +20,7 @@ import { OrdersModule } from './orders/orders.module';
       useFactory: (config: ConfigService) => ({
         type: 'postgres' as const,
         url: config.getOrThrow<string>('DATABASE_URL'),
-        entities: [HostOrder],
+        entities: [HostOrder, Licence],
         synchronize: false,
       }),
     }),
@@ -50,8 +52,8 @@ import { OrdersModule } from './orders/orders.module';
       }),
     }),
 
-    // Later: a subscriber of the host's own (`@OnPaymentEvent('payment.succeeded')`) that grants a
-    // licence in a table of the host's, in a module of its own imported here.
+    // The host's licences: its @OnPaymentEvent methods are found by the payment module at start.
+    LicencesModule,
   ],
   controllers: [HealthController],
 })

@@ -1,0 +1,14 @@
+import { Controller, Get } from '@nestjs/common';
+import { Licence } from './licence.entity';
+import { LicenceGrants } from './licence-grants';
+
+/** `/api/licences`: the host's own route over its own table. */
+@Controller('licences')
+export class LicencesController {
+  constructor(private readonly licences: LicenceGrants) {}
+
+  @Get()
+  list(): Promise<Licence[]> {
+    return this.licences.list();
+  }
+}
