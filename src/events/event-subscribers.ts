@@ -41,7 +41,13 @@ export class EventSubscribers implements OnModuleInit, OutboxHandler<EventMessag
     for (const { instance, method, metadata, name } of this.discover()) {
       const types = metadata.types === '*' ? '*' : (metadata.types as PaymentEventType[]);
       if (metadata.options.inTransaction) {
-        const call = (event: PaymentWebhooksEvent, em: EntityManager) => (instance[method] as Function).call(instance, event, em);
+        const call = async (event: PaymentWebhooksEvent, em: EntityManager) => {
+          try {
+            return await (instance[method] as Function).call(instance, event, em);
+          } catch (err) {
+            throw new SubscriberFailed(name, event, err);
+          }
+        };
         if (types === '*') this.events.on('*', call);
         else this.events.on(types, call);
       } else {
@@ -92,5 +98,18 @@ export class EventSubscribers implements OnModuleInit, OutboxHandler<EventMessag
       }
     }
     return found;
+  }
+}
+
+/**
+ * An in-transaction subscriber threw: the change rolls back. The host's error is carried as the
+ * cause, never read as the module's own: whatever it is (an HttpException, a PostgreSQL data error
+ * from the host's own write, an error with a `code`), an API action answers 500 internal_error and
+ * a webhook's attempt is recorded as failed and retried (CONTRACT §7).
+ */
+export class SubscriberFailed extends Error {
+  constructor(subscriber: string, event: PaymentWebhooksEvent, cause: unknown) {
+    super(`${subscriber} threw in the transaction of ${event.type}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    this.name = 'SubscriberFailed';
   }
 }
