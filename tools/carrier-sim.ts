@@ -42,6 +42,9 @@ export class CarrierSimulator {
   readonly calls: RecordedCall[] = [];
   private faults: FaultMode[] = [];
 
+  /** Called with each new shipment as it is created (the benchmark times shipments with it). */
+  onShipment: ((shipment: SimulatedShipment) => void) | undefined;
+
   constructor(private readonly options: { apiKey?: string } = {}) {}
 
   get shipments(): SimulatedShipment[] {
@@ -138,6 +141,7 @@ export class CarrierSimulator {
         createdAt: new Date().toISOString(),
       };
       this.byKey.set(key, { shipment, bodyHash });
+      this.onShipment?.(shipment);
     }
 
     if (fault === 'hang') {

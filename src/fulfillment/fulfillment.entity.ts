@@ -88,12 +88,13 @@ export class Fulfillment {
   }
 
   /**
-   * The order was refunded (or canceled) while the shipment waited: it must never ship. It stays
-   * requested until its message's next attempt, which then gives up with this reason (and names a
-   * call already begun that may have shipped).
+   * The order was refunded (or canceled) while the shipment waited: it must never ship. It keeps its
+   * status until its message's next attempt (an operator's retry of a dead one included), which then
+   * gives up with this reason (and names a call already begun that may have shipped).
    */
   stop(reason: string, now: Date = new Date()): boolean {
-    if (this.status !== 'requested' || this.stopReason !== null) return false;
+    // Also a failed one: its dead message may be retried by an operator, and must not ship then.
+    if (this.status === 'dispatched' || this.stopReason !== null) return false;
     this.stopReason = reason;
     this.updatedAt = now;
     return true;

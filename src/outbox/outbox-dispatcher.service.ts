@@ -82,7 +82,6 @@ export class OutboxDispatcher {
         clearInterval(renewal);
       }
     }
-    this.metrics.outboxAttempts.labels(claimed.type, outcome.kind).inc();
     return this.record(attempt, outcome, handler?.maxAttempts ?? 1);
   }
 
@@ -168,6 +167,8 @@ export class OutboxDispatcher {
       if (!row || row.status !== 'pending' || row.leaseOwner !== this.owner) return { done: true, outcome: 'nothing_to_do' } as const;
       const attempts = row.attempts + 1;
       const decision = decideAttempt(outcome, attempts, maxAttempts);
+      // Counted by what the attempt came to: the one that spends the budget counts as dead.
+      this.metrics.outboxAttempts.labels(attempt.type, decision.status === 'dispatched' ? 'done' : decision.status === 'dead' ? 'dead' : 'retry').inc();
       if (decision.status === 'dispatched') {
         await em.query(
           `UPDATE outbox_message SET status = 'dispatched', attempts = $2, last_error = NULL, dispatched_at = now(),

@@ -103,7 +103,12 @@ export class ListOutboxQuery extends PageQuery {
 export class OutboxView {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ example: 'fulfillment.dispatch' }) type: string;
-  @ApiProperty({ format: 'uuid', description: "The carrier's Idempotency-Key (the fulfillment id)" }) idempotencyKey: string;
+  @ApiProperty({
+    description:
+      "Unique per intent: for fulfillment.dispatch the carrier's Idempotency-Key (the fulfillment id); for event.<type> `<event id>:<subscriber or sink>`",
+    example: '01a2b3c4-d5e6-7f00-8a1b-2c3d4e5f6a7b:Licences.grant',
+  })
+  idempotencyKey: string;
   @ApiProperty({ enum: OUTBOX_STATUSES }) status: string;
   @ApiProperty({ example: 1 }) attempts: number;
   @ApiProperty({ nullable: true, type: String, example: 'carrier answered 400 invalid_address' }) lastError: string | null;

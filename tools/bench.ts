@@ -1,0 +1,417 @@
+/**
+ * The benchmark: starts the built service (and what it needs), drives it, and prints one table,
+ * every ratio measured in the same run.
+ *
+ *   npm run bench -- [--platforms express,fastify] [--topologies all-in-one,split] [--duration 8]
+ *                    [--connections 50] [--drain 3000] [--out docs/benchmarks.md] [--only <load>]
+ *
+ * For each HTTP platform and each topology (one all-in-one process, or an HTTP-only process beside
+ * a worker-only one) on a database of its own, it measures, in this order:
+ * - `GET /health` (no I/O: the process's own ceiling);
+ * - duplicates: one delivery, already recorded, sent again and again;
+ * - new deliveries: each a signed `payment.succeeded` paying an order of its own, so the workers
+ *   drain what the load records while it runs (req/s, and its ratio to `/health`);
+ * - end to end at 20 and at 200 paid orders per second (open loop): p50/p99 from the POST to the
+ *   carrier's shipment, at the carrier simulator;
+ * - drain: N paid webhooks sent as fast as they are accepted, then shipments per second from the
+ *   first to the last, and its ratio to the ingest rate of the new-delivery load.
+ * The carrier simulator and the load run in this process, on the same cores as the service,
+ * PostgreSQL and Redis. The table, with the machine's CPU count and the Node and PostgreSQL
+ * versions, goes to `--out` (default docs/benchmarks.md, between the markers there).
+ */
+import autocannon from 'autocannon';
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Client } from 'pg';
+import { signedHeaders } from '../src/testing/sign';
+import { CarrierSimulator } from './carrier-sim';
+
+const { values: args } = parseArgs({
+  options: {
+    platforms: { type: 'string', default: 'express,fastify' },
+    topologies: { type: 'string', default: 'all-in-one,split' },
+    duration: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '50' },
+    drain: { type: 'string', default: '3000' },
+    out: { type: 'string', default: join(__dirname, '..', '..', 'docs', 'benchmarks.md') },
+    only: { type: 'string' },
+    'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres' },
+    'redis-url': { type: 'string', default: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    tuning: { type: 'string' },
+    'keep-going': { type: 'boolean', default: false },
+  },
+});
+
+const MAIN = join(__dirname, '..', 'src', 'main.js');
+const DURATION = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+const DRAIN = Number(args.drain);
+const SECRET = 'whsec_YmVuY2gtc3RhbmRhcmQtd2ViaG9va3Mta2V5LTAwMDE=';
+const ADMIN = 'bench-admin-token';
+const ACCOUNT = 'acc_bench';
+const PATH = '/webhooks/bench';
+const ENDPOINTS = JSON.stringify([{ id: 'bench', provider: 'standard', secrets: [SECRET], merchantAccountId: ACCOUNT }]);
+
+type Platform = 'express' | 'fastify';
+type Topology = 'all-in-one' | 'split';
+
+interface Row {
+  platform: Platform;
+  topology: Topology;
+  health: number;
+  fresh: number;
+  freshP99: number;
+  duplicate: number;
+  duplicateP99: number;
+  e2e20: { p50: number; p99: number; count: number };
+  e2e200: { p50: number; p99: number; count: number };
+  drainIngest: number;
+  drain: number;
+  errors: string[];
+}
+
+// ---------------------------------------------------------------- processes and the database
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+class Service {
+  readonly child: ChildProcess;
+  stderr = '';
+  constructor(env: Record<string, string>) {
+    // BENCH_NODE_ARGS: flags for the service's node (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
+    const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    this.child = spawn(process.execPath, [...nodeArgs, MAIN], {
+      cwd: mkdtempSync(join(tmpdir(), 'pw-bench-')),
+      env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
+      // The service's delivery lines are written as in production, and thrown away here.
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    this.child.stderr!.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4_000)));
+  }
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs: number, interval = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, interval));
+  }
+}
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+async function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client({ connectionString: args['database-url'] });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Orders of the benchmark's own, straight into the module's table: the loads pay them. */
+async function seedOrders(databaseUrl: string, count: number): Promise<string[]> {
+  const client = new Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO payment_webhooks.orders (id, reference, status, amount_minor, currency, carrier, ship_to, items, created_at, updated_at)
+       SELECT gen_random_uuid(), NULL, 'awaiting_payment', 4990, 'EUR', 'default',
+              '{"name":"Bench","line1":"1 Load St","city":"Paris","postalCode":"75001","country":"FR"}',
+              '[{"sku":"SKU-1","quantity":1}]', now(), now()
+         FROM generate_series(1, $1)
+       RETURNING id`,
+      [count],
+    );
+    return rows.map((r) => r.id);
+  } finally {
+    await client.end();
+  }
+}
+
+// ---------------------------------------------------------------- what the loads send
+
+function paidDelivery(orderId: string): { body: string; headers: Record<string, string> } {
+  const eventId = `msg_${randomUUID()}`;
+  const body = JSON.stringify({
+    type: 'payment.succeeded',
+    timestamp: new Date().toISOString(),
+    data: { payment_id: `pay_${randomUUID()}`, order_id: orderId, amount: 4990, currency: 'EUR', account_id: ACCOUNT },
+  });
+  return { body, headers: signedHeaders('standard', SECRET, body, { eventId }) };
+}
+
+async function load(url: string, request: autocannon.Request): Promise<{ rps: number; p99: number; failed: number }> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION, requests: [request] });
+  return { rps: result.requests.average, p99: result.latency.p99, failed: result.non2xx + result.errors + result.timeouts };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+// ---------------------------------------------------------------- one configuration
+
+async function measure(platform: Platform, topology: Topology, sim: CarrierSimulator, shipped: Map<string, number>): Promise<Row> {
+  const database = `payments_bench_${process.pid}_${platform}_${topology.replace(/-/g, '_')}`;
+  await admin(async (c) => {
+    await c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await c.query(`CREATE DATABASE "${database}"`);
+  });
+  const databaseUrl = withDatabase(args['database-url']!, database);
+  const port = await freePort();
+  const base: Record<string, string> = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: args['redis-url']!,
+    QUEUE_PREFIX: `pw-bench-${randomUUID().slice(0, 8)}`,
+    ADMIN_TOKEN: ADMIN,
+    CARRIER_URL: sim.url,
+    WEBHOOK_ENDPOINTS: ENDPOINTS,
+    HTTP_ADAPTER: platform,
+    ...(args.tuning ? { PW_TUNING: args.tuning } : {}),
+  };
+  const services =
+    topology === 'all-in-one'
+      ? [new Service({ ...base, PORT: String(port) })]
+      : [new Service({ ...base, PORT: String(port), RUN_WORKERS: 'false' }), new Service({ ...base, RUN_HTTP: 'false', DB_MIGRATIONS_RUN: 'false' })];
+  const url = `http://127.0.0.1:${port}`;
+  const errors: string[] = [];
+  try {
+    await until('the service', async () => {
+      if (services.some((s) => s.child.exitCode !== null)) throw new Error(`a service exited: ${services.map((s) => s.stderr).join('\n')}`);
+      return fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
+    }, 60_000, 100);
+    const orders = await seedOrders(databaseUrl, 60_000 + DRAIN + 3_000);
+    let next = 0;
+    const nextOrder = () => {
+      if (next >= orders.length) throw new Error('the benchmark ran out of seeded orders');
+      return orders[next++];
+    };
+    const waitShipped = async (ids: string[], what: string, timeoutMs = 180_000) =>
+      until(what, () => ids.every((id) => shipped.has(id)), timeoutMs, 100);
+    const row: Row = {
+      platform, topology, health: NaN, fresh: NaN, freshP99: NaN, duplicate: NaN, duplicateP99: NaN,
+      e2e20: { p50: NaN, p99: NaN, count: 0 }, e2e200: { p50: NaN, p99: NaN, count: 0 }, drainIngest: NaN, drain: NaN, errors,
+    };
+    const wants = (name: string) => !args.only || args.only.split(',').includes(name);
+    // Warm up every path (JIT, connection pools, prepared statements).
+    const warm = orders.slice(0, 200).map(() => nextOrder());
+    await Promise.all(warm.map((id) => post(url, paidDelivery(id))));
+    await waitShipped(warm, 'the warm-up orders shipped', 60_000);
+    await autocannon({ url, connections: CONNECTIONS, duration: 2, requests: [{ method: 'GET', path: '/health' }] });
+
+    if (wants('health')) {
+      const health = await load(url, { method: 'GET', path: '/health' });
+      row.health = health.rps;
+      if (health.failed) errors.push(`/health: ${health.failed} failed`);
+    }
+    if (wants('duplicate')) {
+      const repeated = paidDelivery(nextOrder());
+      const first = await post(url, repeated);
+      if (first !== 200) errors.push(`the repeated delivery answered ${first}`);
+      const dup = await load(url, { method: 'POST', path: PATH, headers: repeated.headers, body: repeated.body });
+      row.duplicate = dup.rps;
+      row.duplicateP99 = dup.p99;
+      if (dup.failed) errors.push(`duplicates: ${dup.failed} failed`);
+    }
+    if (wants('new')) {
+      const paid: string[] = [];
+      const fresh = await load(url, {
+        method: 'POST',
+        path: PATH,
+        setupRequest: (req) => {
+          const id = nextOrder();
+          paid.push(id);
+          return { ...req, ...paidDelivery(id) };
+        },
+      });
+      row.fresh = fresh.rps;
+      row.freshP99 = fresh.p99;
+      if (fresh.failed) errors.push(`new deliveries: ${fresh.failed} failed`);
+      // What the load recorded drains before the next load begins.
+      await waitShipped(paid.slice(0, paid.length - fresh.failed - CONNECTIONS), 'the new-delivery backlog shipped', 240_000).catch((e) => errors.push(String(e)));
+    }
+    for (const rate of [20, 200] as const) {
+      if (!wants(`e2e${rate}`)) continue;
+      row[rate === 20 ? 'e2e20' : 'e2e200'] = await openLoop(url, rate, Math.max(5, DURATION), nextOrder, shipped, errors);
+    }
+    if (wants('drain')) {
+      const ids = Array.from({ length: DRAIN }, () => nextOrder());
+      const deliveries = ids.map(paidDelivery);
+      let sent = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          while (sent < deliveries.length) {
+            const status = await post(url, deliveries[sent++]);
+            if (status !== 200) errors.push(`drain delivery answered ${status}`);
+          }
+        }),
+      );
+      const sendSeconds = (performance.now() - started) / 1000;
+      row.drainIngest = DRAIN / sendSeconds;
+      await waitShipped(ids, 'the drain shipped', 300_000).catch((e) => errors.push(String(e)));
+      const times = ids.map((id) => shipped.get(id)).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
+      if (times.length > 1) row.drain = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
+    }
+    return row;
+  } finally {
+    await Promise.all(services.map((s) => s.stop()));
+    await admin((c) => c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)).catch(() => undefined);
+  }
+}
+
+async function post(url: string, delivery: { body: string; headers: Record<string, string> }): Promise<number> {
+  try {
+    const res = await fetch(`${url}${PATH}`, { method: 'POST', headers: delivery.headers, body: delivery.body });
+    await res.arrayBuffer();
+    return res.status;
+  } catch {
+    return 0;
+  }
+}
+
+/** Paid orders at a fixed rate for `seconds` (open loop): latency from each POST to its shipment. */
+async function openLoop(
+  url: string,
+  rate: number,
+  seconds: number,
+  nextOrder: () => string,
+  shipped: Map<string, number>,
+  errors: string[],
+): Promise<{ p50: number; p99: number; count: number }> {
+  const sentAt = new Map<string, number>();
+  const total = rate * seconds;
+  const started = performance.now();
+  const inFlight: Array<Promise<void>> = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait));
+    const id = nextOrder();
+    const delivery = paidDelivery(id);
+    sentAt.set(id, performance.now());
+    inFlight.push(
+      post(url, delivery).then((status) => {
+        if (status !== 200) errors.push(`e2e ${rate}/s delivery answered ${status}`);
+      }),
+    );
+  }
+  await Promise.all(inFlight);
+  const ids = [...sentAt.keys()];
+  await until(`the ${rate}/s orders shipped`, () => ids.every((id) => shipped.has(id)), 120_000, 100).catch((e) => errors.push(String(e)));
+  const latencies = ids
+    .filter((id) => shipped.has(id))
+    .map((id) => shipped.get(id)! - sentAt.get(id)!)
+    .sort((a, b) => a - b);
+  return { p50: percentile(latencies, 50), p99: percentile(latencies, 99), count: latencies.length };
+}
+
+// ---------------------------------------------------------------- the table
+
+function fmt(n: number, digits = 0): string {
+  return Number.isFinite(n) ? n.toFixed(digits) : '—';
+}
+
+function ms(n: number): string {
+  if (!Number.isFinite(n)) return '—';
+  return n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n.toFixed(0)} ms`;
+}
+
+function table(rows: Row[]): string {
+  const lines = [
+    '| platform | process | `GET /health` req/s | new deliveries req/s (of /health) | duplicates req/s (of /health) | end to end 20/s p50 / p99 | end to end 200/s p50 / p99 | drain shipments/s (of ingest) |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of rows) {
+    const pct = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) ? ` (${((a / b) * 100).toFixed(0)} %)` : '');
+    lines.push(
+      `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${fmt(r.health)} | ${fmt(r.fresh)}${pct(r.fresh, r.health)} | ${fmt(r.duplicate)}${pct(r.duplicate, r.health)} | ${ms(r.e2e20.p50)} / ${ms(r.e2e20.p99)} | ${ms(r.e2e200.p50)} / ${ms(r.e2e200.p99)} | ${fmt(r.drain)}${pct(r.drain, r.fresh)} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: npm run build first`);
+  const sim = new CarrierSimulator();
+  const shipped = new Map<string, number>();
+  sim.onShipment = (s) => {
+    if (s.orderId) shipped.set(s.orderId, performance.now());
+  };
+  await sim.start();
+  const [pg] = await admin((c) => c.query<{ server_version: string }>('SHOW server_version').then((r) => r.rows));
+  const rows: Row[] = [];
+  const started = Date.now();
+  try {
+    for (const topology of args.topologies!.split(',') as Topology[]) {
+      for (const platform of args.platforms!.split(',') as Platform[]) {
+        process.stdout.write(`${platform}, ${topology}: `);
+        const t = Date.now();
+        const row = await measure(platform, topology, sim, shipped);
+        rows.push(row);
+        console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
+        sim.reset();
+        shipped.clear();
+      }
+    }
+  } finally {
+    await sim.stop();
+  }
+  const header =
+    `${new Date().toISOString().slice(0, 10)}: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ` +
+    `PostgreSQL ${pg.server_version}; ${CONNECTIONS} connections, ${DURATION} s per load, drain of ${DRAIN}; ` +
+    `load generator, carrier simulator, service, PostgreSQL and Redis on the same machine; ${((Date.now() - started) / 1000).toFixed(0)} s in all.`;
+  const result = `${header}\n\n${table(rows)}\n`;
+  console.log(`\n${result}`);
+  const problems = rows.flatMap((r) => r.errors.map((e) => `${r.platform}/${r.topology}: ${e}`));
+  if (problems.length) console.log(`problems:\n${problems.map((p) => `- ${p}`).join('\n')}`);
+  if (args.out && !args.only) writeResult(args.out, result);
+  if (problems.length && !args['keep-going']) process.exitCode = 1;
+}
+
+/** Replaces the text between the markers of `file` (or appends a section with them). */
+function writeResult(file: string, result: string): void {
+  const start = '<!-- bench:start -->';
+  const end = '<!-- bench:end -->';
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
+  const block = `${start}\n${result}${end}`;
+  const next = text.includes(start) && text.includes(end)
+    ? text.slice(0, text.indexOf(start)) + block + text.slice(text.indexOf(end) + end.length)
+    : `${text.trimEnd()}\n\n## Latest run\n\n${block}\n`;
+  writeFileSync(file, next);
+  console.log(`written to ${file}`);
+}
+
+void main().catch((err: Error) => {
+  console.error(`bench failed: ${err.message}`);
+  process.exit(1);
+});
