@@ -180,8 +180,10 @@ export class OutboxDispatcher {
       }
       if (decision.status === 'dead') {
         await em.query(
-          `UPDATE outbox_message SET status = 'dead', attempts = $2, last_error = $3, lease_owner = NULL, lease_until = NULL WHERE id = $1`,
-          [attempt.id, attempts, decision.reason.slice(0, 1_000)],
+          `UPDATE outbox_message SET status = 'dead', attempts = $2, last_error = $3, lease_owner = NULL, lease_until = NULL,
+                  last_call_at = CASE WHEN $4 THEN last_call_at ELSE NULL END
+            WHERE id = $1`,
+          [attempt.id, attempts, decision.reason.slice(0, 1_000), decision.keepCallTrace],
         );
         await bookkeeping(em, decision);
         this.logger.warn(`outbox message ${attempt.id} (${attempt.type}) is dead: ${decision.reason}`);

@@ -29,7 +29,7 @@ export type HandlerOutcome =
 
 export type AttemptDecision =
   | { status: 'dispatched' }
-  | { status: 'dead'; reason: string }
+  | { status: 'dead'; reason: string; keepCallTrace: boolean }
   | { status: 'pending'; reason: string; retryAfterMs?: number; keepCallTrace: boolean };
 
 /**
@@ -41,9 +41,12 @@ export function decideAttempt(outcome: HandlerOutcome, attempts: number, maxAtte
     case 'done':
       return { status: 'dispatched' };
     case 'dead':
-      return { status: 'dead', reason: outcome.reason };
+      // A clear refusal did nothing: the trace of an earlier unanswered call is in the reason if it matters.
+      return { status: 'dead', reason: outcome.reason, keepCallTrace: false };
     case 'retry':
-      if (attempts >= maxAttempts) return { status: 'dead', reason: `${outcome.reason} (after ${attempts} attempts)` };
+      if (attempts >= maxAttempts) {
+        return { status: 'dead', reason: `${outcome.reason} (after ${attempts} attempts)`, keepCallTrace: outcome.mayHaveHappened === true };
+      }
       return { status: 'pending', reason: outcome.reason, retryAfterMs: outcome.retryAfterMs, keepCallTrace: outcome.mayHaveHappened === true };
   }
 }

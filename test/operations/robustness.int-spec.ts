@@ -184,6 +184,35 @@ describe('a refunded order is not shipped again, and a call that may have shippe
     expect(view.fulfillment.status).not.toBe('dispatched');
   });
 
+  it('a full refund while the message is already dead: an operator retry later never ships the refunded order', async () => {
+    sim.fault('reject', 1); // the carrier refuses the address: the message is dead at once
+
+    const order = await d.createOrder();
+    const paymentId = uniqueId('pay');
+    const paid = bodies.standard('payment.succeeded', paymentId, { orderId: order.id });
+    expect((await d.send('standard-main', 'standard', paid.body, { eventId: paid.eventId })).status).toBe(200);
+    const messageOf = async () =>
+      (
+        await t.dataSource.query(`SELECT id, status, last_error AS "lastError" FROM outbox_message WHERE payload->>'orderId' = $1`, [
+          order.id,
+        ])
+      )[0];
+    await eventually(async () => (await messageOf())?.status === 'dead', 15_000, 'a dead message');
+
+    const refund = bodies.standard('payment.refunded', paymentId, { orderId: order.id, refunded: 4990 });
+    expect((await d.send('standard-main', 'standard', refund.body, { eventId: refund.eventId })).status).toBe(200);
+    expect((await d.processed(refund.eventId)).outcome).toBe('applied');
+    expect((await d.getOrder(order.id)).status).toBe('refunded');
+
+    // The carrier would now accept it; an operator retries the dead message without looking.
+    const { id } = await messageOf();
+    expect((await d.http().post(`/admin/outbox/${id}/retry`).set(AUTH)).status).toBe(202);
+    await eventually(async () => (await messageOf())?.lastError === 'order refunded', 15_000, 'the retried message dead again');
+    expect((await messageOf()).status).toBe('dead');
+    expect(sim.shipments).toHaveLength(0);
+    expect(sim.calls.map((c) => c.result)).toEqual(['reject']);
+  });
+
   it('a full refund after a carrier call that got no answer: dead, naming the call that may have shipped', async () => {
     sim.fault('hang', 100); // the carrier takes the shipment and never answers
 
