@@ -4,7 +4,7 @@ import { ModulesContainer } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import type { PaymentWebhooksOptions, ResolvedOptions } from './config/options';
-import { redisConnection } from './common/redis-connection';
+import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } from './common/redis-connection';
 import { resolveOptions } from './config/validate';
 import { dataSourceOptions, MigrationFailedError, PW_CONNECTION, runMigrationsLocked } from './database/data-source';
 import { EventsModule } from './events/events.module';
@@ -27,6 +27,18 @@ export const DOCUMENTED_MODULES: Type[] = [WebhooksModule, PaymentsModule, Opera
 export interface PaymentWebhooksAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   inject?: Array<InjectionToken | OptionalFactoryDependency>;
   useFactory: (...args: any[]) => PaymentWebhooksOptions | Promise<PaymentWebhooksOptions>;
+}
+
+/**
+ * The connection of the module's BullMQ queues and workers: the options of one server, or one
+ * ioredis Cluster that the queues share (each worker duplicates it). BullMQ never closes a client
+ * it was given, so this provider closes it, once the module's queues and workers have.
+ */
+const PW_BULL_CONNECTION = 'PAYMENT_WEBHOOKS_BULL_CONNECTION';
+
+interface BullConnection {
+  connection: ModuleRedisConnection;
+  onApplicationShutdown(): void;
 }
 
 /** Holds the validated options; global so the module's own connections can read them. */
@@ -68,8 +80,16 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         useFactory: (raw: PaymentWebhooksOptions) => raw.logger ?? createLogger(),
       },
       { provide: CLOCK, useValue: systemClock },
+      {
+        provide: PW_BULL_CONNECTION,
+        inject: [PW_OPTIONS],
+        useFactory: (o: ResolvedOptions): BullConnection => {
+          const connection = moduleRedisConnection(o);
+          return { connection, onApplicationShutdown: () => releaseRedisConnection(connection) };
+        },
+      },
     ],
-    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK],
+    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK, PW_BULL_CONNECTION],
   };
 }
 
@@ -144,9 +164,9 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
           },
         }),
         BullModule.forRootAsync(PW_BULL, {
-          inject: [PW_OPTIONS],
-          useFactory: (o: ResolvedOptions) => ({
-            connection: redisConnection(o.redisUrl),
+          inject: [PW_OPTIONS, PW_BULL_CONNECTION],
+          useFactory: (o: ResolvedOptions, bull: BullConnection) => ({
+            connection: bull.connection,
             prefix: o.queuePrefix,
           }),
         }),

@@ -65,6 +65,7 @@ describe('loadStandaloneConfig', () => {
           schema: 'payment_webhooks',
           routePrefix: '',
           redisUrl: 'redis://127.0.0.1:6379',
+          redisCluster: false,
           queuePrefix: 'pw',
           endpoints: [],
           carriers: [],
@@ -151,6 +152,7 @@ describe('loadStandaloneConfig', () => {
           schema: 'host_payments',
           routePrefix: '/pay',
           redisUrl: 'rediss://cache.test:6380',
+          redisCluster: false,
           queuePrefix: 'pw-test',
           endpoints: [
             { id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 60 },
@@ -168,6 +170,24 @@ describe('loadStandaloneConfig', () => {
           tuning: DEFAULT_TUNING,
         },
       });
+    });
+
+    it('REDIS_CLUSTER=true: REDIS_URL names the seed nodes, QUEUE_PREFIX a hash-tagged prefix', () => {
+      const { options } = loadStandaloneConfig({
+        REDIS_CLUSTER: 'true',
+        REDIS_URL: 'redis://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000',
+        QUEUE_PREFIX: '{pw}',
+      });
+      expect(options).toMatchObject({ redisCluster: true, redisUrl: 'redis://10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000', queuePrefix: '{pw}' });
+      expect(loadStandaloneConfig({ REDIS_CLUSTER: '1', QUEUE_PREFIX: 'pw:{eu-1}' }).options).toMatchObject({ redisCluster: true, queuePrefix: 'pw:{eu-1}' });
+      // Unset, the prefix is {pw} on a cluster.
+      expect(loadStandaloneConfig({ REDIS_CLUSTER: 'TRUE' }).options.queuePrefix).toBe('{pw}');
+      expect(loadStandaloneConfig({ REDIS_CLUSTER: 'false' }).options).toMatchObject({ redisCluster: false, queuePrefix: 'pw' });
+      expect(loadStandaloneConfig({ REDIS_CLUSTER: '' }).options.redisCluster).toBe(false);
+    });
+
+    it('QUEUE_PREFIX may hold a hash tag on one server too', () => {
+      expect(loadStandaloneConfig({ QUEUE_PREFIX: '{pw}' }).options).toMatchObject({ redisCluster: false, queuePrefix: '{pw}' });
     });
 
     it.each(['Express', ' FASTIFY '])('HTTP_ADAPTER %j is read without regard to case or spaces', (value) => {
@@ -317,6 +337,7 @@ describe('loadStandaloneConfig', () => {
         ['RUN_HTTP', 'no'],
         ['DB_MIGRATIONS_RUN', 'maybe'],
         ['RUN_WORKERS', '2'],
+        ['REDIS_CLUSTER', 'yes'],
       ])('%s=%j', (name, value) => {
         expectError({ [name]: value }, `${name}: must be true or false`);
       });
@@ -531,6 +552,26 @@ describe('loadStandaloneConfig', () => {
 
       it('a QUEUE_PREFIX with a space', () => {
         expectError({ QUEUE_PREFIX: 'p w' }, 'QUEUE_PREFIX: must be 1–64 characters of letters, digits, _ . : -');
+      });
+
+      it.each(['{}', '{pw', 'pw}', '{a}{b}'])('a QUEUE_PREFIX with the malformed hash tag %j', (value) => {
+        expectError(
+          { QUEUE_PREFIX: value },
+          'QUEUE_PREFIX: may hold one hash tag only: a { and a later }, with something between them, such as {pw}',
+        );
+      });
+
+      it('REDIS_CLUSTER=true with a QUEUE_PREFIX without a hash tag', () => {
+        const err = expectError({ REDIS_CLUSTER: 'true', QUEUE_PREFIX: 'pw' }, 'QUEUE_PREFIX: must contain a hash tag such as {pw} on a Redis Cluster');
+        expect(err.setting).toBe('QUEUE_PREFIX');
+      });
+
+      it('REDIS_CLUSTER=true with seeds that are not host:port, without echoing the password', () => {
+        expectError({ REDIS_CLUSTER: 'true', REDIS_URL: `redis://:${SECRET}@a:7000,:7001` }, 'REDIS_URL: has a seed that is not host:port');
+      });
+
+      it('several seeds without REDIS_CLUSTER', () => {
+        expectError({ REDIS_URL: `redis://:${SECRET}@a:7000,b:7001` }, 'REDIS_URL: is not a valid URL');
       });
     });
 

@@ -102,6 +102,7 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     schema: present(env, 'DATABASE_SCHEMA'),
     routePrefix: present(env, 'ROUTE_PREFIX'),
     redisUrl: present(env, 'REDIS_URL') ?? DEFAULT_REDIS_URL,
+    redisCluster: boolean(env, 'REDIS_CLUSTER', false),
     queuePrefix: present(env, 'QUEUE_PREFIX'),
     // `null` is passed on, so it is reported as "not an array" rather than read as "none".
     endpoints: (endpoints === undefined ? [] : endpoints.value) as PaymentWebhooksOptions['endpoints'],
@@ -123,6 +124,7 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     schema: 'DATABASE_SCHEMA',
     routePrefix: 'ROUTE_PREFIX',
     redisUrl: 'REDIS_URL',
+    redisCluster: 'REDIS_CLUSTER',
     queuePrefix: 'QUEUE_PREFIX',
     endpoints: endpoints?.setting ?? 'WEBHOOK_ENDPOINTS',
     carriers: carriersSetting,

@@ -61,9 +61,20 @@ export interface PaymentWebhooksOptions {
    * created when missing. Nothing is written to any other schema. Default `payment_webhooks`.
    */
   schema?: string;
-  /** Redis URL for BullMQ. */
+  /**
+   * Redis URL for BullMQ. With `redisCluster`, the seed nodes of the cluster:
+   * `redis://host:port[,host:port…]`.
+   */
   redisUrl: string;
-  /** BullMQ key prefix, so two deployments (or test runs) can share one Redis. Default `pw`. */
+  /**
+   * Redis is a Redis Cluster: every connection of the module is an ioredis `Cluster` on the seeds
+   * of `redisUrl`, and `queuePrefix` must hold a hash tag (`{pw}`). Default false.
+   */
+  redisCluster?: boolean;
+  /**
+   * BullMQ key prefix, so two deployments (or test runs) can share one Redis. It may hold one hash
+   * tag (`{pw}`), which a Redis Cluster requires. Default `pw`, or `{pw}` with `redisCluster`.
+   */
   queuePrefix?: string;
   /**
    * Path prefix of every route of the module (webhooks, orders, admin, docs, health, metrics):
@@ -167,6 +178,7 @@ export interface ResolvedOptions {
   /** `''` or `/segment[/segment…]`, no trailing slash. */
   routePrefix: string;
   redisUrl: string;
+  redisCluster: boolean;
   queuePrefix: string;
   endpoints: EndpointDefinition[];
   carriers: CarrierDefinition[];

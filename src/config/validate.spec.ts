@@ -372,6 +372,7 @@ describe('resolveOptions', () => {
       schema: 'payment_webhooks',
       routePrefix: '',
       redisUrl: 'redis://127.0.0.1:6379',
+      redisCluster: false,
       queuePrefix: 'pw',
       endpoints: [],
       carriers: [],
@@ -413,6 +414,7 @@ describe('resolveOptions', () => {
       schema: 'host_pay',
       routePrefix: '/pay',
       redisUrl: 'rediss://cache.test:6380',
+      redisCluster: false,
       queuePrefix: 'test:run-1',
       endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a', toleranceSeconds: 300 }],
       carriers: [{ name: 'c', url: 'http://c.test', apiKey: undefined, timeoutMs: undefined }],
@@ -467,6 +469,80 @@ describe('resolveOptions', () => {
     const err = configError(() => resolveOptions({ ...base, ...over } as PaymentWebhooksOptions));
     expect(err.message).toBe(message);
     expectNoSecret(err, SECRET);
+  });
+
+  describe('redisCluster (REDIS_CLUSTER) and the hash tag of queuePrefix (QUEUE_PREFIX)', () => {
+    const cluster = { ...base, redisCluster: true };
+    const HASH_TAG = 'queuePrefix: may hold one hash tag only: a { and a later }, with something between them, such as {pw}';
+    const NEEDS_TAG = 'queuePrefix: must contain a hash tag such as {pw} on a Redis Cluster';
+
+    it('is off by default; the single-server URL rules stay as they are', () => {
+      expect(resolveOptions(base).redisCluster).toBe(false);
+      expect(configError(() => resolveOptions({ ...base, redisUrl: 'redis://a:1,b:2' })).message).toBe('redisUrl: is not a valid URL');
+    });
+
+    it.each(['{pw}', 'pw:{tenant-1}', '{a}b', 'x.{y_z}:q', '{p}'])('accepts the hash-tagged prefix %j, on a cluster or not', (queuePrefix) => {
+      expect(resolveOptions({ ...base, queuePrefix }).queuePrefix).toBe(queuePrefix);
+      expect(resolveOptions({ ...cluster, queuePrefix }).queuePrefix).toBe(queuePrefix);
+    });
+
+    it.each(['{}', '{pw', 'pw}', '}pw{', '{a}{b}', '{{pw}}', 'a{b}c}', '{a{b}'])('rejects the malformed hash tag %j', (queuePrefix) => {
+      expect(configError(() => resolveOptions({ ...base, queuePrefix })).message).toBe(HASH_TAG);
+      expect(configError(() => resolveOptions({ ...cluster, queuePrefix })).message).toBe(HASH_TAG);
+    });
+
+    it('keeps the character rule: braces join letters, digits, _ . : -, and 64 characters at most', () => {
+      expect(configError(() => resolveOptions({ ...cluster, queuePrefix: '{p w}' })).message).toBe(BAD_PREFIX);
+      expect(configError(() => resolveOptions({ ...cluster, queuePrefix: `{${'p'.repeat(63)}}` })).message).toBe(BAD_PREFIX);
+      expect(resolveOptions({ ...cluster, queuePrefix: `{${'p'.repeat(62)}}` }).queuePrefix).toHaveLength(64);
+    });
+
+    it('on a cluster, a prefix without a hash tag is an error naming the prefix', () => {
+      for (const queuePrefix of ['pw', 'pw-test', 'a:b']) {
+        const err = configError(() => resolveOptions({ ...cluster, queuePrefix }));
+        expect(err.setting).toBe('queuePrefix');
+        expect(err.message).toBe(NEEDS_TAG);
+      }
+      expect(configError(() => resolveOptions({ ...cluster, queuePrefix: 'pw' }, { queuePrefix: 'QUEUE_PREFIX' })).message).toBe(
+        'QUEUE_PREFIX: must contain a hash tag such as {pw} on a Redis Cluster',
+      );
+    });
+
+    it('on a cluster, an unset prefix is {pw}; on one server, pw', () => {
+      expect(resolveOptions(cluster).queuePrefix).toBe('{pw}');
+      expect(resolveOptions(base).queuePrefix).toBe('pw');
+    });
+
+    it.each([
+      'redis://127.0.0.1:7000',
+      'redis://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002',
+      'redis://a.test:7000, b.test:7001',
+      `rediss://user:${SECRET}@a.test:7000,b.test:7001`,
+      'redis://[::1]:7000,[::1]:7001/0',
+      'redis://node.test',
+    ])('on a cluster, accepts the seed list %j', (redisUrl) => {
+      expect(resolveOptions({ ...cluster, redisUrl })).toMatchObject({ redisUrl, redisCluster: true, queuePrefix: '{pw}' });
+    });
+
+    it.each<[string, string]>([
+      [`http://:${SECRET}@a:1,b:2`, 'redisUrl: must start with redis:// or rediss://'],
+      [`redis://:${SECRET}@a:1,,b:2`, 'redisUrl: has a seed that is not host:port'],
+      [`redis://:${SECRET}@a:1,b:99999`, 'redisUrl: has a seed that is not host:port'],
+      [`redis://:${SECRET}@a:1,u:p@b:2`, 'redisUrl: must be redis://host:port[,host:port…] on a Redis Cluster'],
+      [`redis://:${SECRET}@a:1,b:2/3`, 'redisUrl: names database 3; a Redis Cluster has only database 0'],
+      [`redis://:${SECRET}@a:1,b:2?tls=1`, 'redisUrl: must be redis://host:port[,host:port…] on a Redis Cluster'],
+      [`redis://:${SECRET}@`, 'redisUrl: must be redis://host:port[,host:port…] on a Redis Cluster'],
+    ])('on a cluster, rejects the seed list %j without echoing it', (redisUrl, message) => {
+      const err = configError(() => resolveOptions({ ...cluster, redisUrl }));
+      expect(err.message).toBe(message);
+      expectNoSecret(err, SECRET);
+    });
+
+    it('rejects a redisCluster that is not a boolean', () => {
+      expect(configError(() => resolveOptions({ ...base, redisCluster: 'yes' as unknown as boolean })).message).toBe(
+        'redisCluster: must be true or false',
+      );
+    });
   });
 
   it('reports under the names it is given', () => {

@@ -1,3 +1,4 @@
+import { parseRedisSeeds } from '../common/redis-connection';
 import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/payment-events';
 import {
   CarrierDefinition,
@@ -206,10 +207,8 @@ export function resolveOptions(
   names: Partial<Record<keyof PaymentWebhooksOptions, string>> = {},
 ): ResolvedOptions {
   const name = (key: keyof PaymentWebhooksOptions) => names[key] ?? key;
-  const queuePrefix = options.queuePrefix ?? 'pw';
-  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(queuePrefix)) {
-    throw new ConfigurationError(name('queuePrefix'), 'must be 1–64 characters of letters, digits, _ . : -');
-  }
+  const redisCluster = checkBoolean(name('redisCluster'), options.redisCluster, false);
+  const queuePrefix = checkQueuePrefix(name('queuePrefix'), options.queuePrefix, redisCluster);
   const adminToken = options.adminToken && options.adminToken.length > 0 ? options.adminToken : null;
   const carriers = validateCarriers(name('carriers'), options.carriers === undefined ? [] : options.carriers);
   // Checked here, before any connection opens: a module that fails to start must leave nothing behind.
@@ -227,7 +226,8 @@ export function resolveOptions(
     databaseUrl: checkUrl(name('databaseUrl'), options.databaseUrl, ['postgres:', 'postgresql:']),
     schema: checkSchema(name('schema'), options.schema),
     routePrefix: checkRoutePrefix(name('routePrefix'), options.routePrefix),
-    redisUrl: checkUrl(name('redisUrl'), options.redisUrl, ['redis:', 'rediss:']),
+    redisUrl: redisCluster ? checkClusterUrl(name('redisUrl'), options.redisUrl) : checkUrl(name('redisUrl'), options.redisUrl, ['redis:', 'rediss:']),
+    redisCluster,
     queuePrefix,
     endpoints: validateEndpoints(name('endpoints'), options.endpoints === undefined ? [] : options.endpoints),
     carriers,
@@ -242,6 +242,46 @@ export function resolveOptions(
     migrationsRun: options.migrationsRun ?? true,
     tuning: validateTuning(name('tuning'), options.tuning ?? {}),
   };
+}
+
+function checkBoolean(setting: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new ConfigurationError(setting, 'must be true or false');
+  return value;
+}
+
+/**
+ * BullMQ's key prefix. It may hold one Redis Cluster hash tag, `{…}` with something inside: the
+ * part of every key that picks its slot, which keeps each queue's keys (its Lua scripts touch
+ * several at once) in one slot. On a cluster it must hold one; unset, it is `{pw}` there and `pw`
+ * on one server.
+ */
+function checkQueuePrefix(setting: string, value: unknown, cluster: boolean): string {
+  if (value === undefined) return cluster ? '{pw}' : 'pw';
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_.:{}-]{1,64}$/.test(value)) {
+    throw new ConfigurationError(setting, 'must be 1–64 characters of letters, digits, _ . : -');
+  }
+  const open = value.indexOf('{');
+  const close = value.indexOf('}');
+  const braces = value.replace(/[^{}]/g, '');
+  if (braces !== '' && (braces !== '{}' || close < open + 2)) {
+    throw new ConfigurationError(setting, 'may hold one hash tag only: a { and a later }, with something between them, such as {pw}');
+  }
+  if (cluster && braces === '') {
+    throw new ConfigurationError(setting, 'must contain a hash tag such as {pw} on a Redis Cluster');
+  }
+  return value;
+}
+
+/** The seed nodes of a cluster: `redis://[user:password@]host:port[,host:port…]`. */
+function checkClusterUrl(setting: string, value: unknown): string {
+  if (typeof value !== 'string') throw new ConfigurationError(setting, 'is required');
+  try {
+    parseRedisSeeds(value);
+  } catch (err) {
+    throw new ConfigurationError(setting, (err as Error).message);
+  }
+  return value;
 }
 
 /** A plain PostgreSQL identifier: it is written into SQL (search_path, CREATE SCHEMA) unquoted. */

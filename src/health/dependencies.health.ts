@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
-import { redisConnection } from '../common/redis-connection';
+import { moduleRedisClient } from '../common/redis-connection';
 import { withTimeout } from '../common/with-timeout';
 import { PW_CONNECTION } from '../database/data-source';
 import type { ResolvedOptions } from '../config/options';
@@ -12,16 +12,18 @@ import { PW_OPTIONS } from '../payment-webhooks.constants';
 /** PostgreSQL and Redis, each asked one cheap question with a bound on the wait. */
 @Injectable()
 export class DependenciesHealthIndicator implements OnApplicationShutdown {
-  /** A connection of its own that fails fast while Redis is away, rather than queueing the ping. */
-  private readonly redisClient: Redis;
+  /**
+   * A connection of its own that fails fast while Redis is away, rather than queueing the ping:
+   * to the server, or to the cluster (`redisCluster`), whose ping goes to one of its masters.
+   */
+  private readonly redisClient: Redis | Cluster;
 
   constructor(
     private readonly indicator: HealthIndicatorService,
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
   ) {
-    const { url, ...rest } = redisConnection(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
-    this.redisClient = new Redis(url, rest);
+    this.redisClient = moduleRedisClient(options, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true });
     this.redisClient.on('error', () => undefined); // reported by the readiness check, not as noise
   }
 

@@ -8,7 +8,7 @@ import { withTimeout } from '../common/with-timeout';
 import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { MicroBatcher } from '../common/micro-batcher';
-import { redisConnection } from '../common/redis-connection';
+import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } from '../common/redis-connection';
 import { uuid7 } from '../common/uuid7';
 import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import type { EnvelopeIdentity } from './providers';
@@ -92,6 +92,8 @@ export class InboxIngestService implements OnApplicationShutdown {
   private readonly logger = new Logger('WebhookIngest');
   private readonly pool: Pool;
   private readonly queue: Queue<ProcessDeliveryData>;
+  /** The queue's connection: options (BullMQ's own client), or a Cluster this service closes. */
+  private readonly redis: ModuleRedisConnection;
   private readonly batcher: MicroBatcher<InboxRow, RowOutcome>;
 
   constructor(@Inject(PW_OPTIONS) private readonly options: ResolvedOptions) {
@@ -105,10 +107,8 @@ export class InboxIngestService implements OnApplicationShutdown {
     });
     // An idle connection dropped by the server must not crash the process; the next query reconnects.
     this.pool.on('error', (err) => this.logger.warn(`idle database connection lost: ${err.message}`));
-    this.queue = new Queue<ProcessDeliveryData>(QueueName.Inbox, {
-      prefix: options.queuePrefix,
-      connection: redisConnection(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 }),
-    });
+    this.redis = moduleRedisConnection(options, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+    this.queue = new Queue<ProcessDeliveryData>(QueueName.Inbox, { prefix: options.queuePrefix, connection: this.redis });
     this.queue.on('error', (err) => this.logger.warn(`inbox queue connection: ${err.message}`));
     this.batcher = new MicroBatcher((rows) => this.recordBatch(rows), {
       maxBatch: tuning.ingestBatchSize,
@@ -230,8 +230,12 @@ export class InboxIngestService implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     // While Redis is away a graceful close cannot reach it (this connection queues nothing):
     // drop it instead, or its reconnect timer would keep the process alive.
-    const closeQueue = withTimeout(this.queue.close(), 2_000, 'queue close').catch(() => this.queue.disconnect());
-    await Promise.allSettled([closeQueue, this.pool.end()]);
+    // A Cluster given to the queue is this service's to close (BullMQ leaves it open), then too.
+    const closeQueue = withTimeout(this.queue.close(), 2_000, 'queue close').catch(() => {
+      releaseRedisConnection(this.redis);
+      return this.queue.disconnect();
+    });
+    await Promise.allSettled([closeQueue.finally(() => releaseRedisConnection(this.redis)), this.pool.end()]);
   }
 }
 
