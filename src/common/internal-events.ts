@@ -11,6 +11,8 @@ import type { FulfillmentStatus } from './payment-events';
 export interface PaymentRegisteredEvent {
   type: 'internal.payment.registered';
   payment: { id: string; provider: string; merchantAccountId: string; providerPaymentId: string };
+  /** The provider event whose processing created it (that delivery is not among those to release), or null for the API. */
+  sourceEventId: string | null;
 }
 
 /** A fulfillment was requested, dispatched, failed, canceled or asked again. */

@@ -3,7 +3,6 @@ import { Webhook } from 'standardwebhooks';
 import type { PaymentEventType, PaymentWebhooksEvent } from '../common/payment-events';
 import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
 import { MetricsService } from '../observability/metrics.service';
-import type { OutboxAttempt } from '../outbox/outbox-handler';
 import type { HandlerOutcome } from '../outbox/outbox.state';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 
@@ -43,7 +42,7 @@ export class EventSinks {
     return this.byName.get(name);
   }
 
-  async deliver(sink: Sink, event: PaymentWebhooksEvent, attempt: Pick<OutboxAttempt, 'markCallStarted'>): Promise<HandlerOutcome> {
+  async deliver(sink: Sink, event: PaymentWebhooksEvent): Promise<HandlerOutcome> {
     const body = JSON.stringify(event);
     const now = new Date();
     const headers = {
@@ -53,7 +52,6 @@ export class EventSinks {
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       'webhook-signature': sink.signer.sign(event.id, now, body),
     };
-    await attempt.markCallStarted();
     let response: Response;
     try {
       response = await fetch(sink.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(sink.timeoutMs), redirect: 'manual' });

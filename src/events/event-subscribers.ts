@@ -62,7 +62,7 @@ export class EventSubscribers implements OnModuleInit, OutboxHandler<EventMessag
   async handle(attempt: OutboxAttempt<EventMessagePayload>): Promise<HandlerOutcome> {
     const { event, subscriber } = attempt.payload;
     const sink = this.sinks.get(subscriber);
-    if (sink) return this.sinks.deliver(sink, event, attempt);
+    if (sink) return this.sinks.deliver(sink, event);
     const call = this.afterCommit.get(subscriber);
     if (!call) return { kind: 'dead', reason: `no subscriber "${subscriber}" is registered any more` };
     try {

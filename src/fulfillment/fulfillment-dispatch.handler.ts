@@ -57,8 +57,6 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
     const carrier = this.carriers.get(fulfillment.carrier);
     if (!carrier) return { kind: 'dead', reason: `carrier "${fulfillment.carrier}" is not configured` };
 
-    // Committed before the call: a crash during it leaves this trace behind.
-    await attempt.markCallStarted();
     let result: ShipmentResult;
     const timer = this.metrics.carrierDuration.labels(carrier.name).startTimer();
     try {

@@ -59,12 +59,6 @@ export class OutboxDispatcher {
       idempotencyKey: claimed.idempotencyKey,
       attemptsBefore: claimed.attempts,
       previousCallAt: claimed.lastCallAt,
-      markCallStarted: async () => {
-        await this.dataSource.query(`UPDATE outbox_message SET last_call_at = now() WHERE id = $1 AND lease_owner = $2`, [
-          claimed.id,
-          this.owner,
-        ]);
-      },
     };
     const handler = this.handlers.get(claimed.type);
     let outcome: HandlerOutcome;
@@ -87,19 +81,21 @@ export class OutboxDispatcher {
 
   /**
    * Takes the message for this worker: pending, due, not leased by a live worker, and not behind an
-   * earlier message of its ordering key still at its first attempt. One statement decides.
+   * earlier message of its ordering key still at its first attempt. One statement decides, and
+   * leaves the trace that an attempt (a call) begins, returning the one an earlier attempt left.
    */
   private async claim(id: string): Promise<ClaimedRow | undefined> {
     const rows = await rowsReturned<ClaimedRow>(
       this.dataSource,
       `UPDATE outbox_message m
-          SET lease_owner = $2, lease_until = now() + make_interval(secs => $3::double precision / 1000)
-        WHERE m.id = $1 AND m.status = 'pending' AND m.next_attempt_at <= now()
+          SET lease_owner = $2, lease_until = now() + make_interval(secs => $3::double precision / 1000), last_call_at = now()
+         FROM (SELECT id, last_call_at AS previous FROM outbox_message WHERE id = $1) p
+        WHERE m.id = p.id AND m.status = 'pending' AND m.next_attempt_at <= now()
           AND (m.lease_until IS NULL OR m.lease_until < now())
           AND (m.ordering_key IS NULL OR NOT EXISTS (
                 SELECT 1 FROM outbox_message e
                  WHERE e.ordering_key = m.ordering_key AND e.status = 'pending' AND e.attempts = 0 AND e.id < m.id))
-      RETURNING m.id, m.type, m.payload, m.attempts, m.idempotency_key AS "idempotencyKey", m.last_call_at AS "lastCallAt"`,
+      RETURNING m.id, m.type, m.payload, m.attempts, m.idempotency_key AS "idempotencyKey", p.previous AS "lastCallAt"`,
       [id, this.owner, this.leaseMs()],
     );
     return rows[0];

@@ -10,13 +10,13 @@ export interface OutboxAttempt<P = Record<string, unknown>> {
   idempotencyKey: string;
   /** Attempts already recorded before this one. */
   attemptsBefore: number;
-  /** When an earlier attempt began a call that got no clear answer (it may have happened), else null. */
-  previousCallAt: Date | null;
   /**
-   * Commits, before the side effect starts, that an attempt is about to begin it: a worker that
-   * dies during the call leaves this trace, so the next attempt knows the effect may exist.
+   * When an earlier attempt began a call that got no clear answer (it may have happened), else
+   * null. (The claim that started this attempt left the same trace, committed before the handler
+   * runs: a worker that dies during the call leaves it, and the next attempt knows the effect may
+   * exist; an attempt that ends with a clear answer clears it.)
    */
-  markCallStarted(): Promise<void>;
+  previousCallAt: Date | null;
 }
 
 /**

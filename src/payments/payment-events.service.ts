@@ -1,7 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
-import { Order } from './order.entity';
 import { Payment } from './payment.entity';
 import type { RejectionReason } from './payment.state';
 import type { PaymentEvent } from './payment-event';
@@ -79,15 +78,13 @@ export class PaymentEventsService {
     event: PaymentEvent,
   ): Promise<{ payment: Payment; isNew: boolean } | null> {
     const key = { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, providerPaymentId: event.resourceId };
-    const payments = em.getRepository(Payment);
-    const lockPayment = () => payments.findOne({ where: key, lock: { mode: 'pessimistic_write' } });
-    const existing = await lockPayment();
+    const existing = await this.store.lockPayment(em, key);
     if (existing) return { payment: existing, isNew: false };
     if (event.orderId === null || !UUID.test(event.orderId)) return null;
 
-    const order = await em.getRepository(Order).findOne({ where: { id: event.orderId }, lock: { mode: 'pessimistic_write' } });
+    const order = await this.store.lockOrder(em, event.orderId);
     if (!order) return null;
-    const created = await lockPayment();
+    const created = await this.store.lockPayment(em, key);
     if (created) return { payment: created, isNew: false };
     return { payment: Payment.register({ orderId: order.id, ...key, expected: order.amount }), isNew: true };
   }

@@ -26,6 +26,9 @@ export interface Changes {
  */
 @Injectable()
 export class PaymentStore implements OnModuleInit {
+  /** Orders locked by each open transaction (its EntityManager), so a second look costs nothing. */
+  private readonly lockedOrders = new WeakMap<EntityManager, Map<string, Order>>();
+
   constructor(private readonly events: TransactionEvents) {}
 
   onModuleInit(): void {
@@ -41,8 +44,29 @@ export class PaymentStore implements OnModuleInit {
     });
   }
 
-  lockOrder(em: EntityManager, id: string): Promise<Order | null> {
-    return em.getRepository(Order).findOne({ where: { id }, lock: { mode: 'pessimistic_write' } });
+  /**
+   * The order, locked, as this transaction knows it: locked once per transaction (a second call,
+   * from a reaction to this transaction's own events, gets the same object without a round trip).
+   */
+  async lockOrder(em: EntityManager, id: string): Promise<Order | null> {
+    let locked = this.lockedOrders.get(em);
+    if (!locked) this.lockedOrders.set(em, (locked = new Map()));
+    const known = locked.get(id);
+    if (known) return known;
+    const [row] = await em.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id]);
+    const order = row ? orderFromRow(row) : null;
+    if (order) locked.set(id, order);
+    return order;
+  }
+
+  /** The payment of a provider key, locked (the processing transaction's first look). */
+  async lockPayment(em: EntityManager, key: { provider: string; merchantAccountId: string; providerPaymentId: string }): Promise<Payment | null> {
+    const [row] = await em.query(
+      `SELECT ${PAYMENT_COLUMNS} FROM payments
+        WHERE provider = $1 AND merchant_account_id = $2 AND provider_payment_id = $3 FOR UPDATE`,
+      [key.provider, key.merchantAccountId, key.providerPaymentId],
+    );
+    return row ? paymentFromRow(row) : null;
   }
 
   async insertOrder(em: EntityManager, o: Order): Promise<boolean> {
@@ -71,6 +95,7 @@ export class PaymentStore implements OnModuleInit {
       await this.events.publish(em, {
         type: 'internal.payment.registered',
         payment: { id: payment.id, provider: payment.provider, merchantAccountId: payment.merchantAccountId, providerPaymentId: payment.providerPaymentId },
+        sourceEventId: changes.sourceEventId,
       });
     }
     const orderNow = order ? orderSnapshot(order) : payment ? await this.snapshotOf(em, payment.orderId) : null;
@@ -97,8 +122,10 @@ export class PaymentStore implements OnModuleInit {
   }
 
   private async snapshotOf(em: EntityManager, orderId: string): Promise<OrderSnapshot | null> {
-    const order = await em.getRepository(Order).findOne({ where: { id: orderId } });
-    return order ? orderSnapshot(order) : null;
+    const known = this.lockedOrders.get(em)?.get(orderId);
+    if (known) return orderSnapshot(known);
+    const [row] = await em.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [orderId]);
+    return row ? orderSnapshot(orderFromRow(row)) : null;
   }
 
   private async insertPayment(em: EntityManager, p: Payment): Promise<void> {
@@ -128,6 +155,46 @@ export class PaymentStore implements OnModuleInit {
       [o.id, o.status, o.paidVia ? JSON.stringify(o.paidVia) : null, o.paidAt, o.fulfillment ? JSON.stringify(o.fulfillment) : null, o.updatedAt],
     );
   }
+}
+
+const ORDER_COLUMNS = 'id, reference, status, amount_minor, currency, carrier, ship_to, items, paid_via, paid_at, fulfillment, created_at, updated_at';
+const PAYMENT_COLUMNS =
+  'id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor, currency, refunded_minor, dispute_outcome, created_at, updated_at';
+
+/** An order from its row (plain SQL on the hot path: the ORM's query building costs more than the query). */
+export function orderFromRow(r: Record<string, any>): Order {
+  return Object.assign(new Order(), {
+    id: r.id,
+    reference: r.reference,
+    status: r.status,
+    amountMinor: BigInt(r.amount_minor),
+    currency: r.currency,
+    carrier: r.carrier,
+    shipTo: r.ship_to,
+    items: r.items,
+    paidVia: r.paid_via,
+    paidAt: r.paid_at,
+    fulfillment: r.fulfillment,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  });
+}
+
+export function paymentFromRow(r: Record<string, any>): Payment {
+  return Object.assign(new Payment(), {
+    id: r.id,
+    orderId: r.order_id,
+    provider: r.provider,
+    providerPaymentId: r.provider_payment_id,
+    merchantAccountId: r.merchant_account_id,
+    status: r.status,
+    amountMinor: BigInt(r.amount_minor),
+    currency: r.currency,
+    refundedMinor: BigInt(r.refunded_minor),
+    disputeOutcome: r.dispute_outcome,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  });
 }
 
 /** The payment's key already holds a payment (the unique constraint decided). */

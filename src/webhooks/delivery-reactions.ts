@@ -22,16 +22,19 @@ export class DeliveryReactions implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    this.events.on(['internal.payment.registered'], async ({ payment }, em) => {
+    this.events.on(['internal.payment.registered'], async ({ payment, sourceEventId }, em) => {
       const key: ResourceKey = { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId };
       // The registering transaction holds the order's lock: waiting here for a delivery a worker
       // holds (which locks the order after its own row) could deadlock, so those are skipped now…
-      const released = await this.inboxQueue.releaseParked(em, key, { skipLocked: true });
+      const released = await this.inboxQueue.releaseParked(em, key, { skipLocked: true, exceptEventId: sourceEventId });
+      if (released.ids.length === 0 && !released.skipped) return;
       afterCommit(em, async () => {
-        // …and released again once it has committed and holds nothing, waiting for any a worker
-        // holds (one being parked at that very moment is then seen parked, not missed).
-        const again = await runTransaction(this.dataSource, (tx) => this.inboxQueue.releaseParked(tx, key));
-        await this.inboxQueue.requeueAfterCommit([...new Set([...released, ...again])], { expedite: true });
+        // …and, if any was skipped, released again once it has committed and holds nothing, waiting
+        // for any a worker holds (one being parked at that very moment is then seen parked, not missed).
+        const again = released.skipped
+          ? (await runTransaction(this.dataSource, (tx) => this.inboxQueue.releaseParked(tx, key, { exceptEventId: sourceEventId }))).ids
+          : [];
+        await this.inboxQueue.requeueAfterCommit([...new Set([...released.ids, ...again])], { expedite: true });
       });
     });
     this.events.on('*', async (event, em) => {

@@ -59,31 +59,38 @@ export class InboxQueueService {
 
   /**
    * In the caller's transaction: deliveries of one provider payment parked as `unmatched` become
-   * `received` again, and the ids of every delivery of that payment still waiting (but `exceptId`)
-   * are returned, to be requeued (expedited) after the commit. Call it before locking an order.
+   * `received` again, and the ids of every delivery of that payment still waiting are returned, to
+   * be requeued (expedited) after the commit. `exceptEventId` leaves out the delivery being
+   * processed. With `skipLocked`, rows another transaction holds are passed over: `skipped` says
+   * whether any were, so the caller can look again once it holds nothing.
    */
   async releaseParked(
     em: EntityManager,
     key: ResourceKey,
-    { exceptId, skipLocked = false }: { exceptId?: string; skipLocked?: boolean } = {},
-  ): Promise<string[]> {
+    { exceptEventId, skipLocked = false }: { exceptEventId?: string | null; skipLocked?: boolean } = {},
+  ): Promise<{ ids: string[]; skipped: boolean }> {
+    const where = `provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status IN ('received', 'unmatched')
+          AND event_id IS DISTINCT FROM $4`;
+    const params = [key.provider, key.merchantAccountId, key.resourceId, exceptEventId ?? null];
+    if (skipLocked) {
+      // Nearly always nothing waits for a payment being registered: one look, no lock, says so.
+      const [{ waiting }]: Array<{ waiting: number }> = await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox WHERE ${where}`, params);
+      if (waiting === 0) return { ids: [], skipped: false };
+    }
     // Lock first: a worker whose last attempt is parking one of these right now is waited for,
     // and its row is then seen as `unmatched` (and released) rather than missed as `received`.
-    // Inbox rows are locked before orders everywhere, so this wait cannot close a cycle; a worker
-    // (which holds its own row already) skips the rows other workers hold instead.
+    // Inbox rows are locked before orders everywhere, so this wait cannot close a cycle; a
+    // transaction that holds an order already skips the rows other workers hold instead.
     const rows: Array<{ id: string; status: string }> = await em.query(
-      `SELECT id, status FROM webhook_inbox
-        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status IN ('received', 'unmatched')
-          AND id IS DISTINCT FROM $4
-        ORDER BY id
-        FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
-      [key.provider, key.merchantAccountId, key.resourceId, exceptId ?? null],
+      `SELECT id, status FROM webhook_inbox WHERE ${where} ORDER BY id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+      params,
     );
     const parked = rows.filter((r) => r.status === 'unmatched').map((r) => r.id);
-    if (parked.length > 0) {
-      await em.query(`${REOPEN_SQL} WHERE id = ANY($1)`, [parked]);
-    }
-    return rows.map((r) => r.id);
+    if (parked.length > 0) await em.query(`${REOPEN_SQL} WHERE id = ANY($1)`, [parked]);
+    const [{ waiting }]: Array<{ waiting: number }> = skipLocked
+      ? await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox WHERE ${where}`, params)
+      : [{ waiting: rows.length }];
+    return { ids: rows.map((r) => r.id), skipped: waiting > rows.length };
   }
 
   /**
