@@ -9,7 +9,7 @@ import type { AttemptDecision, HandlerOutcome } from '../outbox/outbox.state';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { CarrierRegistry } from './carriers/carrier-registry';
 import type { ShipmentResult } from './carriers/carrier';
-import { Fulfillment } from './fulfillment.entity';
+import type { Fulfillment } from './fulfillment.entity';
 import { FULFILLMENT_DISPATCH, FulfillmentDispatchPayload, FulfillmentService } from './fulfillment.service';
 
 /**
@@ -22,6 +22,8 @@ import { FULFILLMENT_DISPATCH, FulfillmentDispatchPayload, FulfillmentService } 
 @Injectable()
 export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDispatchPayload>, OnModuleInit {
   readonly maxAttempts: number;
+  /** The fulfillment each attempt read, for the recording of its end. */
+  private readonly seen = new WeakMap<OutboxAttempt<FulfillmentDispatchPayload>, Fulfillment>();
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
@@ -39,8 +41,9 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
   }
 
   async handle(attempt: OutboxAttempt<FulfillmentDispatchPayload>): Promise<HandlerOutcome> {
-    const fulfillment = await this.dataSource.getRepository(Fulfillment).findOne({ where: { id: String(attempt.payload.fulfillmentId) } });
+    const fulfillment = await this.fulfillments.find(this.dataSource.manager, String(attempt.payload.fulfillmentId));
     if (!fulfillment) return { kind: 'dead', reason: 'fulfillment not found' };
+    this.seen.set(attempt, fulfillment);
     // The money went back (or the order was called off) while the shipment waited: do not ship.
     // If a call already began (a worker died during it, or it timed out), the carrier may have
     // shipped: say so, for the operator to confirm with the carrier under the same key.
@@ -80,24 +83,28 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
     return { kind: 'retry', reason: result.reason, retryAfterMs: result.retryAfterMs, mayHaveHappened: result.mayHaveShipped === true };
   }
 
+  /**
+   * The attempt's end, for the fulfillment: the one read before the call decides the move, and the
+   * write is guarded by the status it was read in (a second recorder finds it moved and does
+   * nothing), so no second read is needed. A refund's stop recorded meanwhile is left as it is.
+   */
   async recorded(em: EntityManager, attempt: OutboxAttempt<FulfillmentDispatchPayload>, outcome: HandlerOutcome, decision: AttemptDecision): Promise<void> {
     if (decision.status === 'pending') return;
-    const fulfillment = await this.lock(em, attempt.payload.fulfillmentId);
+    const fulfillment = this.seen.get(attempt) ?? (await this.fulfillments.find(em, String(attempt.payload.fulfillmentId)));
     if (!fulfillment) return;
+    const from = fulfillment.status;
     const now = new Date();
     const moved =
       decision.status === 'dispatched'
         ? fulfillment.dispatched(String((outcome.kind === 'done' && outcome.result?.shipmentId) || ''), now)
         : fulfillment.failed(decision.reason, now);
-    if (moved) await this.fulfillments.save(em, fulfillment);
+    if (moved) await this.fulfillments.saveMove(em, fulfillment, from);
   }
 
   async retried(em: EntityManager, message: { payload: FulfillmentDispatchPayload }): Promise<void> {
-    const fulfillment = await this.lock(em, message.payload.fulfillmentId);
-    if (fulfillment?.requestAgain()) await this.fulfillments.save(em, fulfillment);
-  }
-
-  private lock(em: EntityManager, id: unknown): Promise<Fulfillment | null> {
-    return em.getRepository(Fulfillment).findOne({ where: { id: String(id) }, lock: { mode: 'pessimistic_write' } });
+    const fulfillment = await this.fulfillments.find(em, String(message.payload.fulfillmentId));
+    if (!fulfillment) return;
+    const from = fulfillment.status;
+    if (fulfillment.requestAgain()) await this.fulfillments.saveMove(em, fulfillment, from);
   }
 }

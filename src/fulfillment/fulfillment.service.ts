@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
+import { rowsReturned } from '../database/returning';
 import type { OrderSnapshot } from '../common/payment-events';
 import { OutboxHandlers } from '../outbox/outbox-handler';
 import { OutboxWriter } from '../outbox/outbox-writer';
@@ -80,17 +81,29 @@ export class FulfillmentService implements OnModuleInit {
       throw err;
     }
     if (!fulfillment?.stop(reason)) return;
-    await this.save(em, fulfillment);
+    await em.query(`UPDATE fulfillments SET stop_reason = $2, updated_at = $3 WHERE id = $1`, [fulfillment.id, fulfillment.stopReason, fulfillment.updatedAt]);
   }
 
-  /** The fulfillment's one persist function: its state, then the announcement of it. */
-  async save(em: EntityManager, f: Fulfillment): Promise<void> {
-    await em.query(
-      `UPDATE fulfillments SET status = $2, shipment_id = $3, last_error = $4, stop_reason = $5, dispatched_at = $6, updated_at = $7
-        WHERE id = $1`,
-      [f.id, f.status, f.shipmentId, f.lastError, f.stopReason, f.dispatchedAt, f.updatedAt],
+  async find(em: EntityManager, id: string): Promise<Fulfillment | null> {
+    const [row] = await em.query(`SELECT ${FULFILLMENT_COLUMNS} FROM fulfillments WHERE id = $1`, [id]);
+    return row ? fulfillmentFromRow(row) : null;
+  }
+
+  /**
+   * The fulfillment's one persist function for a move of its status: written only if the row is
+   * still in the status the move started from (whoever moved it first wins; the other writes
+   * nothing), then announced. The stop reason is the refund's to write, never overwritten here.
+   */
+  async saveMove(em: EntityManager, f: Fulfillment, from: Fulfillment['status']): Promise<boolean> {
+    const written = await rowsReturned<{ id: string }>(
+      em,
+      `UPDATE fulfillments SET status = $3, shipment_id = $4, last_error = $5, dispatched_at = $6, updated_at = $7
+        WHERE id = $1 AND status = $2 RETURNING id`,
+      [f.id, from, f.status, f.shipmentId, f.lastError, f.dispatchedAt, f.updatedAt],
     );
+    if (written.length === 0) return false;
     await this.announce(em, f);
+    return true;
   }
 
   private announce(em: EntityManager, f: Fulfillment): Promise<void> {
@@ -99,4 +112,25 @@ export class FulfillmentService implements OnModuleInit {
       fulfillment: { id: f.id, orderId: f.orderId, status: f.status, carrier: f.carrier, shipmentId: f.shipmentId },
     });
   }
+}
+
+const FULFILLMENT_COLUMNS =
+  'id, order_id, order_reference, status, carrier, ship_to, items, shipment_id, last_error, stop_reason, created_at, updated_at, dispatched_at';
+
+function fulfillmentFromRow(r: Record<string, any>): Fulfillment {
+  return Object.assign(new Fulfillment(), {
+    id: r.id,
+    orderId: r.order_id,
+    orderReference: r.order_reference,
+    status: r.status,
+    carrier: r.carrier,
+    shipTo: r.ship_to,
+    items: r.items,
+    shipmentId: r.shipment_id,
+    lastError: r.last_error,
+    stopReason: r.stop_reason,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    dispatchedAt: r.dispatched_at,
+  });
 }

@@ -155,49 +155,42 @@ export class OutboxDispatcher {
     maxAttempts: number,
     bookkeeping: (em: EntityManager, decision: AttemptDecision) => Promise<void>,
   ): Promise<DispatchStep> {
-    return runTransaction(this.dataSource, async (em) => {
-      const [row]: Array<{ status: string; attempts: number; leaseOwner: string | null; now: Date }> = await em.query(
-        `SELECT status, attempts, lease_owner AS "leaseOwner", now() AS now FROM outbox_message WHERE id = $1 FOR UPDATE`,
-        [attempt.id],
+    // The lease kept everyone else off the message since the claim, so the attempt count read then
+    // still holds; each write below also checks the lease, in case it lapsed and was taken over.
+    const attempts = attempt.attemptsBefore + 1;
+    const decision = decideAttempt(outcome, attempts, maxAttempts);
+    const { carrierBackoffBaseMs, carrierBackoffCapMs } = this.options.tuning;
+    const delay = decision.status === 'pending' ? retryDelayMs(attempts, carrierBackoffBaseMs, carrierBackoffCapMs, decision.retryAfterMs) : 0;
+    const step = await runTransaction(this.dataSource, async (em): Promise<DispatchStep> => {
+      const written = await rowsReturned<{ id: string }>(
+        em,
+        `UPDATE outbox_message
+            SET status = $3, attempts = $4, last_error = $5, lease_owner = NULL, lease_until = NULL,
+                dispatched_at = CASE WHEN $3 = 'dispatched' THEN now() ELSE dispatched_at END,
+                next_attempt_at = CASE WHEN $3 = 'pending' THEN now() + make_interval(secs => $6::double precision / 1000) ELSE next_attempt_at END,
+                last_call_at = CASE WHEN $7 THEN last_call_at ELSE NULL END
+          WHERE id = $1 AND status = 'pending' AND lease_owner = $2
+          RETURNING id`,
+        [
+          attempt.id,
+          this.owner,
+          decision.status,
+          attempts,
+          decision.status === 'dispatched' ? null : decision.reason.slice(0, 1_000),
+          delay,
+          decision.status !== 'dispatched' && decision.keepCallTrace,
+        ],
       );
-      if (!row || row.status !== 'pending' || row.leaseOwner !== this.owner) return { done: true, outcome: 'nothing_to_do' } as const;
-      const attempts = row.attempts + 1;
-      const decision = decideAttempt(outcome, attempts, maxAttempts);
-      // Counted by what the attempt came to: the one that spends the budget counts as dead.
-      this.metrics.outboxAttempts.labels(attempt.type, decision.status === 'dispatched' ? 'done' : decision.status === 'dead' ? 'dead' : 'retry').inc();
-      if (decision.status === 'dispatched') {
-        await em.query(
-          `UPDATE outbox_message SET status = 'dispatched', attempts = $2, last_error = NULL, dispatched_at = now(),
-                  lease_owner = NULL, lease_until = NULL WHERE id = $1`,
-          [attempt.id, attempts],
-        );
-        await bookkeeping(em, decision);
-        return { done: true, outcome: 'dispatched' } as const;
-      }
-      if (decision.status === 'dead') {
-        await em.query(
-          `UPDATE outbox_message SET status = 'dead', attempts = $2, last_error = $3, lease_owner = NULL, lease_until = NULL,
-                  last_call_at = CASE WHEN $4 THEN last_call_at ELSE NULL END
-            WHERE id = $1`,
-          [attempt.id, attempts, decision.reason.slice(0, 1_000), decision.keepCallTrace],
-        );
-        await bookkeeping(em, decision);
-        this.logger.warn(`outbox message ${attempt.id} (${attempt.type}) is dead: ${decision.reason}`);
-        return { done: true, outcome: 'dead' } as const;
-      }
-      const { carrierBackoffBaseMs, carrierBackoffCapMs } = this.options.tuning;
-      const delay = retryDelayMs(attempts, carrierBackoffBaseMs, carrierBackoffCapMs, decision.retryAfterMs);
-      const retryAt = new Date(row.now.getTime() + delay);
-      // A clear refusal under an idempotent key did nothing, so the trace of the call goes; an
-      // attempt that may have happened leaves it.
-      await em.query(
-        `UPDATE outbox_message SET attempts = $2, last_error = $3, next_attempt_at = $4, lease_owner = NULL, lease_until = NULL,
-                last_call_at = CASE WHEN $5 THEN last_call_at ELSE NULL END
-          WHERE id = $1`,
-        [attempt.id, attempts, decision.reason.slice(0, 1_000), retryAt, decision.keepCallTrace],
-      );
+      if (written.length === 0) return { done: true, outcome: 'nothing_to_do' };
       await bookkeeping(em, decision);
-      return { done: false, retryAt: new Date(Date.now() + delay), why: 'backoff' } as const;
+      if (decision.status === 'dispatched') return { done: true, outcome: 'dispatched' };
+      if (decision.status === 'dead') return { done: true, outcome: 'dead' };
+      return { done: false, retryAt: new Date(Date.now() + delay), why: 'backoff' };
     });
+    if (step.done && step.outcome === 'nothing_to_do') return step;
+    // Counted by what the attempt came to (the one that spends the budget counts as dead), once it is recorded.
+    this.metrics.outboxAttempts.labels(attempt.type, decision.status === 'dispatched' ? 'done' : decision.status === 'dead' ? 'dead' : 'retry').inc();
+    if (decision.status === 'dead') this.logger.warn(`outbox message ${attempt.id} (${attempt.type}) is dead: ${decision.reason}`);
+    return step;
   }
 }

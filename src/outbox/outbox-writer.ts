@@ -27,16 +27,17 @@ export class OutboxWriter {
     if (!em.queryRunner?.isTransactionActive) {
       throw new Error('OutboxWriter.add needs the EntityManager of an open transaction');
     }
+    // One statement writes and announces it; the notification reaches the relays only if this
+    // transaction commits, so nothing announced is ever missing.
     const rows: Array<{ id: string }> = await em.query(
-      `INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, status, attempts, next_attempt_at, created_at)
-       VALUES ($1, $2, $3, $4, $5, 'pending', 0, now(), now())
-       ON CONFLICT (idempotency_key) DO NOTHING
-       RETURNING id`,
+      `WITH written AS (
+         INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, status, attempts, next_attempt_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, 'pending', 0, now(), now())
+         ON CONFLICT (idempotency_key) DO NOTHING
+         RETURNING id)
+       SELECT id, pg_notify(${OUTBOX_CHANNEL_SQL}, id::text) FROM written`,
       [uuid7(), message.type, JSON.stringify(message.payload), message.idempotencyKey, message.orderingKey ?? null],
     );
-    const id = rows[0]?.id ?? null;
-    // Delivered to the relays only if this transaction commits: nothing announced is ever missing.
-    if (id) await em.query(`SELECT pg_notify(${OUTBOX_CHANNEL_SQL}, $1)`, [id]);
-    return id;
+    return rows[0]?.id ?? null;
   }
 }

@@ -69,8 +69,9 @@ export class PaymentEventsService {
 
   /**
    * The registered payment, locked; or, when the event carries the id of an order we have, a new
-   * payment for it expecting the order's amount (not yet written). The order's row lock serialises
-   * everyone who could create that payment, so the second look after it cannot miss one.
+   * payment for it expecting the order's amount (not yet written). Two creators at once (another
+   * event, a registration) are settled by the payment's unique key: the insert of the second finds
+   * the first, and its transaction is retried, to find that payment.
    */
   private async findPayment(
     em: EntityManager,
@@ -84,8 +85,6 @@ export class PaymentEventsService {
 
     const order = await this.store.lockOrder(em, event.orderId);
     if (!order) return null;
-    const created = await this.store.lockPayment(em, key);
-    if (created) return { payment: created, isNew: false };
     return { payment: Payment.register({ orderId: order.id, ...key, expected: order.amount }), isNew: true };
   }
 }
