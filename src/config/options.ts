@@ -135,6 +135,10 @@ export interface TuningOptions {
   unmatchedAfterAttempts: number;
   /** Jobs one process handles at once, per queue. */
   workerConcurrency: number;
+  /** Most deliveries one processing transaction decides (deliveries taken at the same moment share one). */
+  processingBatchSize: number;
+  /** Processing transactions one process runs at once. */
+  processingBatchesInFlight: number;
   /** Connections of the receive path's own pool (kept apart from the workers' pool); also the
    * number of insert batches in flight at once. */
   ingestPoolSize: number;
@@ -162,6 +166,8 @@ export const DEFAULT_TUNING: TuningOptions = {
   inboxBackoffMs: 1_000,
   unmatchedAfterAttempts: 3,
   workerConcurrency: 8,
+  processingBatchSize: 32,
+  processingBatchesInFlight: 4,
   ingestPoolSize: 2,
   ingestBatchSize: 100,
   ingestTimeoutMs: 3_000,

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { retryDelayMs } from '../common/backoff';
+import { MicroBatcher } from '../common/micro-batcher';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { rowsReturned } from '../database/returning';
@@ -27,6 +28,24 @@ interface ClaimedRow {
   lastCallAt: Date | null;
 }
 
+/** An attempt's end, to be recorded. */
+interface Recording {
+  attempt: OutboxAttempt;
+  outcome: HandlerOutcome;
+  maxAttempts: number;
+}
+
+/** What could not be recorded even on its own: thrown to the queue by `dispatch`. */
+class Failed {
+  constructor(readonly error: unknown) {}
+}
+
+function stepOf(decision: AttemptDecision, delay: number): DispatchStep {
+  if (decision.status === 'dispatched') return { done: true, outcome: 'dispatched' };
+  if (decision.status === 'dead') return { done: true, outcome: 'dead' };
+  return { done: false, retryAt: new Date(Date.now() + delay), why: 'backoff' };
+}
+
 /** How soon a message waiting for an earlier one of its ordering key looks again. */
 const ORDERED_RECHECK_MS = 100;
 
@@ -41,15 +60,23 @@ export class OutboxDispatcher {
   /** This process, as a lease owner. */
   readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
+  /** Claims and recordings of attempts made at the same moment share a statement (and a commit). */
+  private readonly claims: MicroBatcher<string, ClaimedRow | undefined>;
+  private readonly records: MicroBatcher<Recording, DispatchStep | Failed>;
+
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly handlers: OutboxHandlers,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     private readonly metrics: MetricsService,
-  ) {}
+  ) {
+    const { processingBatchSize: maxBatch, processingBatchesInFlight: maxInFlight } = options.tuning;
+    this.claims = new MicroBatcher((ids) => this.claimMany(ids), { maxBatch, maxInFlight });
+    this.records = new MicroBatcher((recordings) => this.recordMany(recordings), { maxBatch, maxInFlight });
+  }
 
   async dispatch(messageId: string): Promise<DispatchStep> {
-    const claimed = await this.claim(messageId);
+    const claimed = await this.claims.submit(messageId);
     if (!claimed) return this.whyNotClaimed(messageId);
 
     const attempt: OutboxAttempt = {
@@ -76,7 +103,9 @@ export class OutboxDispatcher {
         clearInterval(renewal);
       }
     }
-    return this.record(attempt, outcome, handler?.maxAttempts ?? 1);
+    const step = await this.records.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
+    if (step instanceof Failed) throw step.error;
+    return step;
   }
 
   /**
@@ -84,21 +113,32 @@ export class OutboxDispatcher {
    * earlier message of its ordering key still at its first attempt. One statement decides, and
    * leaves the trace that an attempt (a call) begins, returning the one an earlier attempt left.
    */
-  private async claim(id: string): Promise<ClaimedRow | undefined> {
+  private async claimMany(ids: string[]): Promise<Array<ClaimedRow | undefined>> {
+    try {
+      return await this.claimAll(ids);
+    } catch (err) {
+      // Two claims meeting on the same rows (a message enqueued twice) may deadlock: claim alone.
+      if (ids.length === 1) throw err;
+      return Promise.all(ids.map(async (id) => (await this.claimAll([id]))[0]));
+    }
+  }
+
+  private async claimAll(ids: string[]): Promise<Array<ClaimedRow | undefined>> {
     const rows = await rowsReturned<ClaimedRow>(
       this.dataSource,
       `UPDATE outbox_message m
           SET lease_owner = $2, lease_until = now() + make_interval(secs => $3::double precision / 1000), last_call_at = now()
-         FROM (SELECT id, last_call_at AS previous FROM outbox_message WHERE id = $1) p
+         FROM (SELECT id, last_call_at AS previous FROM outbox_message WHERE id = ANY($1::uuid[]) ORDER BY id) p
         WHERE m.id = p.id AND m.status = 'pending' AND m.next_attempt_at <= now()
           AND (m.lease_until IS NULL OR m.lease_until < now())
           AND (m.ordering_key IS NULL OR NOT EXISTS (
                 SELECT 1 FROM outbox_message e
                  WHERE e.ordering_key = m.ordering_key AND e.status = 'pending' AND e.attempts = 0 AND e.id < m.id))
       RETURNING m.id, m.type, m.payload, m.attempts, m.idempotency_key AS "idempotencyKey", p.previous AS "lastCallAt"`,
-      [id, this.owner, this.leaseMs()],
+      [ids, this.owner, this.leaseMs()],
     );
-    return rows[0];
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.map((id) => byId.get(id));
   }
 
   /** As long as a job's lock: a worker that died is replaced on the same schedule for both. */
@@ -128,6 +168,77 @@ export class OutboxDispatcher {
     if (row.nextAttemptAt > row.now) return { done: false, retryAt: at(row.nextAttemptAt), why: 'not_due' };
     if (row.leaseUntil && row.leaseUntil >= row.now) return { done: false, retryAt: at(new Date(row.leaseUntil.getTime() + 50)), why: 'leased' };
     return { done: false, retryAt: new Date(Date.now() + ORDERED_RECHECK_MS), why: 'ordered' };
+  }
+
+  /**
+   * Records attempts that ended at the same moment in one transaction: one guarded write of their
+   * messages, then each handler's share. If any part fails, nothing of it is kept, and each attempt
+   * is recorded on its own (where a failing one is recorded as such), so none fails its batch-mates.
+   */
+  private async recordMany(recordings: Recording[]): Promise<Array<DispatchStep | Failed>> {
+    const alone = (r: Recording) => this.record(r.attempt, r.outcome, r.maxAttempts).catch((err: unknown) => new Failed(err));
+    if (recordings.length === 1) return [await alone(recordings[0])];
+    const { carrierBackoffBaseMs, carrierBackoffCapMs } = this.options.tuning;
+    const planned = recordings.map((r) => {
+      const attempts = r.attempt.attemptsBefore + 1;
+      const decision = decideAttempt(r.outcome, attempts, r.maxAttempts);
+      const delay = decision.status === 'pending' ? retryDelayMs(attempts, carrierBackoffBaseMs, carrierBackoffCapMs, decision.retryAfterMs) : 0;
+      return { ...r, attempts, decision, delay };
+    });
+    let steps: DispatchStep[];
+    try {
+      steps = await runTransaction(this.dataSource, async (em) => {
+        const written = await rowsReturned<{ id: string }>(
+          em,
+          `UPDATE outbox_message m
+              SET status = r.status, attempts = r.attempts, last_error = r.reason, lease_owner = NULL, lease_until = NULL,
+                  dispatched_at = CASE WHEN r.status = 'dispatched' THEN now() ELSE m.dispatched_at END,
+                  next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + make_interval(secs => r.delay / 1000) ELSE m.next_attempt_at END,
+                  last_call_at = CASE WHEN r.keep THEN m.last_call_at ELSE NULL END
+             FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, attempts int, reason text, delay double precision, keep boolean)
+            WHERE m.id = r.id AND m.status = 'pending' AND m.lease_owner = $2
+          RETURNING m.id`,
+          [
+            JSON.stringify(
+              planned.map((p) => ({
+                id: p.attempt.id,
+                status: p.decision.status,
+                attempts: p.attempts,
+                reason: p.decision.status === 'dispatched' ? null : p.decision.reason.slice(0, 1_000),
+                delay: p.delay,
+                keep: p.decision.status !== 'dispatched' && p.decision.keepCallTrace,
+              })),
+            ),
+            this.owner,
+          ],
+        );
+        const kept = new Set(written.map((w) => w.id));
+        const out: DispatchStep[] = [];
+        for (const p of planned) {
+          if (!kept.has(p.attempt.id)) {
+            out.push({ done: true, outcome: 'nothing_to_do' });
+            continue;
+          }
+          await this.handlers.get(p.attempt.type)?.recorded?.(em, p.attempt, p.outcome, p.decision);
+          out.push(stepOf(p.decision, p.delay));
+        }
+        return out;
+      });
+    } catch (err) {
+      this.logger.debug?.(`${recordings.length} attempts recorded one by one: ${(err as Error)?.message ?? String(err)}`);
+      return Promise.all(recordings.map(alone));
+    }
+    planned.forEach((p, i) => {
+      if (steps[i].done && (steps[i] as { outcome: string }).outcome === 'nothing_to_do') return;
+      this.counted(p.attempt, p.decision);
+    });
+    return steps;
+  }
+
+  private counted(attempt: OutboxAttempt, decision: AttemptDecision): void {
+    // Counted by what the attempt came to (the one that spends the budget counts as dead), once it is recorded.
+    this.metrics.outboxAttempts.labels(attempt.type, decision.status === 'dispatched' ? 'done' : decision.status === 'dead' ? 'dead' : 'retry').inc();
+    if (decision.status === 'dead') this.logger.warn(`outbox message ${attempt.id} (${attempt.type}) is dead: ${decision.reason}`);
   }
 
   /**
@@ -183,14 +294,10 @@ export class OutboxDispatcher {
       );
       if (written.length === 0) return { done: true, outcome: 'nothing_to_do' };
       await bookkeeping(em, decision);
-      if (decision.status === 'dispatched') return { done: true, outcome: 'dispatched' };
-      if (decision.status === 'dead') return { done: true, outcome: 'dead' };
-      return { done: false, retryAt: new Date(Date.now() + delay), why: 'backoff' };
+      return stepOf(decision, delay);
     });
     if (step.done && step.outcome === 'nothing_to_do') return step;
-    // Counted by what the attempt came to (the one that spends the budget counts as dead), once it is recorded.
-    this.metrics.outboxAttempts.labels(attempt.type, decision.status === 'dispatched' ? 'done' : decision.status === 'dead' ? 'dead' : 'retry').inc();
-    if (decision.status === 'dead') this.logger.warn(`outbox message ${attempt.id} (${attempt.type}) is dead: ${decision.reason}`);
+    this.counted(attempt, decision);
     return step;
   }
 }

@@ -1,10 +1,14 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { PaymentEventsService } from '../payments/payment-events.service';
+import { DomainError } from '../common/domain-error';
+import { MicroBatcher } from '../common/micro-batcher';
+import type { ResolvedOptions } from '../config/options';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
 import type { InboxStatus, ProcessingResult } from './inbox.state';
 import { PROVIDERS } from './providers';
 import type { ProviderName } from '../config/options';
@@ -25,25 +29,136 @@ export interface LockedDelivery {
 }
 
 
+const LOCKED_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
+  event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", body, status`;
+
+/** The key a delivery's payment is locked by: a batch decides its deliveries in this order. */
+function resourceOrder(d: LockedDelivery): string {
+  return `${d.provider}\u0000${d.merchantAccountId}\u0000${d.resourceId ?? ''}`;
+}
+
+/** A payment not registered yet: the delivery waits for its next attempt (nothing was written). */
+class NotYet {
+  constructor(readonly error: DomainError) {}
+}
+
 /** An error whose code becomes the delivery's `last_error` code and, at the end, its outcome. */
 export function errorCode(err: unknown): string {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' && /^[A-Za-z0-9_.]{1,64}$/.test(code) ? code : 'internal_error';
 }
 
+/** A delivery for the processing batcher: what the queue's job says about its attempt. */
+export interface ProcessingRequest {
+  inboxId: string;
+  finalAttempt: boolean;
+  parkUnmatched: boolean;
+}
+
+/** The error a delivery's processing ended in; thrown to the queue by `submit`, so it retries. */
+class Failed {
+  constructor(readonly error: unknown) {}
+}
+
 /**
- * Runs one delivery's processing transaction (ARCHITECTURE "Processing transaction"): lock the
- * row; a row already final does nothing; otherwise decide, apply and mark it, all or nothing.
+ * Runs deliveries' processing transactions (ARCHITECTURE "Processing transaction"): lock the row;
+ * a row already final does nothing; otherwise decide, apply and mark it, all or nothing.
+ *
+ * Deliveries the workers take at the same moment share one transaction (group commit: one
+ * BEGIN/COMMIT, one lock and one update of their rows, one flush of the WAL), each decided in
+ * turn, in the order of their payments' keys so two batches take their locks in the same order.
+ * A delivery that fails never fails its batch-mates: the batch rolls back whole, and each of its
+ * deliveries runs again at once in a transaction of its own, where only the failing one fails.
  */
 @Injectable()
 export class DeliveryProcessingService {
   private readonly logger = new Logger('DeliveryProcessing');
+  private readonly batcher: MicroBatcher<ProcessingRequest, ProcessingResult | null | Failed>;
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly payments: PaymentEventsService,
     private readonly metrics: MetricsService,
-  ) {}
+    @Inject(PW_OPTIONS) options: ResolvedOptions,
+  ) {
+    this.batcher = new MicroBatcher((requests) => this.processBatch(requests), {
+      maxBatch: options.tuning.processingBatchSize,
+      maxInFlight: options.tuning.processingBatchesInFlight,
+    });
+  }
+
+  /** Processes a delivery, with any others submitted at the same moment; throws as `process` does. */
+  async submit(request: ProcessingRequest): Promise<ProcessingResult | null> {
+    const result = await this.batcher.submit(request);
+    if (result instanceof Failed) throw result.error;
+    return result;
+  }
+
+  private async processBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | null | Failed>> {
+    const alone = (r: ProcessingRequest) => this.process(r.inboxId, r.finalAttempt, r.parkUnmatched).catch((err: unknown) => new Failed(err));
+    if (requests.length === 1) return [await alone(requests[0])];
+    const started = process.hrtime.bigint();
+    let decided: Map<string, { delivery: LockedDelivery; result: ProcessingResult | NotYet }>;
+    try {
+      decided = await runTransaction(this.dataSource, async (em) => {
+        const ids = requests.map((r) => r.inboxId);
+        const rows: LockedDelivery[] = await em.query(`SELECT ${LOCKED_COLUMNS} FROM webhook_inbox WHERE id = ANY($1) ORDER BY id FOR UPDATE`, [ids]);
+        const byResource = rows
+          .filter((d) => d.status === 'received')
+          .sort((a, b) => resourceOrder(a).localeCompare(resourceOrder(b)) || a.id.localeCompare(b.id));
+        const park = new Map(requests.map((r) => [r.inboxId, r.parkUnmatched]));
+        const out = new Map<string, { delivery: LockedDelivery; result: ProcessingResult | NotYet }>();
+        for (const delivery of byResource) {
+          out.set(delivery.id, { delivery, result: await this.decideOrWait(em, delivery, park.get(delivery.id) ?? false) });
+        }
+        const finished = [...out.values()].filter((d): d is { delivery: LockedDelivery; result: ProcessingResult } => !(d.result instanceof NotYet));
+        if (finished.length > 0) {
+          await em.query(
+            `UPDATE webhook_inbox w
+                SET status = r.status, outcome = r.outcome, processed_at = now(), attempts = w.attempts + 1, last_error = NULL
+               FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, outcome text)
+              WHERE w.id = r.id`,
+            [JSON.stringify(finished.map(({ delivery, result }) => ({ id: delivery.id, ...result })))],
+          );
+        }
+        return out;
+      });
+    } catch (err) {
+      // One of them failed (or two batches met in a deadlock): nothing of the batch was kept, and
+      // each delivery runs now on its own, so only the failing one fails.
+      this.logger.debug?.(`a batch of ${requests.length} deliveries runs one by one: ${(err as Error)?.message ?? String(err)}`);
+      return Promise.all(requests.map(alone));
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    return Promise.all(
+      requests.map(async (request) => {
+        const entry = decided.get(request.inboxId);
+        // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
+        if (!entry) return null;
+        if (entry.result instanceof NotYet) {
+          await this.recordFailure(request.inboxId, entry.result.error, request.finalAttempt);
+          this.metrics.processingOutcomes.labels(entry.delivery.provider, request.finalAttempt ? 'failed' : 'retrying', errorCode(entry.result.error)).inc();
+          return new Failed(entry.result.error);
+        }
+        this.metrics.processingOutcomes.labels(entry.delivery.provider, entry.result.status, entry.result.outcome).inc();
+        this.metrics.processingDuration.labels(entry.delivery.provider).observe(seconds);
+        return entry.result;
+      }),
+    );
+  }
+
+  /**
+   * Decides, except that an event whose payment is not known yet (which wrote nothing) is not a
+   * failure of the batch: its attempt is recorded after the commit, and the queue retries it.
+   */
+  private async decideOrWait(em: EntityManager, delivery: LockedDelivery, parkUnmatched: boolean): Promise<ProcessingResult | NotYet> {
+    try {
+      return await this.decide(em, delivery, parkUnmatched);
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'PAYMENT.NOT_FOUND_YET') return new NotYet(err);
+      throw err;
+    }
+  }
 
   /**
    * Processes a delivery; throws (after recording the attempt) so the queue retries. An event whose
@@ -82,12 +197,7 @@ export class DeliveryProcessingService {
   }
 
   private async lock(em: EntityManager, id: string): Promise<LockedDelivery | undefined> {
-    const rows: LockedDelivery[] = await em.query(
-      `SELECT id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
-              event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", body, status
-         FROM webhook_inbox WHERE id = $1 FOR UPDATE`,
-      [id],
-    );
+    const rows: LockedDelivery[] = await em.query(`SELECT ${LOCKED_COLUMNS} FROM webhook_inbox WHERE id = $1 FOR UPDATE`, [id]);
     return rows[0];
   }
 

@@ -28,6 +28,6 @@ export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap
     const attempt = job.attemptsMade + 1;
     const finalAttempt = attempt >= (job.opts.attempts ?? 1);
     const parkUnmatched = finalAttempt || attempt >= this.options.tuning.unmatchedAfterAttempts;
-    return this.processing.process(job.data.inboxId, finalAttempt, parkUnmatched);
+    return this.processing.submit({ inboxId: job.data.inboxId, finalAttempt, parkUnmatched });
   }
 }
