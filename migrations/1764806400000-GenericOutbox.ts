@@ -27,6 +27,11 @@ export class GenericOutbox1764806400000 implements MigrationInterface {
                      FROM orders o WHERE o.id = f.order_id`);
     await q.query(`ALTER TABLE fulfillments ALTER COLUMN ship_to SET NOT NULL, ALTER COLUMN items SET NOT NULL`);
 
+    // The deliveries of one provider payment, found by its whole key (released when it is
+    // registered, reopened when it moves): the resource id alone, or the event key's two leading
+    // columns, would make the planner scan every delivery of a merchant.
+    await q.query(`CREATE INDEX webhook_inbox_resource_key_idx ON webhook_inbox (provider, merchant_account_id, resource_id)`);
+
     await q.query(`ALTER TABLE orders ADD COLUMN fulfillment jsonb NULL`);
     await q.query(`UPDATE orders o
                       SET fulfillment = jsonb_build_object('id', f.id, 'status', f.status, 'carrier', f.carrier, 'shipmentId', f.shipment_id)
@@ -35,6 +40,7 @@ export class GenericOutbox1764806400000 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`ALTER TABLE orders DROP COLUMN fulfillment`);
+    await q.query(`DROP INDEX webhook_inbox_resource_key_idx`);
     await q.query(`ALTER TABLE fulfillments DROP COLUMN order_reference, DROP COLUMN ship_to, DROP COLUMN items, DROP COLUMN stop_reason`);
     await q.query(`DROP INDEX outbox_message_ordering_idx`);
     await q.query(`ALTER TABLE outbox_message DROP COLUMN lease_owner, DROP COLUMN lease_until, DROP COLUMN ordering_key`);
