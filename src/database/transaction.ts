@@ -1,28 +1,38 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager } from 'typeorm';
 
-type AfterCommit = () => Promise<unknown> | unknown;
+type Work = () => Promise<unknown> | unknown;
 
-const pending = new WeakMap<EntityManager, AfterCommit[]>();
+interface Hooks {
+  before: Work[];
+  after: Work[];
+}
+
+const open = new WeakMap<EntityManager, Hooks>();
 const logger = new Logger('Transaction');
 
 /**
- * Opens a transaction whose participants may ask for work to run once it has committed
- * (`afterCommit`): putting released deliveries back on a queue, say, which must never happen for
- * a change that rolled back. That work is best effort, in the order it was asked for; what it
- * carries is in the database already, so a sweeper finds whatever it fails to do.
+ * Opens a transaction whose participants may ask for work to run at its end:
+ * - `beforeCommit`: still inside it, once the use case's own work is done (a unit of work writes
+ *   what it collected in a few statements for many rows; a reaction to several changes runs once).
+ *   Such work may ask for more; all of it runs, in order, before the commit; a throw rolls it all back.
+ * - `afterCommit`: once it has committed (putting released deliveries back on a queue, say, which
+ *   must never happen for a change that rolled back). Best effort, in order; what it carries is in
+ *   the database already, so a sweeper finds whatever it fails to do.
  */
 export async function runTransaction<T>(dataSource: DataSource, work: (em: EntityManager) => Promise<T>): Promise<T> {
-  const callbacks: AfterCommit[] = [];
+  const hooks: Hooks = { before: [], after: [] };
   const result = await dataSource.transaction(async (em) => {
-    pending.set(em, callbacks);
+    open.set(em, hooks);
     try {
-      return await work(em);
+      const value = await work(em);
+      while (hooks.before.length > 0) await hooks.before.shift()!();
+      return value;
     } finally {
-      pending.delete(em);
+      open.delete(em);
     }
   });
-  for (const callback of callbacks) {
+  for (const callback of hooks.after) {
     try {
       await callback();
     } catch (err) {
@@ -32,9 +42,37 @@ export async function runTransaction<T>(dataSource: DataSource, work: (em: Entit
   return result;
 }
 
+function hooksOf(em: EntityManager, what: string): Hooks {
+  const hooks = open.get(em);
+  if (!hooks) throw new Error(`${what} needs the EntityManager of a transaction opened with runTransaction`);
+  return hooks;
+}
+
+/** Work for the end of the transaction `em` belongs to, before it commits (opened with `runTransaction`). */
+export function beforeCommit(em: EntityManager, callback: Work): void {
+  hooksOf(em, 'beforeCommit').before.push(callback);
+}
+
 /** Work for after the commit of the transaction `em` belongs to (opened with `runTransaction`). */
-export function afterCommit(em: EntityManager, callback: AfterCommit): void {
-  const callbacks = pending.get(em);
-  if (!callbacks) throw new Error('afterCommit needs the EntityManager of a transaction opened with runTransaction');
-  callbacks.push(callback);
+export function afterCommit(em: EntityManager, callback: Work): void {
+  hooksOf(em, 'afterCommit').after.push(callback);
+}
+
+/** Whether `em` belongs to a transaction opened with `runTransaction` (and still running). */
+export function inUnitOfWork(em: EntityManager): boolean {
+  return open.has(em);
+}
+
+/**
+ * Per-transaction state of a participant (an identity map, rows to write at the end), created on
+ * first use and gone with the transaction.
+ */
+export class TransactionState<S> {
+  private readonly states = new WeakMap<EntityManager, S>();
+  constructor(private readonly create: () => S) {}
+  of(em: EntityManager): S {
+    let state = this.states.get(em);
+    if (!state) this.states.set(em, (state = this.create()));
+    return state;
+  }
 }

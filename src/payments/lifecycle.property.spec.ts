@@ -12,7 +12,7 @@ import type { ApplyResult, PaymentStatus } from './payment.state';
  *
  * One order of 49.90 EUR, one payment for it. A history is what the provider did, in order; a
  * delivery is that history shuffled with duplicates. Both go through the processing policy of
- * PaymentEventsService + InboxQueueService.reopenRejected, modelled in `run`.
+ * PaymentEventsService + the inbox's reopening of early-rejected deliveries (DeliveryReactions), modelled in `run`.
  */
 
 const NOW = new Date('2026-03-01T10:00:00.000Z');

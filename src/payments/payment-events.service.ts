@@ -33,6 +33,27 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class PaymentEventsService {
   constructor(private readonly store: PaymentStore) {}
 
+  /**
+   * Locks, for a batch of deliveries about to be applied in one transaction, every payment and
+   * order they may touch: payments in key order, then orders in id order, each in one statement
+   * (the order every transaction takes its locks in: inbox rows, payments, orders).
+   */
+  async prefetch(em: EntityManager, deliveries: ReadonlyArray<{ ctx: DeliveryContext; event: PaymentEvent }>): Promise<void> {
+    const keyOf = ({ ctx, event }: { ctx: DeliveryContext; event: PaymentEvent }) => ({
+      provider: ctx.provider,
+      merchantAccountId: ctx.merchantAccountId,
+      providerPaymentId: event.resourceId,
+    });
+    await this.store.lockPayments(em, deliveries.map(keyOf));
+    const orderIds: string[] = [];
+    for (const d of deliveries) {
+      const payment = await this.store.lockPayment(em, keyOf(d)); // from the identity map, no round trip
+      if (payment) orderIds.push(payment.orderId);
+      else if (d.event.orderId !== null && UUID.test(d.event.orderId)) orderIds.push(d.event.orderId);
+    }
+    await this.store.lockOrders(em, orderIds);
+  }
+
   async apply(em: EntityManager, ctx: DeliveryContext, event: PaymentEvent, parkUnmatched: boolean): Promise<EventOutcome> {
     if (event.declaredAccount !== null && event.declaredAccount !== ctx.merchantAccountId) {
       return { status: 'rejected', outcome: 'account_mismatch' };

@@ -2,7 +2,9 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import type { OrderSnapshot, PaymentSnapshot, PaymentWebhooksEvent } from '../common/payment-events';
+import type { FulfillmentChangedEvent } from '../common/internal-events';
 import { uuid7 } from '../common/uuid7';
+import { beforeCommit, TransactionState } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { Order } from './order.entity';
 import { Payment } from './payment.entity';
@@ -17,17 +19,47 @@ export interface Changes {
   sourceEventId: string | null;
 }
 
+type PaymentKey = { provider: string; merchantAccountId: string; providerPaymentId: string };
+const paymentKey = (k: PaymentKey) => `${k.provider}\u0000${k.merchantAccountId}\u0000${k.providerPaymentId}`;
+
+/** What one transaction has loaded and changed: its identity maps, and the writes due at its end. */
+interface Unit {
+  orders: Map<string, Order>;
+  /** By provider key; null: looked for, not there. */
+  payments: Map<string, Payment | null>;
+  newPayments: Set<Payment>;
+  dirtyPayments: Set<Payment>;
+  dirtyOrders: Set<Order>;
+  /** Fulfillment changes for orders this transaction has not locked yet (a batch of dispatches). */
+  fulfillments: Map<string, FulfillmentChangedEvent['fulfillment']>;
+  flushScheduled: boolean;
+  fulfillmentsScheduled: boolean;
+}
+
 /**
  * The one place the Order and Payment aggregates are persisted, and where what they changed is
  * announced: each applied move becomes a CONTRACT §7 event, published in the same transaction (so
  * an event exists if and only if its change committed; a move that was not applied announces
  * nothing). It also keeps an order's copy of its fulfillment in step with the fulfillment's own
  * events.
+ *
+ * A unit of work: within one transaction each order and payment is read (and locked) once, and
+ * written once, at the end, in one statement for all of them (a batch of deliveries writes all its
+ * payments and orders in three statements, however many). In-transaction subscribers see the
+ * change in the event they are given; the module's tables show it at the commit.
  */
 @Injectable()
 export class PaymentStore implements OnModuleInit {
-  /** Orders locked by each open transaction (its EntityManager), so a second look costs nothing. */
-  private readonly lockedOrders = new WeakMap<EntityManager, Map<string, Order>>();
+  private readonly units = new TransactionState<Unit>(() => ({
+    orders: new Map(),
+    payments: new Map(),
+    newPayments: new Set(),
+    dirtyPayments: new Set(),
+    dirtyOrders: new Set(),
+    fulfillments: new Map(),
+    flushScheduled: false,
+    fulfillmentsScheduled: false,
+  }));
 
   constructor(private readonly events: TransactionEvents) {}
 
@@ -35,13 +67,34 @@ export class PaymentStore implements OnModuleInit {
     // The shipment left: the order is fulfilled (and announces it). Any change of the fulfillment is
     // copied onto the order, for its views.
     this.events.on(['internal.fulfillment.changed'], async ({ fulfillment }, em) => {
-      const order = await this.lockOrder(em, fulfillment.orderId);
-      if (!order) return;
-      const now = new Date();
-      order.trackFulfillment({ id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }, now);
-      if (fulfillment.status === 'dispatched') order.markFulfilled(now);
-      await this.commit(em, { order, sourceEventId: null });
+      const unit = this.units.of(em);
+      const known = unit.orders.get(fulfillment.orderId);
+      if (known) return this.followFulfillment(em, known, fulfillment);
+      // Orders not locked yet are locked together at the end, in one statement.
+      unit.fulfillments.set(fulfillment.orderId, fulfillment);
+      if (!unit.fulfillmentsScheduled) {
+        unit.fulfillmentsScheduled = true;
+        beforeCommit(em, () => this.followFulfillments(em, unit));
+      }
     });
+  }
+
+  private async followFulfillments(em: EntityManager, unit: Unit): Promise<void> {
+    unit.fulfillmentsScheduled = false;
+    const changes = [...unit.fulfillments.values()];
+    unit.fulfillments.clear();
+    await this.lockOrders(em, changes.map((c) => c.orderId));
+    for (const change of changes) {
+      const order = unit.orders.get(change.orderId);
+      if (order) await this.followFulfillment(em, order, change);
+    }
+  }
+
+  private async followFulfillment(em: EntityManager, order: Order, fulfillment: FulfillmentChangedEvent['fulfillment']): Promise<void> {
+    const now = new Date();
+    order.trackFulfillment({ id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }, now);
+    if (fulfillment.status === 'dispatched') order.markFulfilled(now);
+    await this.commit(em, { order, sourceEventId: null });
   }
 
   /**
@@ -49,24 +102,46 @@ export class PaymentStore implements OnModuleInit {
    * from a reaction to this transaction's own events, gets the same object without a round trip).
    */
   async lockOrder(em: EntityManager, id: string): Promise<Order | null> {
-    let locked = this.lockedOrders.get(em);
-    if (!locked) this.lockedOrders.set(em, (locked = new Map()));
-    const known = locked.get(id);
-    if (known) return known;
-    const [row] = await em.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1 FOR UPDATE`, [id]);
-    const order = row ? orderFromRow(row) : null;
-    if (order) locked.set(id, order);
-    return order;
+    await this.lockOrders(em, [id]);
+    return this.units.of(em).orders.get(id) ?? null;
+  }
+
+  /** Locks the orders this transaction has not locked yet, in one statement, in id order. */
+  async lockOrders(em: EntityManager, ids: readonly string[]): Promise<void> {
+    const unit = this.units.of(em);
+    const missing = [...new Set(ids)].filter((id) => !unit.orders.has(id)).sort();
+    if (missing.length === 0) return;
+    const rows = await em.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [missing]);
+    for (const row of rows) unit.orders.set(row.id, orderFromRow(row));
   }
 
   /** The payment of a provider key, locked (the processing transaction's first look). */
-  async lockPayment(em: EntityManager, key: { provider: string; merchantAccountId: string; providerPaymentId: string }): Promise<Payment | null> {
-    const [row] = await em.query(
-      `SELECT ${PAYMENT_COLUMNS} FROM payments
-        WHERE provider = $1 AND merchant_account_id = $2 AND provider_payment_id = $3 FOR UPDATE`,
-      [key.provider, key.merchantAccountId, key.providerPaymentId],
+  async lockPayment(em: EntityManager, key: PaymentKey): Promise<Payment | null> {
+    await this.lockPayments(em, [key]);
+    return this.units.of(em).payments.get(paymentKey(key)) ?? null;
+  }
+
+  /** Locks the payments of these keys this transaction has not looked for yet, in one statement, in key order. */
+  async lockPayments(em: EntityManager, keys: readonly PaymentKey[]): Promise<void> {
+    const unit = this.units.of(em);
+    const missing = new Map<string, PaymentKey>();
+    for (const key of keys) if (!unit.payments.has(paymentKey(key))) missing.set(paymentKey(key), key);
+    if (missing.size === 0) return;
+    const sorted = [...missing.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, k]) => k);
+    const rows = await em.query(
+      `SELECT ${PAYMENT_COLUMNS.split(', ').map((c) => `p.${c}`).join(', ')}
+         FROM payments p
+         JOIN jsonb_to_recordset($1::jsonb) AS k(provider text, account text, payment text)
+           ON p.provider = k.provider AND p.merchant_account_id = k.account AND p.provider_payment_id = k.payment
+        ORDER BY p.provider, p.merchant_account_id, p.provider_payment_id
+          FOR UPDATE OF p`,
+      [JSON.stringify(sorted.map((k) => ({ provider: k.provider, account: k.merchantAccountId, payment: k.providerPaymentId })))],
     );
-    return row ? paymentFromRow(row) : null;
+    for (const k of missing.keys()) unit.payments.set(k, null);
+    for (const row of rows) {
+      const payment = paymentFromRow(row);
+      unit.payments.set(paymentKey(payment), payment);
+    }
   }
 
   async insertOrder(em: EntityManager, o: Order): Promise<boolean> {
@@ -82,14 +157,28 @@ export class PaymentStore implements OnModuleInit {
   }
 
   /**
-   * Saves what changed and publishes its events: the payment's moves first, then the order's
-   * (`payment.succeeded` before `order.paid`).
+   * Takes what changed (written at the end of the transaction) and publishes its events now: the
+   * payment's moves first, then the order's (`payment.succeeded` before `order.paid`).
    */
   async commit(em: EntityManager, changes: Changes): Promise<void> {
     const { order, payment } = changes;
-    if (payment && changes.newPayment) await this.insertPayment(em, payment);
-    else if (payment) await this.savePayment(em, payment);
-    if (order) await this.saveOrder(em, order);
+    const unit = this.units.of(em);
+    if (payment && changes.newPayment) {
+      const key = paymentKey(payment);
+      if (unit.payments.get(key)) throw new PaymentExists();
+      unit.payments.set(key, payment);
+      unit.newPayments.add(payment);
+    } else if (payment && !unit.newPayments.has(payment)) {
+      unit.dirtyPayments.add(payment);
+    }
+    if (order) {
+      unit.orders.set(order.id, order);
+      unit.dirtyOrders.add(order);
+    }
+    if (!unit.flushScheduled && (payment || order)) {
+      unit.flushScheduled = true;
+      beforeCommit(em, () => this.flush(em, unit));
+    }
 
     if (payment && changes.newPayment) {
       await this.events.publish(em, {
@@ -111,6 +200,48 @@ export class PaymentStore implements OnModuleInit {
     if (published.length > 0) await this.events.publish(em, ...published);
   }
 
+  /** The writes of the transaction, at its end: new payments, changed payments, changed orders. */
+  private async flush(em: EntityManager, unit: Unit): Promise<void> {
+    unit.flushScheduled = false;
+    const inserts = [...unit.newPayments];
+    const payments = [...unit.dirtyPayments];
+    const orders = [...unit.dirtyOrders];
+    unit.newPayments.clear();
+    unit.dirtyPayments.clear();
+    unit.dirtyOrders.clear();
+    if (inserts.length > 0) {
+      const inserted: unknown[] = await em.query(
+        `INSERT INTO payments (${PAYMENT_COLUMNS})
+         SELECT r.id, r.order_id, r.provider, r.provider_payment_id, r.merchant_account_id, r.status, r.amount_minor::bigint,
+                r.currency, r.refunded_minor::bigint, r.dispute_outcome, r.created_at, r.updated_at
+           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, provider text, provider_payment_id text,
+                merchant_account_id text, status text, amount_minor text, currency text, refunded_minor text,
+                dispute_outcome text, created_at timestamptz, updated_at timestamptz)
+         ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
+         RETURNING id`,
+        [JSON.stringify(inserts.map(paymentRow))],
+      );
+      // Registered meanwhile: the caller decides (the API answers the existing one; a delivery retries).
+      if (inserted.length < inserts.length) throw new PaymentExists();
+    }
+    if (payments.length > 0) {
+      await em.query(
+        `UPDATE payments p SET status = r.status, refunded_minor = r.refunded_minor::bigint, dispute_outcome = r.dispute_outcome, updated_at = r.updated_at
+           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, refunded_minor text, dispute_outcome text, updated_at timestamptz)
+          WHERE p.id = r.id`,
+        [JSON.stringify(payments.map(paymentRow))],
+      );
+    }
+    if (orders.length > 0) {
+      await em.query(
+        `UPDATE orders o SET status = r.status, paid_via = r.paid_via, paid_at = r.paid_at, fulfillment = r.fulfillment, updated_at = r.updated_at
+           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, paid_via jsonb, paid_at timestamptz, fulfillment jsonb, updated_at timestamptz)
+          WHERE o.id = r.id`,
+        [JSON.stringify(orders.map((o) => ({ id: o.id, status: o.status, paid_via: o.paidVia, paid_at: o.paidAt, fulfillment: o.fulfillment, updated_at: o.updatedAt })))],
+      );
+    }
+  }
+
   private event(
     type: PaymentWebhooksEvent['type'],
     order: OrderSnapshot,
@@ -122,39 +253,29 @@ export class PaymentStore implements OnModuleInit {
   }
 
   private async snapshotOf(em: EntityManager, orderId: string): Promise<OrderSnapshot | null> {
-    const known = this.lockedOrders.get(em)?.get(orderId);
+    const known = this.units.of(em).orders.get(orderId);
     if (known) return orderSnapshot(known);
     const [row] = await em.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [orderId]);
     return row ? orderSnapshot(orderFromRow(row)) : null;
   }
+}
 
-  private async insertPayment(em: EntityManager, p: Payment): Promise<void> {
-    const inserted: unknown[] = await em.query(
-      `INSERT INTO payments (id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor,
-                             currency, refunded_minor, dispute_outcome, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-       ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
-       RETURNING id`,
-      [p.id, p.orderId, p.provider, p.providerPaymentId, p.merchantAccountId, p.status, p.amountMinor.toString(),
-        p.currency, p.refundedMinor.toString(), p.disputeOutcome, p.createdAt, p.updatedAt],
-    );
-    // Registered meanwhile: the caller decides (the API answers the existing one; a delivery retries).
-    if (inserted.length === 0) throw new PaymentExists();
-  }
-
-  private async savePayment(em: EntityManager, p: Payment): Promise<void> {
-    await em.query(
-      `UPDATE payments SET status = $2, refunded_minor = $3, dispute_outcome = $4, updated_at = $5 WHERE id = $1`,
-      [p.id, p.status, p.refundedMinor.toString(), p.disputeOutcome, p.updatedAt],
-    );
-  }
-
-  private async saveOrder(em: EntityManager, o: Order): Promise<void> {
-    await em.query(
-      `UPDATE orders SET status = $2, paid_via = $3, paid_at = $4, fulfillment = $5, updated_at = $6 WHERE id = $1`,
-      [o.id, o.status, o.paidVia ? JSON.stringify(o.paidVia) : null, o.paidAt, o.fulfillment ? JSON.stringify(o.fulfillment) : null, o.updatedAt],
-    );
-  }
+/** A payment as a row of the bulk statements (bigints as text, dates as ISO instants). */
+function paymentRow(p: Payment): Record<string, unknown> {
+  return {
+    id: p.id,
+    order_id: p.orderId,
+    provider: p.provider,
+    provider_payment_id: p.providerPaymentId,
+    merchant_account_id: p.merchantAccountId,
+    status: p.status,
+    amount_minor: p.amountMinor.toString(),
+    currency: p.currency,
+    refunded_minor: p.refundedMinor.toString(),
+    dispute_outcome: p.disputeOutcome,
+    created_at: p.createdAt,
+    updated_at: p.updatedAt,
+  };
 }
 
 const ORDER_COLUMNS = 'id, reference, status, amount_minor, currency, carrier, ship_to, items, paid_via, paid_at, fulfillment, created_at, updated_at';

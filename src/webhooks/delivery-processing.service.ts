@@ -4,12 +4,14 @@ import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
-import { PaymentEventsService } from '../payments/payment-events.service';
+import { DeliveryContext, PaymentEventsService } from '../payments/payment-events.service';
+import type { PaymentEvent } from '../payments/payment-event';
 import { DomainError } from '../common/domain-error';
 import { MicroBatcher } from '../common/micro-batcher';
 import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import type { InboxStatus, ProcessingResult } from './inbox.state';
+import { deliveriesInProcess } from './delivery-reactions';
 import { PROVIDERS } from './providers';
 import type { ProviderName } from '../config/options';
 
@@ -31,6 +33,10 @@ export interface LockedDelivery {
 
 const LOCKED_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
   event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", body, status`;
+
+function contextOf(d: LockedDelivery): DeliveryContext {
+  return { eventId: d.eventId, provider: d.provider, merchantAccountId: d.merchantAccountId };
+}
 
 /** The key a delivery's payment is locked by: a batch decides its deliveries in this order. */
 function resourceOrder(d: LockedDelivery): string {
@@ -103,13 +109,20 @@ export class DeliveryProcessingService {
       decided = await runTransaction(this.dataSource, async (em) => {
         const ids = requests.map((r) => r.inboxId);
         const rows: LockedDelivery[] = await em.query(`SELECT ${LOCKED_COLUMNS} FROM webhook_inbox WHERE id = ANY($1) ORDER BY id FOR UPDATE`, [ids]);
+        for (const row of rows) deliveriesInProcess.of(em).add(row.id);
         const byResource = rows
           .filter((d) => d.status === 'received')
           .sort((a, b) => resourceOrder(a).localeCompare(resourceOrder(b)) || a.id.localeCompare(b.id));
         const park = new Map(requests.map((r) => [r.inboxId, r.parkUnmatched]));
         const out = new Map<string, { delivery: LockedDelivery; result: ProcessingResult | NotYet }>();
-        for (const delivery of byResource) {
-          out.set(delivery.id, { delivery, result: await this.decideOrWait(em, delivery, park.get(delivery.id) ?? false) });
+        const normalized = byResource.map((delivery) => ({ delivery, event: this.normalize(delivery) }));
+        // Every payment and order the batch may touch, locked up front in two statements.
+        await this.payments.prefetch(
+          em,
+          normalized.flatMap(({ delivery, event }) => (event ? [{ ctx: contextOf(delivery), event }] : [])),
+        );
+        for (const { delivery, event } of normalized) {
+          out.set(delivery.id, { delivery, result: await this.decideOrWait(em, delivery, event, park.get(delivery.id) ?? false) });
         }
         const finished = [...out.values()].filter((d): d is { delivery: LockedDelivery; result: ProcessingResult } => !(d.result instanceof NotYet));
         if (finished.length > 0) {
@@ -151,9 +164,14 @@ export class DeliveryProcessingService {
    * Decides, except that an event whose payment is not known yet (which wrote nothing) is not a
    * failure of the batch: its attempt is recorded after the commit, and the queue retries it.
    */
-  private async decideOrWait(em: EntityManager, delivery: LockedDelivery, parkUnmatched: boolean): Promise<ProcessingResult | NotYet> {
+  private async decideOrWait(
+    em: EntityManager,
+    delivery: LockedDelivery,
+    event: PaymentEvent | null,
+    parkUnmatched: boolean,
+  ): Promise<ProcessingResult | NotYet> {
     try {
-      return await this.decide(em, delivery, parkUnmatched);
+      return await this.decide(em, delivery, parkUnmatched, event);
     } catch (err) {
       if (err instanceof DomainError && err.code === 'PAYMENT.NOT_FOUND_YET') return new NotYet(err);
       throw err;
@@ -175,6 +193,7 @@ export class DeliveryProcessingService {
         const delivery = await this.lock(em, inboxId);
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!delivery || delivery.status !== 'received') return null;
+        deliveriesInProcess.of(em).add(delivery.id);
         provider = delivery.provider;
         const result = await this.decide(em, delivery, parkUnmatched);
         await em.query(
@@ -201,17 +220,21 @@ export class DeliveryProcessingService {
     return rows[0];
   }
 
-  /** Normalises the recorded event, then hands it to the payment domain in this transaction. */
-  private async decide(em: EntityManager, delivery: LockedDelivery, parkUnmatched: boolean): Promise<ProcessingResult> {
+  /** The recorded event in the payment domain's terms; null for a type or resource we do not act on. */
+  private normalize(delivery: LockedDelivery): PaymentEvent | null {
     const adapter = PROVIDERS[delivery.provider as ProviderName];
-    const event = adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
+    return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
+  }
+
+  /** Hands the (normalised) event to the payment domain in this transaction. */
+  private async decide(
+    em: EntityManager,
+    delivery: LockedDelivery,
+    parkUnmatched: boolean,
+    event: PaymentEvent | null = this.normalize(delivery),
+  ): Promise<ProcessingResult> {
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
-    return this.payments.apply(
-      em,
-      { eventId: delivery.eventId, provider: delivery.provider, merchantAccountId: delivery.merchantAccountId },
-      event,
-      parkUnmatched,
-    );
+    return this.payments.apply(em, contextOf(delivery), event, parkUnmatched);
   }
 
   /** In a short transaction of its own, since the processing one was rolled back. */

@@ -6,7 +6,6 @@ import type { EntityManager } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
 import { requeueJobs } from '../common/requeue';
 import { withTimeout } from '../common/with-timeout';
-import { rowsReturned } from '../database/returning';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import { InboxStatus, REOPEN_SQL, REOPENABLE } from './inbox.state';
@@ -60,18 +59,18 @@ export class InboxQueueService {
   /**
    * In the caller's transaction: deliveries of one provider payment parked as `unmatched` become
    * `received` again, and the ids of every delivery of that payment still waiting are returned, to
-   * be requeued (expedited) after the commit. `exceptEventId` leaves out the delivery being
+   * be requeued (expedited) after the commit. `exceptIds` leaves out the deliveries being
    * processed. With `skipLocked`, rows another transaction holds are passed over: `skipped` says
    * whether any were, so the caller can look again once it holds nothing.
    */
   async releaseParked(
     em: EntityManager,
     key: ResourceKey,
-    { exceptEventId, skipLocked = false }: { exceptEventId?: string | null; skipLocked?: boolean } = {},
+    { exceptIds = [], skipLocked = false }: { exceptIds?: readonly string[]; skipLocked?: boolean } = {},
   ): Promise<{ ids: string[]; skipped: boolean }> {
     const where = `provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status IN ('received', 'unmatched')
-          AND event_id IS DISTINCT FROM $4`;
-    const params = [key.provider, key.merchantAccountId, key.resourceId, exceptEventId ?? null];
+          AND NOT (id = ANY($4::uuid[]))`;
+    const params = [key.provider, key.merchantAccountId, key.resourceId, exceptIds];
     if (skipLocked) {
       // Nearly always nothing waits for a payment being registered: one look, no lock, says so.
       const [{ waiting }]: Array<{ waiting: number }> = await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox WHERE ${where}`, params);
@@ -91,25 +90,6 @@ export class InboxQueueService {
       ? await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox WHERE ${where}`, params)
       : [{ waiting: rows.length }];
     return { ids: rows.map((r) => r.id), skipped: waiting > rows.length };
-  }
-
-  /**
-   * In the caller's transaction: deliveries of one provider payment that were refused as illegal
-   * transitions become `received` again. Called when the payment has just moved: an event that
-   * came too early (a refund before its capture) gets its turn, so the order events arrive in
-   * does not change where the payment ends. (The delivery being processed is `received` still, so
-   * it is never among them.)
-   */
-  async reopenRejected(em: EntityManager, key: ResourceKey): Promise<string[]> {
-    const rows = await rowsReturned<{ id: string }>(
-      em,
-      `${REOPEN_SQL}
-        WHERE provider = $1 AND merchant_account_id = $2 AND resource_id = $3
-          AND status = 'rejected' AND outcome = 'illegal_transition'
-        RETURNING id`,
-      [key.provider, key.merchantAccountId, key.resourceId],
-    );
-    return rows.map((r) => r.id);
   }
 
   /** A replay: a final delivery that can still change goes back to `received` (in the caller's transaction). */
