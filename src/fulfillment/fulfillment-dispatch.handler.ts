@@ -41,7 +41,7 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
   }
 
   async handle(attempt: OutboxAttempt<FulfillmentDispatchPayload>): Promise<HandlerOutcome> {
-    const fulfillment = await this.fulfillments.find(this.dataSource.manager, String(attempt.payload.fulfillmentId));
+    const fulfillment = await this.fulfillments.load(String(attempt.payload.fulfillmentId));
     if (!fulfillment) return { kind: 'dead', reason: 'fulfillment not found' };
     this.seen.set(attempt, fulfillment);
     // The money went back (or the order was called off) while the shipment waited: do not ship.
@@ -98,13 +98,13 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
       decision.status === 'dispatched'
         ? fulfillment.dispatched(String((outcome.kind === 'done' && outcome.result?.shipmentId) || ''), now)
         : fulfillment.failed(decision.reason, now);
-    if (moved) await this.fulfillments.saveMove(em, fulfillment, from);
+    if (moved) this.fulfillments.saveMove(em, fulfillment, from);
   }
 
   async retried(em: EntityManager, message: { payload: FulfillmentDispatchPayload }): Promise<void> {
     const fulfillment = await this.fulfillments.find(em, String(message.payload.fulfillmentId));
     if (!fulfillment) return;
     const from = fulfillment.status;
-    if (fulfillment.requestAgain()) await this.fulfillments.saveMove(em, fulfillment, from);
+    if (fulfillment.requestAgain()) this.fulfillments.saveMove(em, fulfillment, from);
   }
 }

@@ -1,7 +1,11 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import type { EntityManager } from 'typeorm';
+import { InjectDataSource } from '@nestjs/typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
+import { MicroBatcher } from '../common/micro-batcher';
+import { PW_CONNECTION } from '../database/data-source';
 import { rowsReturned } from '../database/returning';
+import { beforeCommit, TransactionState } from '../database/transaction';
 import type { OrderSnapshot } from '../common/payment-events';
 import { OutboxHandlers } from '../outbox/outbox-handler';
 import { OutboxWriter } from '../outbox/outbox-writer';
@@ -24,12 +28,27 @@ export interface FulfillmentDispatchPayload {
  */
 @Injectable()
 export class FulfillmentService implements OnModuleInit {
+  private readonly requested = new TransactionState<{ fulfillments: Fulfillment[]; scheduled: boolean }>(() => ({ fulfillments: [], scheduled: false }));
+  private readonly moves = new TransactionState<{ moves: Array<{ fulfillment: Fulfillment; from: Fulfillment['status'] }>; scheduled: boolean }>(
+    () => ({ moves: [], scheduled: false }),
+  );
+  private readonly loader: MicroBatcher<string, Fulfillment | null>;
+
   constructor(
     private readonly events: TransactionEvents,
     private readonly outbox: OutboxWriter,
     handlers: OutboxHandlers,
+    @InjectDataSource(PW_CONNECTION) dataSource: DataSource,
   ) {
     handlers.declareWritten(FULFILLMENT_DISPATCH, 'fulfillment');
+    this.loader = new MicroBatcher(
+      async (ids) => {
+        const rows = await dataSource.query(`SELECT ${FULFILLMENT_COLUMNS} FROM fulfillments WHERE id = ANY($1::uuid[])`, [ids]);
+        const byId = new Map<string, Fulfillment>(rows.map((r: Record<string, unknown>) => [r.id as string, fulfillmentFromRow(r)]));
+        return ids.map((id) => byId.get(id) ?? null);
+      },
+      { maxBatch: 100, maxInFlight: 2 },
+    );
   }
 
   onModuleInit(): void {
@@ -38,31 +57,40 @@ export class FulfillmentService implements OnModuleInit {
   }
 
   /**
-   * Requests the order's one fulfillment, and its outbox message, in the caller's transaction.
-   * `UNIQUE(order_id)` makes a second request find the first: it returns `created: false`.
+   * Requests the order's one fulfillment, and its outbox message, in the caller's transaction
+   * (written at its end with every other one it requests, in one statement). An order becomes paid
+   * once (its row lock serialises every path there), so a second request is a bug:
+   * `UNIQUE(order_id)` refuses it, and the transaction rolls back rather than ship twice.
    */
-  async request(em: EntityManager, order: OrderSnapshot): Promise<{ fulfillmentId: string; created: boolean }> {
+  async request(em: EntityManager, order: OrderSnapshot): Promise<string> {
     const fulfillment = Fulfillment.request(order);
-    const inserted: Array<{ id: string }> = await em.query(
-      `INSERT INTO fulfillments (id, order_id, order_reference, status, carrier, ship_to, items, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-       ON CONFLICT (order_id) DO NOTHING
-       RETURNING id`,
-      [fulfillment.id, fulfillment.orderId, fulfillment.orderReference, fulfillment.status, fulfillment.carrier,
-        JSON.stringify(fulfillment.shipTo), JSON.stringify(fulfillment.items), fulfillment.createdAt],
-    );
-    if (inserted.length === 0) {
-      const [existing] = await em.query(`SELECT id FROM fulfillments WHERE order_id = $1`, [order.id]);
-      return { fulfillmentId: existing.id, created: false };
+    const pending = this.requested.of(em);
+    pending.fulfillments.push(fulfillment);
+    if (!pending.scheduled) {
+      pending.scheduled = true;
+      beforeCommit(em, async () => {
+        pending.scheduled = false;
+        const rows = pending.fulfillments.splice(0);
+        const inserted: unknown[] = await em.query(
+          `INSERT INTO fulfillments (id, order_id, order_reference, status, carrier, ship_to, items, created_at, updated_at)
+           SELECT r.id, r.order_id, r.order_reference, r.status, r.carrier, r.ship_to, r.items, r.created_at, r.created_at
+             FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, order_reference text, status text, carrier text,
+                  ship_to jsonb, items jsonb, created_at timestamptz)
+           ON CONFLICT (order_id) DO NOTHING
+           RETURNING id`,
+          [JSON.stringify(rows.map((f) => ({ id: f.id, order_id: f.orderId, order_reference: f.orderReference, status: f.status, carrier: f.carrier, ship_to: f.shipTo, items: f.items, created_at: f.createdAt })))],
+        );
+        if (inserted.length < rows.length) throw new Error('an order already has its fulfillment: refusing a second one');
+      });
     }
-    await this.outbox.add(em, {
+    this.outbox.addLater(em, {
       type: FULFILLMENT_DISPATCH,
       payload: { fulfillmentId: fulfillment.id, orderId: order.id } satisfies FulfillmentDispatchPayload,
       // The carrier's Idempotency-Key is the fulfillment id, forever: one message per fulfillment.
       idempotencyKey: fulfillment.id,
     });
     await this.announce(em, fulfillment);
-    return { fulfillmentId: fulfillment.id, created: true };
+    return fulfillment.id;
   }
 
   /**
@@ -89,21 +117,44 @@ export class FulfillmentService implements OnModuleInit {
     return row ? fulfillmentFromRow(row) : null;
   }
 
+  /** Reads a fulfillment outside any transaction; reads asked for at the same moment share one statement. */
+  load(id: string): Promise<Fulfillment | null> {
+    return this.loader.submit(id);
+  }
+
   /**
-   * The fulfillment's one persist function for a move of its status: written only if the row is
+   * The fulfillment's one persist function for a move of its status, at the end of the caller's
+   * transaction (with every other move it asks for, in one statement): written only if the row is
    * still in the status the move started from (whoever moved it first wins; the other writes
-   * nothing), then announced. The stop reason is the refund's to write, never overwritten here.
+   * nothing), and announced only then. The stop reason is the refund's to write, never overwritten.
    */
-  async saveMove(em: EntityManager, f: Fulfillment, from: Fulfillment['status']): Promise<boolean> {
-    const written = await rowsReturned<{ id: string }>(
-      em,
-      `UPDATE fulfillments SET status = $3, shipment_id = $4, last_error = $5, dispatched_at = $6, updated_at = $7
-        WHERE id = $1 AND status = $2 RETURNING id`,
-      [f.id, from, f.status, f.shipmentId, f.lastError, f.dispatchedAt, f.updatedAt],
-    );
-    if (written.length === 0) return false;
-    await this.announce(em, f);
-    return true;
+  saveMove(em: EntityManager, f: Fulfillment, from: Fulfillment['status']): void {
+    const pending = this.moves.of(em);
+    pending.moves.push({ fulfillment: f, from });
+    if (pending.scheduled) return;
+    pending.scheduled = true;
+    beforeCommit(em, async () => {
+      pending.scheduled = false;
+      const moves = pending.moves.splice(0);
+      const written = await rowsReturned<{ id: string }>(
+        em,
+        `UPDATE fulfillments f
+            SET status = r.status, shipment_id = r.shipment_id, last_error = r.last_error, dispatched_at = r.dispatched_at, updated_at = r.updated_at
+           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, "from" text, status text, shipment_id text, last_error text,
+                dispatched_at timestamptz, updated_at timestamptz)
+          WHERE f.id = r.id AND f.status = r."from"
+        RETURNING f.id`,
+        [
+          JSON.stringify(
+            moves.map(({ fulfillment: m, from }) => ({
+              id: m.id, from, status: m.status, shipment_id: m.shipmentId, last_error: m.lastError, dispatched_at: m.dispatchedAt, updated_at: m.updatedAt,
+            })),
+          ),
+        ],
+      );
+      const kept = new Set(written.map((w) => w.id));
+      for (const { fulfillment } of moves) if (kept.has(fulfillment.id)) await this.announce(em, fulfillment);
+    });
   }
 
   private announce(em: EntityManager, f: Fulfillment): Promise<void> {

@@ -78,7 +78,7 @@ export class TransactionEvents {
       if (!isPublic(event)) continue;
       for (const subscription of this.subscriptions) {
         if (subscription.types !== '*' && !subscription.types.includes(event.type)) continue;
-        await this.writer.add(em, {
+        this.writer.addLater(em, {
           type: eventMessageType(event.type),
           payload: { event, subscriber: subscription.name } satisfies EventMessagePayload,
           idempotencyKey: `${event.id}:${subscription.name}`,
