@@ -12,6 +12,8 @@ export const PW_CARRIER_NAMES = 'PAYMENT_WEBHOOKS_CARRIER_NAMES';
 export const PW_ADMIN_GUARD = 'PAYMENT_WEBHOOKS_ADMIN_GUARD';
 /** Injection token of the module's pino logger (option `logger`, else JSON lines on stdout). */
 export const PW_LOGGER = 'PAYMENT_WEBHOOKS_LOGGER';
+/** Injection token of the process's ReceivePressure (ingest before drain). */
+export const PW_RECEIVE_PRESSURE = 'PAYMENT_WEBHOOKS_RECEIVE_PRESSURE';
 /** Injection token of the clock (tests replace it). */
 export const CLOCK = 'PAYMENT_WEBHOOKS_CLOCK';
 

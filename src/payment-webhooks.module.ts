@@ -12,9 +12,10 @@ import { FulfillmentModule } from './fulfillment/fulfillment.module';
 import { HealthModule } from './health/health.module';
 import { OutboxModule } from './outbox/outbox.module';
 import { OperationsModule } from './operations/operations.module';
-import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
+import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_RECEIVE_PRESSURE, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
 import { createLogger } from './observability/logger';
 import { AdminAuthGuard } from './common/admin-auth.guard';
+import { ReceivePressure } from './common/receive-pressure';
 import { ObservabilityModule } from './observability/observability.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -81,6 +82,11 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
       },
       { provide: CLOCK, useValue: systemClock },
       {
+        provide: PW_RECEIVE_PRESSURE,
+        inject: [PW_OPTIONS],
+        useFactory: (o: ResolvedOptions) => new ReceivePressure(o.tuning.busyWorkerSlots, o.tuning.workerYieldMs),
+      },
+      {
         provide: PW_BULL_CONNECTION,
         inject: [PW_OPTIONS],
         useFactory: (o: ResolvedOptions): BullConnection => {
@@ -89,7 +95,7 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         },
       },
     ],
-    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK, PW_BULL_CONNECTION],
+    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK, PW_RECEIVE_PRESSURE, PW_BULL_CONNECTION],
   };
 }
 

@@ -139,6 +139,10 @@ export interface TuningOptions {
   processingBatchSize: number;
   /** Processing transactions one process runs at once. */
   processingBatchesInFlight: number;
+  /** In a process that also receives webhooks: jobs that run at once while a delivery is being received (ingest before drain). */
+  busyWorkerSlots: number;
+  /** Longest a job waits for a slot while deliveries are being received. */
+  workerYieldMs: number;
   /** Connections of the receive path's own pool (kept apart from the workers' pool); also the
    * number of insert batches in flight at once. */
   ingestPoolSize: number;
@@ -165,9 +169,11 @@ export const DEFAULT_TUNING: TuningOptions = {
   inboxAttempts: 10,
   inboxBackoffMs: 1_000,
   unmatchedAfterAttempts: 3,
-  workerConcurrency: 8,
+  workerConcurrency: 64,
   processingBatchSize: 32,
   processingBatchesInFlight: 4,
+  busyWorkerSlots: 4,
+  workerYieldMs: 250,
   ingestPoolSize: 2,
   ingestBatchSize: 100,
   ingestTimeoutMs: 3_000,

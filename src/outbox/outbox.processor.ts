@@ -4,7 +4,8 @@ import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
 import { startWorker } from '../common/start-worker';
 import type { ResolvedOptions } from '../config/options';
-import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_BULL, PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../payment-webhooks.constants';
+import type { ReceivePressure } from '../common/receive-pressure';
 import { OutboxDispatcher } from './outbox-dispatcher.service';
 import { OutboxJobData } from './outbox.queue';
 
@@ -20,6 +21,7 @@ export class OutboxProcessor extends WorkerHost implements OnApplicationBootstra
   constructor(
     private readonly dispatcher: OutboxDispatcher,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    @Inject(PW_RECEIVE_PRESSURE) private readonly pressure: ReceivePressure,
   ) {
     super();
   }
@@ -29,7 +31,13 @@ export class OutboxProcessor extends WorkerHost implements OnApplicationBootstra
   }
 
   async process(job: Job<OutboxJobData>, token?: string): Promise<unknown> {
-    const step = await this.dispatcher.dispatch(job.data.messageId);
+    const release = await this.pressure.slot();
+    let step;
+    try {
+      step = await this.dispatcher.dispatch(job.data.messageId);
+    } finally {
+      release();
+    }
     if (step.done) return step.outcome;
     await job.moveToDelayed(step.retryAt.getTime(), token);
     throw new DelayedError();

@@ -3,7 +3,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { rawRequest, rawResponse } from '../http/platform';
 import { MetricsService } from '../observability/metrics.service';
-import { PW_LOGGER } from '../payment-webhooks.constants';
+import { PW_LOGGER, PW_RECEIVE_PRESSURE } from '../payment-webhooks.constants';
+import type { ReceivePressure } from '../common/receive-pressure';
 
 /** What the receive path notes about a delivery as it goes (kept per Node request, on either platform). */
 interface DeliveryNotes {
@@ -26,6 +27,7 @@ export class DeliveryObserver {
   constructor(
     private readonly metrics: MetricsService,
     @Inject(PW_LOGGER) logger: Logger,
+    @Inject(PW_RECEIVE_PRESSURE) private readonly pressure: ReceivePressure,
   ) {
     this.logger = logger.child({}, { redact: { paths: [] } });
   }
@@ -38,7 +40,11 @@ export class DeliveryObserver {
     const notes: DeliveryNotes = {};
     this.notes.set(request, notes);
     const response = rawResponse(res);
+    // The workers of this process give way until the answer has gone (or the connection has).
+    const received = this.pressure.receive();
+    response.once('close', received);
     response.once('finish', () => {
+      received();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const answer = notes.answer ?? `http_${response.statusCode}`;
       const key = `${endpoint}\u0000${provider}\u0000${answer}`;

@@ -4,7 +4,8 @@ import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import type { ResolvedOptions } from '../config/options';
 import { startWorker } from '../common/start-worker';
-import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_BULL, PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../payment-webhooks.constants';
+import type { ReceivePressure } from '../common/receive-pressure';
 import { DeliveryProcessingService } from './delivery-processing.service';
 import { ProcessDeliveryData } from './inbox.queue';
 
@@ -16,6 +17,7 @@ export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap
   constructor(
     private readonly processing: DeliveryProcessingService,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    @Inject(PW_RECEIVE_PRESSURE) private readonly pressure: ReceivePressure,
   ) {
     super();
   }
@@ -28,6 +30,11 @@ export class InboxProcessor extends WorkerHost implements OnApplicationBootstrap
     const attempt = job.attemptsMade + 1;
     const finalAttempt = attempt >= (job.opts.attempts ?? 1);
     const parkUnmatched = finalAttempt || attempt >= this.options.tuning.unmatchedAfterAttempts;
-    return this.processing.submit({ inboxId: job.data.inboxId, finalAttempt, parkUnmatched });
+    const release = await this.pressure.slot();
+    try {
+      return await this.processing.submit({ inboxId: job.data.inboxId, finalAttempt, parkUnmatched });
+    } finally {
+      release();
+    }
   }
 }
