@@ -348,13 +348,13 @@ function ms(n: number): string {
 
 function table(rows: Row[]): string {
   const lines = [
-    '| platform | process | `GET /health` req/s | new deliveries req/s (of /health) | duplicates req/s (of /health) | end to end 20/s p50 / p99 | end to end 200/s p50 / p99 | drain shipments/s (of ingest) |',
+    '| platform | process | `GET /health` req/s | new deliveries req/s (of /health), p99 | duplicates req/s (of /health), p99 | end to end 20/s p50 / p99 | end to end 200/s p50 / p99 | drain shipments/s (of ingest) |',
     '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
   for (const r of rows) {
     const pct = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) ? ` (${((a / b) * 100).toFixed(0)} %)` : '');
     lines.push(
-      `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${fmt(r.health)} | ${fmt(r.fresh)}${pct(r.fresh, r.health)} | ${fmt(r.duplicate)}${pct(r.duplicate, r.health)} | ${ms(r.e2e20.p50)} / ${ms(r.e2e20.p99)} | ${ms(r.e2e200.p50)} / ${ms(r.e2e200.p99)} | ${fmt(r.drain)}${pct(r.drain, r.fresh)} |`,
+      `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${fmt(r.health)} | ${fmt(r.fresh)}${pct(r.fresh, r.health)}, ${ms(r.freshP99)} | ${fmt(r.duplicate)}${pct(r.duplicate, r.health)}, ${ms(r.duplicateP99)} | ${ms(r.e2e20.p50)} / ${ms(r.e2e20.p99)} | ${ms(r.e2e200.p50)} / ${ms(r.e2e200.p99)} | ${fmt(r.drain)}${pct(r.drain, r.fresh)} |`,
     );
   }
   return lines.join('\n');
