@@ -4,6 +4,7 @@ import { CreatePaymentDomain1764547200000 } from '../../migrations/1764547200000
 import { OperatorSurface1764633600000 } from '../../migrations/1764633600000-OperatorSurface';
 import { OutboxCallStarted1764720000000 } from '../../migrations/1764720000000-OutboxCallStarted';
 import { GenericOutbox1764806400000 } from '../../migrations/1764806400000-GenericOutbox';
+import { InboxSourceAndApiVersion1764892800000 } from '../../migrations/1764892800000-InboxSourceAndApiVersion';
 import { Fulfillment } from '../fulfillment/fulfillment.entity';
 import { OutboxMessage } from '../outbox/outbox-message.entity';
 import { IdempotencyKey } from '../payments/idempotency-key.entity';
@@ -27,6 +28,7 @@ export const MIGRATIONS = [
   OperatorSurface1764633600000,
   OutboxCallStarted1764720000000,
   GenericOutbox1764806400000,
+  InboxSourceAndApiVersion1764892800000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

@@ -12,7 +12,7 @@ import type { DeliveryDetail, DeliveryView, ListDeliveriesQuery } from './dto/op
 
 const COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
   event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", delivery_id AS "deliveryId",
-  status, outcome, attempts, last_error AS "lastError", received_at AS "receivedAt", processed_at AS "processedAt"`;
+  api_version AS "apiVersion", source, status, outcome, attempts, last_error AS "lastError", received_at AS "receivedAt", processed_at AS "processedAt"`;
 
 type Row = Omit<DeliveryView, 'receivedAt' | 'processedAt'> & { receivedAt: Date; processedAt: Date | null };
 

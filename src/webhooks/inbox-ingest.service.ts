@@ -15,6 +15,9 @@ import type { EnvelopeIdentity } from './providers';
 import type { ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
+/** How a delivery reached the inbox: pushed by the provider, or pulled back by a backfill (CONTRACT §4). */
+export type DeliverySource = 'webhook' | 'backfill';
+
 export interface IngestAnswer {
   status: 'accepted' | 'duplicate';
   eventId: string;
@@ -30,6 +33,8 @@ interface InboxRow {
   eventType: string;
   resourceId: string | null;
   deliveryId: string | null;
+  apiVersion: string | null;
+  source: DeliverySource;
   /** The kept headers, as JSON text. */
   headers: string;
   body: string;
@@ -37,18 +42,18 @@ interface InboxRow {
 
 /** The row's fields in column order: how a batch travels to the statement, and one row's parameters. */
 function values(row: InboxRow): Array<string | null> {
-  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.headers, row.body];
+  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.apiVersion, row.source, row.headers, row.body];
 }
 
 const COLUMNS =
-  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, headers, body, received_at';
+  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, api_version, source, headers, body, received_at';
 
 // One statement for a whole batch: a duplicate costs an index probe and writes nothing; the new
 // rows come back. The batch travels as one JSON array of rows in column order (see values()),
 // which both sides encode and decode natively; named keys would repeat every name in every row.
 const INSERT_BATCH_SQL = `
   INSERT INTO webhook_inbox (${COLUMNS})
-  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, (r->>8)::jsonb, r->>9,
+  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9, (r->>10)::jsonb, r->>11,
          pw_uuid7_time((r->>0)::uuid)
     FROM jsonb_array_elements($1::jsonb) AS r
   ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
@@ -57,7 +62,7 @@ const INSERT_BATCH_SQL = `
 // The same for one row: used to isolate a row the batch statement refused.
 const INSERT_ONE_SQL = `
   INSERT INTO webhook_inbox (${COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10, pw_uuid7_time($1))
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, pw_uuid7_time($1))
   ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
   RETURNING id, event_id`;
 /** A row the database did not take. A class of our own: `instanceof Error` fails across realms (Jest's vm). */
@@ -127,6 +132,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     identity: EnvelopeIdentity,
     headers: IncomingHttpHeaders,
     body: string,
+    source: DeliverySource = 'webhook',
   ): Promise<IngestAnswer> {
     const row: InboxRow = {
       id: uuid7(),
@@ -137,6 +143,8 @@ export class InboxIngestService implements OnApplicationShutdown {
       eventType: identity.eventType,
       resourceId: identity.resourceId,
       deliveryId: identity.deliveryId,
+      apiVersion: identity.apiVersion,
+      source,
       headers: storedHeaders(endpoint, headers),
       body,
     };

@@ -36,6 +36,12 @@ export class WebhookInbox {
   @Column({ name: 'delivery_id', type: 'text', nullable: true })
   deliveryId: string | null;
 
+  @Column({ name: 'api_version', type: 'text', nullable: true })
+  apiVersion: string | null;
+
+  @Column({ name: 'source', type: 'text', default: 'webhook' })
+  source: 'webhook' | 'backfill';
+
   /** The provider's headers as received; signature values are redacted when read back. */
   @Column({ type: 'jsonb' })
   headers: Record<string, string>;

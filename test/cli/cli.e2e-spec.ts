@@ -12,6 +12,7 @@ const MIGRATIONS = [
   'OperatorSurface1764633600000',
   'OutboxCallStarted1764720000000',
   'GenericOutbox1764806400000',
+  'InboxSourceAndApiVersion1764892800000',
 ];
 
 function run(args: string[], env: Record<string, string>) {

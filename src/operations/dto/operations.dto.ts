@@ -65,6 +65,8 @@ export class DeliveryView {
   @ApiProperty({ example: 'payment_intent.succeeded' }) eventType: string;
   @ApiProperty({ nullable: true, type: String, example: 'pi_3QxAbc' }) resourceId: string | null;
   @ApiProperty({ nullable: true, type: String, description: "The provider's delivery id (Factuarea), else null" }) deliveryId: string | null;
+  @ApiProperty({ nullable: true, type: String, example: '2024-06-20', description: "The envelope's api_version (Stripe, Factuarea), else null" }) apiVersion: string | null;
+  @ApiProperty({ enum: ['webhook', 'backfill'], description: 'webhook, or backfill for an event recorded by a backfill' }) source: 'webhook' | 'backfill';
   @ApiProperty({ enum: INBOX_STATUSES }) status: string;
   @ApiProperty({ nullable: true, type: String, example: 'applied' }) outcome: string | null;
   @ApiProperty({ example: 1 }) attempts: number;

@@ -6,6 +6,7 @@ import {
   decimal,
   EnvelopeIdentity,
   header,
+  lenientId,
   optionalId,
   parseTimestampedHeader,
   ProviderAdapter,
@@ -50,6 +51,8 @@ export const factuareaProvider: ProviderAdapter = {
       eventType: requireId(body.type, 'type'),
       resourceId: optionalId(object?.id, 'data.object.id'),
       deliveryId: optionalId(header(headers, 'factuarea-delivery-id'), 'Factuarea-Delivery-Id'),
+      account: lenientId(asObject(body.account)?.id),
+      apiVersion: lenientId(body.api_version),
     };
   },
 

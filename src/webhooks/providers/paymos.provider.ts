@@ -51,6 +51,8 @@ export const paymosProvider: ProviderAdapter = {
       eventType: requireId(body.type, 'type'),
       resourceId: optionalId(asObject(body.data)?.id, 'data.id'),
       deliveryId: null,
+      account: null, // Paymos never declares a merchant account in the body.
+      apiVersion: null,
     };
   },
 

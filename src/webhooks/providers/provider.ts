@@ -20,6 +20,13 @@ export interface EnvelopeIdentity {
   resourceId: string | null;
   /** The provider's delivery id, where it sends one; never part of a key. */
   deliveryId: string | null;
+  /**
+   * The merchant account the body declares (Stripe `account`, Factuarea `account.id`, Standard
+   * `data.account_id`), or null. On a `merchantAccountIds` endpoint it is the event's account.
+   */
+  account: string | null;
+  /** The envelope's `api_version` (Stripe, Factuarea), else null; kept in the archive. */
+  apiVersion: string | null;
 }
 
 /** A provider's wire format: signature scheme and envelope. One small interface, four implementations. */
@@ -118,6 +125,11 @@ export function requireId(value: unknown, what: string): string {
 export function optionalId(value: unknown, what: string): string | null {
   if (typeof value !== 'string' || value.length === 0) return null;
   return requireId(value, what);
+}
+
+/** An id that is read, never required: a missing or unusable value reads as absent (never malformed). */
+export function lenientId(value: unknown): string | null {
+  return typeof value === 'string' && SAFE_ID.test(value) ? value : null;
 }
 
 /** An id header, when sent, must name the body's event. */

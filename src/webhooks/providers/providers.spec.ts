@@ -19,6 +19,19 @@ import { paymosProvider } from './paymos.provider';
 import { standardProvider } from './standard.provider';
 import { stripeProvider } from './stripe.provider';
 
+/** What identify() reads of the declared account and API version (their own tests are below). */
+function declared(provider: string, body: Record<string, unknown>): { account: string | null; apiVersion: string | null } {
+  const obj = (v: unknown) => (typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : {});
+  const str = (v: unknown) => (typeof v === 'string' ? v : null);
+  switch (provider) {
+    case 'factuarea': return { account: str(obj(body.account).id), apiVersion: str(body.api_version) };
+    case 'stripe': return { account: str(body.account), apiVersion: str(body.api_version) };
+    case 'standard': return { account: str(obj(body.data).account_id), apiVersion: null };
+    default: return { account: null, apiVersion: null };
+  }
+}
+
+
 type Body = Record<string, unknown>;
 
 /** The MalformedPayloadError `fn` throws (fails the test if it throws nothing or something else). */
@@ -64,6 +77,7 @@ describe('paymosProvider.identify', () => {
 
   it.each(Object.entries(events))('%s: event id, type and invoice id', (type, event) => {
     expect(paymosProvider.identify(event, {})).toEqual<EnvelopeIdentity>({
+      ...declared('paymos', event),
       eventId: event.event_id as string,
       eventType: type,
       resourceId: 'inv_51ab77c0',
@@ -74,6 +88,7 @@ describe('paymosProvider.identify', () => {
   it('reads the resource id from data.id', () => {
     const b = { event_id: 'evt_1', type: 'withdrawal.completed', data: { object: 'withdrawal', id: 'wdr_9' } };
     expect(paymosProvider.identify(b, {})).toEqual({
+      ...declared('paymos', b),
       eventId: 'evt_1',
       eventType: 'withdrawal.completed',
       resourceId: 'wdr_9',
@@ -113,7 +128,7 @@ describe('paymosProvider.identify', () => {
     const b = body();
     expect(
       paymosProvider.identify(b, { 'factuarea-event-id': 'x', 'webhook-id': 'y', 'factuarea-delivery-id': 'd' }),
-    ).toEqual({ eventId: b.event_id, eventType: 'invoice.paid', resourceId: 'inv_51ab77c0', deliveryId: null });
+    ).toEqual({ eventId: b.event_id, eventType: 'invoice.paid', resourceId: 'inv_51ab77c0', deliveryId: null, account: null, apiVersion: null });
   });
 
   it.each<[string, unknown]>([
@@ -168,6 +183,7 @@ describe('factuareaProvider.identify', () => {
 
   it.each(Object.entries(events))('%s: event id, type and invoice id', (type, event) => {
     expect(factuareaProvider.identify(event, {})).toEqual<EnvelopeIdentity>({
+      ...declared('factuarea', event),
       eventId: event.id as string,
       eventType: type,
       resourceId: INVOICE_ID,
@@ -177,6 +193,7 @@ describe('factuareaProvider.identify', () => {
 
   it('reads the delivery id from Factuarea-Delivery-Id', () => {
     expect(factuareaProvider.identify(body(), { 'factuarea-delivery-id': 'dlv-1' })).toEqual({
+      ...declared('factuarea', body()),
       eventId: EVENT_ID,
       eventType: 'invoice.sent',
       resourceId: INVOICE_ID,
@@ -197,6 +214,7 @@ describe('factuareaProvider.identify', () => {
   it('accepts Factuarea-Event-Id and Idempotency-Key equal to the body id', () => {
     const headers = { 'factuarea-event-id': EVENT_ID, 'idempotency-key': EVENT_ID, 'factuarea-delivery-id': 'dlv-2' };
     expect(factuareaProvider.identify(body(), headers)).toEqual({
+      ...declared('factuarea', body()),
       eventId: EVENT_ID,
       eventType: 'invoice.sent',
       resourceId: INVOICE_ID,
@@ -235,6 +253,7 @@ describe('factuareaProvider.identify', () => {
       data: { object: { object: 'account', id: 'acc-uuid' } },
     };
     expect(factuareaProvider.identify(b, {})).toEqual({
+      ...declared('factuarea', b),
       eventId: 'e-1',
       eventType: 'account.updated',
       resourceId: 'acc-uuid',
@@ -298,6 +317,7 @@ describe('stripeProvider.identify', () => {
 
   it.each(Object.entries(events))('%s: event id, type and PaymentIntent id', (type, event) => {
     expect(stripeProvider.identify(event, {})).toEqual<EnvelopeIdentity>({
+      ...declared('stripe', event),
       eventId: event.id as string,
       eventType: type,
       resourceId: 'pi_3QxAbcDEF',
@@ -372,6 +392,7 @@ describe('standardProvider.identify', () => {
 
   it.each(Object.entries(events))('%s: webhook-id, type and payment id', (type, event) => {
     expect(standardProvider.identify(event, { 'webhook-id': 'msg_1' })).toEqual<EnvelopeIdentity>({
+      ...declared('standard', event),
       eventId: 'msg_1',
       eventType: type,
       resourceId: 'pay_7Hc2Lq',
@@ -527,5 +548,34 @@ describe('provider helpers', () => {
       expect(err.message).toBe('why');
       expect(err.detail).toBe('why');
     });
+  });
+});
+
+describe('the declared account and the API version (identify)', () => {
+  it('reads Stripe account (Connect) and api_version', () => {
+    const body = { id: 'evt_1', type: 'payment_intent.succeeded', account: 'acct_1Conn', api_version: '2020-08-27', data: { object: { id: 'pi_1' } } };
+    expect(stripeProvider.identify(body, {})).toMatchObject({ account: 'acct_1Conn', apiVersion: '2020-08-27' });
+  });
+
+  it('reads Factuarea account.id and api_version', () => {
+    const body = { id: 'evt_f1', type: 'invoice.paid', account: { id: 'acc-uuid-1' }, api_version: '2026-09-23', data: { object: { id: 'inv_1' } } };
+    expect(factuareaProvider.identify(body, {})).toMatchObject({ account: 'acc-uuid-1', apiVersion: '2026-09-23' });
+  });
+
+  it('reads Standard Webhooks data.account_id; no API version', () => {
+    const body = { type: 'payment.succeeded', data: { payment_id: 'pay_1', account_id: 'acc_9' } };
+    expect(standardProvider.identify(body, { 'webhook-id': 'msg_1' })).toMatchObject({ account: 'acc_9', apiVersion: null });
+  });
+
+  it.each<[string, unknown]>([
+    ['absent', undefined],
+    ['a number', 42],
+    ['an object', { id: 'x' }],
+    ['empty', ''],
+    ['with a NUL', 'acct_\u0000'],
+    ['longer than 255', 'a'.repeat(256)],
+  ])('reads an account that is %s as none (never malformed)', (_what, account) => {
+    const body = { id: 'evt_1', type: 'payment_intent.succeeded', account, api_version: account, data: { object: { id: 'pi_1' } } };
+    expect(stripeProvider.identify(body, {})).toMatchObject({ account: null, apiVersion: null });
   });
 });

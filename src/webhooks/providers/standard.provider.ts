@@ -5,6 +5,7 @@ import {
   EnvelopeIdentity,
   header,
   minor,
+  lenientId,
   optionalId,
   parseUnixSeconds,
   ProviderAdapter,
@@ -75,6 +76,8 @@ export const standardProvider: ProviderAdapter = {
       eventType: requireId(body.type, 'type'),
       resourceId: optionalId(asObject(body.data)?.payment_id, 'data.payment_id'),
       deliveryId: null,
+      account: lenientId(asObject(body.data)?.account_id),
+      apiVersion: null,
     };
   },
 

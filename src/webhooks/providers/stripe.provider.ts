@@ -5,6 +5,7 @@ import {
   EnvelopeIdentity,
   header,
   minor,
+  lenientId,
   optionalId,
   parseTimestampedHeader,
   ProviderAdapter,
@@ -56,6 +57,8 @@ export const stripeProvider: ProviderAdapter = {
       eventType,
       resourceId: optionalId(resource, 'data.object.id'),
       deliveryId: null,
+      account: lenientId(body.account),
+      apiVersion: lenientId(body.api_version),
     };
   },
 
