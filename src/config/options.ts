@@ -7,17 +7,36 @@ import type { CarrierAdapter } from '../fulfillment/carriers/carrier';
 export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
+/** A secret that stops verifying at `expiresAt` (a rotation that ends on schedule). */
+export interface ExpiringSecret {
+  secret: string;
+  /** An ISO 8601 instant with a timezone (`2025-12-31T23:00:00Z`); from then on the secret no longer verifies. */
+  expiresAt: string;
+}
+
 /** One webhook endpoint: `POST /webhooks/{id}` (CONTRACT §1). */
 export interface EndpointDefinition {
   /** The URL segment, `[a-z0-9-]{1,64}`. */
   id: string;
   provider: ProviderName;
-  /** Every secret is accepted: this is how a rotation is rolled out. */
-  secrets: string[];
-  /** The merchant's account as the provider knows it; part of the deduplication key. */
-  merchantAccountId: string;
+  /** Every live secret is accepted: this is how a rotation is rolled out. */
+  secrets: Array<string | ExpiringSecret>;
+  /**
+   * The merchant's account as the provider knows it; part of the deduplication key. Exactly one
+   * of `merchantAccountId` and `merchantAccountIds`.
+   */
+  merchantAccountId?: string;
+  /**
+   * The accounts one endpoint serves (a Stripe Connect platform, say), or `['*']` for any: the
+   * account each body declares is its event's account. Providers stripe, factuarea, standard.
+   */
+  merchantAccountIds?: string[];
   /** Accepted clock skew of the signed timestamp, both directions; 0 turns the check off. Default 300. */
   toleranceSeconds?: number;
+  /** Stripe only: the API key the backfill reads the Events API with. Never logged or shown. */
+  apiKey?: string;
+  /** Stripe only: the API's base URL. Default `https://api.stripe.com` (set on stripe endpoints once validated). */
+  apiBaseUrl?: string;
 }
 
 /** A carrier the fulfillment relay calls (CONTRACT §1, §5). */

@@ -201,27 +201,35 @@ export class OrdersService {
     return order;
   }
 
-  /** The merchant account a registration means: given, or the single one the provider's endpoints name. */
+  /**
+   * The merchant account a registration means: given (an account an endpoint of the provider
+   * serves), or the single one the provider's endpoints name.
+   */
   private merchantAccountFor(dto: RegisterPaymentDto): string {
+    const endpoints = this.options.endpoints.filter((e) => e.provider === dto.provider);
+    const anyAccount = endpoints.some((e) => e.merchantAccountIds?.includes('*'));
+    const listed = endpoints.some((e) => e.merchantAccountIds !== undefined);
     const accounts = [
-      ...new Set(this.options.endpoints.filter((e) => e.provider === dto.provider).map((e) => e.merchantAccountId)),
-    ];
+      ...new Set(endpoints.flatMap((e) => e.merchantAccountIds ?? (e.merchantAccountId === undefined ? [] : [e.merchantAccountId]))),
+    ].filter((a) => a !== '*');
     if (dto.merchantAccountId !== undefined) {
-      if (!accounts.includes(dto.merchantAccountId)) {
+      if (!anyAccount && !accounts.includes(dto.merchantAccountId)) {
         throw new ValidationFailed([
           { field: 'merchantAccountId', message: `no ${dto.provider} endpoint has merchant account "${dto.merchantAccountId}"` },
         ]);
       }
       return dto.merchantAccountId;
     }
-    if (accounts.length !== 1) {
+    if (accounts.length !== 1 || listed) {
       throw new ValidationFailed([
         {
           field: 'merchantAccountId',
           message:
-            accounts.length === 0
+            endpoints.length === 0
               ? `no ${dto.provider} endpoint is configured`
-              : `required: the ${dto.provider} endpoints name ${accounts.length} merchant accounts`,
+              : listed
+                ? `required: a ${dto.provider} endpoint serves many merchant accounts`
+                : `required: the ${dto.provider} endpoints name ${accounts.length} merchant accounts`,
         },
       ]);
     }

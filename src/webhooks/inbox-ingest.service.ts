@@ -12,7 +12,7 @@ import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } 
 import { uuid7 } from '../common/uuid7';
 import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import type { EnvelopeIdentity } from './providers';
-import type { ResolvedEndpoint } from './signature-verifier';
+import { eventAccount, type ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
 /** How a delivery reached the inbox: pushed by the provider, or pulled back by a backfill (CONTRACT §4). */
@@ -138,7 +138,8 @@ export class InboxIngestService implements OnApplicationShutdown {
       id: uuid7(),
       endpointId: endpoint.id,
       provider: endpoint.provider.name,
-      merchantAccountId: endpoint.merchantAccountId,
+      // On a multi-account endpoint the body's declared account (the controller refuses a body that declares none).
+      merchantAccountId: eventAccount(endpoint, identity.account) ?? '',
       eventId: identity.eventId,
       eventType: identity.eventType,
       resourceId: identity.resourceId,

@@ -7,20 +7,43 @@ import { PROVIDERS, ProviderAdapter } from './providers';
 export interface ResolvedEndpoint {
   id: string;
   provider: ProviderAdapter;
-  merchantAccountId: string;
+  /** The one account of a single-account endpoint; null on a `merchantAccountIds` endpoint. */
+  merchantAccountId: string | null;
+  /** The accounts a multi-account endpoint serves (`'*'`: any); null on a single-account endpoint. */
+  merchantAccountIds: string[] | '*' | null;
   toleranceSeconds: number;
   keys: Buffer[];
+  /** Per key: the unix millisecond from which it no longer verifies, or null (never expires). */
+  expiresAtMs: Array<number | null>;
 }
 
 export function resolveEndpoint(definition: EndpointDefinition): ResolvedEndpoint {
   const provider = PROVIDERS[definition.provider];
+  const ids = definition.merchantAccountIds;
   return {
     id: definition.id,
     provider,
-    merchantAccountId: definition.merchantAccountId,
+    merchantAccountId: ids === undefined ? (definition.merchantAccountId ?? null) : null,
+    merchantAccountIds: ids === undefined ? null : ids.includes('*') ? '*' : [...ids],
     toleranceSeconds: definition.toleranceSeconds ?? 300,
-    keys: definition.secrets.map((secret) => provider.key(secret)),
+    keys: definition.secrets.map((entry) => provider.key(typeof entry === 'string' ? entry : entry.secret)),
+    expiresAtMs: definition.secrets.map((entry) => (typeof entry === 'string' ? null : Date.parse(entry.expiresAt))),
   };
+}
+
+/**
+ * The merchant account of an event received on `endpoint`: the endpoint's own, or on a
+ * multi-account endpoint the account the body declares (null when it declares none).
+ */
+export function eventAccount(endpoint: ResolvedEndpoint, declared: string | null): string | null {
+  return endpoint.merchantAccountId ?? declared;
+}
+
+/** Whether a multi-account endpoint serves `account` (a single-account endpoint: its own only). */
+export function servesAccount(endpoint: Pick<ResolvedEndpoint, 'merchantAccountId' | 'merchantAccountIds'>, account: string): boolean {
+  if (endpoint.merchantAccountIds === '*') return true;
+  if (endpoint.merchantAccountIds !== null) return endpoint.merchantAccountIds.includes(account);
+  return endpoint.merchantAccountId === account;
 }
 
 export type SignatureFailure = 'missing_signature' | 'invalid_signature' | 'timestamp_out_of_tolerance';
@@ -45,7 +68,11 @@ export function verifySignature(
 
   let secretIndex = -1;
   if (parts.candidates.length > 0) {
+    const nowMs = nowSeconds * 1000;
     for (let i = 0; i < endpoint.keys.length && secretIndex < 0; i++) {
+      // An expired secret no longer verifies, and costs no HMAC.
+      const expiresAt = endpoint.expiresAtMs[i];
+      if (expiresAt !== null && expiresAt !== undefined && nowMs >= expiresAt) continue;
       const expected = createHmac('sha256', endpoint.keys[i]).update(parts.prefix).update(rawBody).digest();
       for (const candidate of parts.candidates) {
         // Candidates are decoded to 32 bytes by the adapter, so the lengths are equal.

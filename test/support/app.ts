@@ -47,7 +47,8 @@ export const AUTH = { Authorization: `Bearer ${ADMIN_TOKEN}` };
 export function secretOf(endpointId: string): string {
   const endpoint = TEST_ENDPOINTS.find((e) => e.id === endpointId);
   if (!endpoint) throw new Error(`no test endpoint ${endpointId}`);
-  return endpoint.secrets[0];
+  const first = endpoint.secrets[0];
+  return typeof first === 'string' ? first : first.secret;
 }
 
 /** The real clock, which a test may set to another time; it keeps running from there. */
