@@ -47,13 +47,36 @@ function nonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.trim().length > 0;
 }
 
-export function validateEndpoints(setting: string, value: unknown): EndpointDefinition[] {
+/** Providers whose envelope declares a merchant account, so one endpoint may serve many (CONTRACT §1). */
+const MULTI_ACCOUNT_PROVIDERS: readonly ProviderName[] = ['stripe', 'factuarea', 'standard'];
+/** An ISO 8601 instant: a date, a time, and a timezone (`Z` or an offset). */
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
+const SECRET_KEYS = ['secret', 'expiresAt'];
+const DEFAULT_STRIPE_API_BASE_URL = 'https://api.stripe.com';
+
+/** Unix milliseconds of an ISO 8601 instant with a timezone, or null. */
+export function parseIsoInstant(value: unknown): number | null {
+  if (typeof value !== 'string') return null;
+  const m = ISO_INSTANT.exec(value);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map((v) => (v === undefined ? 0 : Number(v)));
+  const date = new Date(Date.UTC(year, month - 1, day));
+  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) return null;
+  const ms = Date.parse(value.replace(/([+-]\d{2})(\d{2})$/, '$1:$2'));
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/**
+ * Endpoint definitions (CONTRACT §1). `nowMs` decides which secrets have already expired: an
+ * endpoint whose every secret has is refused.
+ */
+export function validateEndpoints(setting: string, value: unknown, nowMs: number = Date.now()): EndpointDefinition[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of endpoint definitions');
   const seen = new Set<string>();
   return value.map((raw, index) => {
     const where = `endpoint #${index + 1}`;
     if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
-    const { id, provider, secrets, merchantAccountId, toleranceSeconds } = raw;
+    const { id, provider, secrets, merchantAccountId, merchantAccountIds, toleranceSeconds, apiKey, apiBaseUrl } = raw;
     if (typeof id !== 'string' || !ENDPOINT_ID.test(id)) {
       throw new ConfigurationError(setting, `${where}: "id" must match [a-z0-9-]{1,64}`);
     }
@@ -66,37 +89,118 @@ export function validateEndpoints(setting: string, value: unknown): EndpointDefi
         `${label}: unknown provider ${JSON.stringify(String(provider))} (expected one of ${PROVIDER_NAMES.join(', ')})`,
       );
     }
-    if (!Array.isArray(secrets) || secrets.length === 0 || !secrets.every(nonEmptyString)) {
+    // A string, or { secret, expiresAt }; anything else in the array is the old one-line error.
+    if (!Array.isArray(secrets) || secrets.length === 0 || !secrets.every((s) => nonEmptyString(s) || isObject(s))) {
       throw new ConfigurationError(setting, `${label}: "secrets" must be a non-empty array of non-empty strings`);
     }
-    if (provider === 'standard') {
-      secrets.forEach((secret: string, i: number) => {
-        if (!secret.startsWith('whsec_')) {
-          throw new ConfigurationError(setting, `${label}: secret #${i + 1} must start with "whsec_" (Standard Webhooks)`);
-        }
-        const key = secret.slice('whsec_'.length);
-        if (!BASE64.test(key) || Buffer.from(key, 'base64').length === 0) {
-          throw new ConfigurationError(setting, `${label}: secret #${i + 1} is not base64 after "whsec_"`);
-        }
-      });
+    const validated = secrets.map((entry: unknown, i: number) => validateSecret(setting, label, provider as ProviderName, entry, i));
+    const live = validated.filter((entry) => typeof entry === 'string' || Date.parse(entry.expiresAt) > nowMs);
+    if (live.length === 0) {
+      throw new ConfigurationError(setting, `${label}: every secret has already expired ("expiresAt" is in the past)`);
     }
-    if (!nonEmptyString(merchantAccountId)) {
-      throw new ConfigurationError(setting, `${label}: "merchantAccountId" is required`);
-    }
+    const accounts = validateAccounts(setting, label, provider as ProviderName, merchantAccountId, merchantAccountIds);
     if (
       toleranceSeconds !== undefined &&
       (typeof toleranceSeconds !== 'number' || !Number.isInteger(toleranceSeconds) || toleranceSeconds < 0)
     ) {
       throw new ConfigurationError(setting, `${label}: "toleranceSeconds" must be a non-negative integer`);
     }
-    return {
+    if ((apiKey !== undefined || apiBaseUrl !== undefined) && provider !== 'stripe') {
+      throw new ConfigurationError(setting, `${label}: "apiKey" and "apiBaseUrl" are for stripe endpoints only`);
+    }
+    if (apiKey !== undefined && !nonEmptyString(apiKey)) {
+      throw new ConfigurationError(setting, `${label}: "apiKey" must be a non-empty string`);
+    }
+    if (apiBaseUrl !== undefined && !isHttpUrl(apiBaseUrl)) {
+      throw new ConfigurationError(setting, `${label}: "apiBaseUrl" must be an http(s) URL`);
+    }
+    const definition: EndpointDefinition = {
       id,
       provider: provider as ProviderName,
-      secrets: [...secrets] as string[],
-      merchantAccountId,
+      secrets: validated,
+      ...accounts,
       toleranceSeconds: (toleranceSeconds as number | undefined) ?? 300,
     };
+    if (apiKey !== undefined) definition.apiKey = apiKey as string;
+    if (apiKey !== undefined || apiBaseUrl !== undefined) {
+      definition.apiBaseUrl = ((apiBaseUrl as string | undefined) ?? DEFAULT_STRIPE_API_BASE_URL).replace(/\/+$/, '');
+    }
+    return definition;
   });
+}
+
+/** One entry of `secrets`: the provider's rules on the secret; an `expiresAt` that is an instant. */
+function validateSecret(
+  setting: string,
+  label: string,
+  provider: ProviderName,
+  entry: unknown,
+  i: number,
+): string | { secret: string; expiresAt: string } {
+  const where = `${label}: secret #${i + 1}`;
+  let secret: string;
+  let expiresAt: string | undefined;
+  if (typeof entry === 'string') {
+    secret = entry;
+  } else {
+    const object = entry as Record<string, unknown>;
+    const unknown = Object.keys(object).filter((k) => !SECRET_KEYS.includes(k));
+    if (unknown.length > 0) {
+      // Key names only, never a value.
+      throw new ConfigurationError(
+        setting,
+        `${where} has unknown key ${unknown.map((k) => JSON.stringify(k.slice(0, 40))).join(', ')} (known: secret, expiresAt)`,
+      );
+    }
+    if (!nonEmptyString(object.secret)) throw new ConfigurationError(setting, `${where}: "secret" must be a non-empty string`);
+    if (parseIsoInstant(object.expiresAt) === null) {
+      throw new ConfigurationError(setting, `${where}: "expiresAt" must be an ISO 8601 instant with a timezone, such as 2026-01-31T00:00:00Z`);
+    }
+    secret = object.secret;
+    expiresAt = object.expiresAt as string;
+  }
+  if (provider === 'standard') {
+    if (!secret.startsWith('whsec_')) {
+      throw new ConfigurationError(setting, `${where} must start with "whsec_" (Standard Webhooks)`);
+    }
+    const key = secret.slice('whsec_'.length);
+    if (!BASE64.test(key) || Buffer.from(key, 'base64').length === 0) {
+      throw new ConfigurationError(setting, `${where} is not base64 after "whsec_"`);
+    }
+  }
+  return expiresAt === undefined ? secret : { secret, expiresAt };
+}
+
+/** Exactly one of `merchantAccountId` and `merchantAccountIds` (the latter on stripe, factuarea, standard). */
+function validateAccounts(
+  setting: string,
+  label: string,
+  provider: ProviderName,
+  merchantAccountId: unknown,
+  merchantAccountIds: unknown,
+): { merchantAccountId: string } | { merchantAccountIds: string[] } {
+  if (merchantAccountIds === undefined) {
+    if (!nonEmptyString(merchantAccountId)) {
+      throw new ConfigurationError(setting, `${label}: "merchantAccountId" is required`);
+    }
+    return { merchantAccountId };
+  }
+  if (merchantAccountId !== undefined) {
+    throw new ConfigurationError(setting, `${label}: set "merchantAccountId" or "merchantAccountIds", not both`);
+  }
+  if (!MULTI_ACCOUNT_PROVIDERS.includes(provider)) {
+    throw new ConfigurationError(
+      setting,
+      `${label}: "merchantAccountIds" is not available for ${provider} (its bodies declare no account); use "merchantAccountId"`,
+    );
+  }
+  if (!Array.isArray(merchantAccountIds) || merchantAccountIds.length === 0 || !merchantAccountIds.every(nonEmptyString)) {
+    throw new ConfigurationError(setting, `${label}: "merchantAccountIds" must be a non-empty array of non-empty strings, or ["*"]`);
+  }
+  if (merchantAccountIds.includes('*') && merchantAccountIds.length > 1) {
+    throw new ConfigurationError(setting, `${label}: "merchantAccountIds" holds "*" (any account) with other accounts; use ["*"] alone`);
+  }
+  return { merchantAccountIds: [...new Set(merchantAccountIds as string[])] };
 }
 
 export function validateCarriers(setting: string, value: unknown): CarrierDefinition[] {

@@ -38,6 +38,17 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /**
+   * When each configured secret last verified a delivery (unix seconds), labelled by its index,
+   * never its value: a secret of a rotation that no sender uses any more can go.
+   */
+  readonly secretLastUsed = new Gauge({
+    name: 'pw_webhook_secret_last_used_seconds',
+    help: 'Unix time of the last delivery verified with each configured secret, by endpoint and index of the secret',
+    labelNames: ['endpoint', 'secret_index'] as const,
+    registers: [this.registry],
+  });
+
   readonly processingOutcomes = new Counter({
     name: 'pw_processing_outcomes_total',
     help: 'Processing results by provider, delivery status and outcome',

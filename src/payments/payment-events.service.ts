@@ -13,6 +13,11 @@ export interface DeliveryContext {
   provider: string;
   /** The event's merchant account: part of the payment's key, and what a declared account must equal. */
   merchantAccountId: string;
+  /**
+   * On a multi-account endpoint, the accounts it serves (`'*'`: any). The row's account is the one
+   * the body declared; an event of an account the endpoint does not serve is `account_mismatch`.
+   */
+  servedAccounts?: string[] | '*';
 }
 
 /** How a delivery's processing ends, in the inbox's vocabulary (CONTRACT §4). */
@@ -56,6 +61,10 @@ export class PaymentEventsService {
 
   async apply(em: EntityManager, ctx: DeliveryContext, event: PaymentEvent, parkUnmatched: boolean): Promise<EventOutcome> {
     if (event.declaredAccount !== null && event.declaredAccount !== ctx.merchantAccountId) {
+      return { status: 'rejected', outcome: 'account_mismatch' };
+    }
+    const served = ctx.servedAccounts;
+    if (served !== undefined && served !== '*' && !served.includes(ctx.merchantAccountId)) {
       return { status: 'rejected', outcome: 'account_mismatch' };
     }
 

@@ -34,8 +34,10 @@ export interface LockedDelivery {
 const LOCKED_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
   event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", body, status`;
 
-function contextOf(d: LockedDelivery): DeliveryContext {
-  return { eventId: d.eventId, provider: d.provider, merchantAccountId: d.merchantAccountId };
+function contextOf(d: LockedDelivery, servedAccounts?: string[] | '*'): DeliveryContext {
+  const ctx: DeliveryContext = { eventId: d.eventId, provider: d.provider, merchantAccountId: d.merchantAccountId };
+  if (servedAccounts !== undefined) ctx.servedAccounts = servedAccounts;
+  return ctx;
 }
 
 /** The key a delivery's payment is locked by: a batch decides its deliveries in this order. */
@@ -80,6 +82,8 @@ class Failed {
 export class DeliveryProcessingService {
   private readonly logger = new Logger('DeliveryProcessing');
   private readonly batcher: MicroBatcher<ProcessingRequest, ProcessingResult | null | Failed>;
+  /** Per multi-account endpoint, the accounts it serves: an event of any other is `account_mismatch`. */
+  private readonly servedAccounts = new Map<string, string[] | '*'>();
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
@@ -87,6 +91,9 @@ export class DeliveryProcessingService {
     private readonly metrics: MetricsService,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
   ) {
+    for (const e of options.endpoints) {
+      if (e.merchantAccountIds !== undefined) this.servedAccounts.set(e.id, e.merchantAccountIds.includes('*') ? '*' : e.merchantAccountIds);
+    }
     this.batcher = new MicroBatcher((requests) => this.processBatch(requests), {
       maxBatch: options.tuning.processingBatchSize,
       maxInFlight: options.tuning.processingBatchesInFlight,
@@ -119,7 +126,7 @@ export class DeliveryProcessingService {
         // Every payment and order the batch may touch, locked up front in two statements.
         await this.payments.prefetch(
           em,
-          normalized.flatMap(({ delivery, event }) => (event ? [{ ctx: contextOf(delivery), event }] : [])),
+          normalized.flatMap(({ delivery, event }) => (event ? [{ ctx: this.contextOf(delivery), event }] : [])),
         );
         for (const { delivery, event } of normalized) {
           out.set(delivery.id, { delivery, result: await this.decideOrWait(em, delivery, event, park.get(delivery.id) ?? false) });
@@ -226,6 +233,11 @@ export class DeliveryProcessingService {
     return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
   }
 
+  /** The delivery's context: its row's key, and the accounts its endpoint serves when it serves many. */
+  private contextOf(delivery: LockedDelivery): DeliveryContext {
+    return contextOf(delivery, this.servedAccounts.get(delivery.endpointId));
+  }
+
   /** Hands the (normalised) event to the payment domain in this transaction. */
   private async decide(
     em: EntityManager,
@@ -234,7 +246,7 @@ export class DeliveryProcessingService {
     event: PaymentEvent | null = this.normalize(delivery),
   ): Promise<ProcessingResult> {
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
-    return this.payments.apply(em, contextOf(delivery), event, parkUnmatched);
+    return this.payments.apply(em, this.contextOf(delivery), event, parkUnmatched);
   }
 
   /** In a short transaction of its own, since the processing one was rolled back. */

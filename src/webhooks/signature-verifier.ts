@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EndpointDefinition } from '../config/options';
+import { parseIsoInstant } from '../config/validate';
 import { PROVIDERS, ProviderAdapter } from './providers';
 
 /** An endpoint ready for the receive path: adapter looked up, keys decoded once. */
@@ -27,7 +28,7 @@ export function resolveEndpoint(definition: EndpointDefinition): ResolvedEndpoin
     merchantAccountIds: ids === undefined ? null : ids.includes('*') ? '*' : [...ids],
     toleranceSeconds: definition.toleranceSeconds ?? 300,
     keys: definition.secrets.map((entry) => provider.key(typeof entry === 'string' ? entry : entry.secret)),
-    expiresAtMs: definition.secrets.map((entry) => (typeof entry === 'string' ? null : Date.parse(entry.expiresAt))),
+    expiresAtMs: definition.secrets.map((entry) => (typeof entry === 'string' ? null : parseIsoInstant(entry.expiresAt))),
   };
 }
 
@@ -53,7 +54,8 @@ export type Verification =
   | { ok: false; error: SignatureFailure };
 
 /**
- * Checks a delivery's signature over its raw bytes: one HMAC per configured secret, each
+ * Checks a delivery's signature over its raw bytes: one HMAC per live configured secret (an
+ * expired one is skipped, from its `expiresAt` on), each
  * compared with every `v1` candidate in constant time; then the signed timestamp, in both
  * directions (CONTRACT §2, checks 3–5).
  */
@@ -62,17 +64,18 @@ export function verifySignature(
   headers: IncomingHttpHeaders,
   rawBody: Buffer,
   nowSeconds: number,
+  /** The same moment in milliseconds, which the secrets' expiry is compared with; default nowSeconds × 1000. */
+  nowMs: number = nowSeconds * 1000,
 ): Verification {
   const parts = endpoint.provider.signature(headers);
   if (!parts) return { ok: false, error: 'missing_signature' };
 
   let secretIndex = -1;
   if (parts.candidates.length > 0) {
-    const nowMs = nowSeconds * 1000;
     for (let i = 0; i < endpoint.keys.length && secretIndex < 0; i++) {
       // An expired secret no longer verifies, and costs no HMAC.
       const expiresAt = endpoint.expiresAtMs[i];
-      if (expiresAt !== null && expiresAt !== undefined && nowMs >= expiresAt) continue;
+      if (expiresAt != null && nowMs >= expiresAt) continue;
       const expected = createHmac('sha256', endpoint.keys[i]).update(parts.prefix).update(rawBody).digest();
       for (const candidate of parts.candidates) {
         // Candidates are decoded to 32 bytes by the adapter, so the lengths are equal.

@@ -76,6 +76,14 @@ export class WebhooksController {
       if (err instanceof MalformedPayloadError) throw new WebhookError('malformed_payload', err.detail);
       throw err;
     }
+    // On an endpoint serving many accounts, the body's account is the event's: without one the
+    // event has no key (nothing is recorded).
+    if (endpoint.merchantAccountIds !== null && identity.account === null) {
+      throw new WebhookError(
+        'malformed_payload',
+        'the endpoint serves many merchant accounts and the body declares none',
+      );
+    }
     this.observer.note(req, { eventId: identity.eventId });
     const answer = await this.ingest.record(endpoint, identity, req.headers, text);
     this.observer.note(req, { answer: answer.status });
