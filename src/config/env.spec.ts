@@ -113,6 +113,26 @@ describe('loadStandaloneConfig', () => {
       ).toEqual(loadStandaloneConfig({}));
     });
 
+    it('reads a Stripe Connect endpoint: merchantAccountIds, an expiring secret, apiKey, apiBaseUrl defaulted', () => {
+      const secrets = [{ secret: 'whsec_old', expiresAt: '2999-01-01T00:00:00Z' }, 'whsec_new'];
+      const env = {
+        WEBHOOK_ENDPOINTS: JSON.stringify([
+          { id: 'connect', provider: 'stripe', secrets, merchantAccountIds: ['acct_A', 'acct_B'], apiKey: 'sk_test_1' },
+        ]),
+      };
+      expect(loadStandaloneConfig(env).options.endpoints).toEqual([
+        {
+          id: 'connect',
+          provider: 'stripe',
+          secrets,
+          merchantAccountIds: ['acct_A', 'acct_B'],
+          toleranceSeconds: 300,
+          apiKey: 'sk_test_1',
+          apiBaseUrl: 'https://api.stripe.com',
+        },
+      ]);
+    });
+
     it('gives every endpoint toleranceSeconds 300 when none is set', () => {
       expect(loadStandaloneConfig({ WEBHOOK_ENDPOINTS: endpointsJson() }).options.endpoints).toEqual([
         { id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 300 },
@@ -401,6 +421,50 @@ describe('loadStandaloneConfig', () => {
         expectError(
           { WEBHOOK_ENDPOINTS: endpointsJson({ merchantAccountId: undefined }) },
           'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "merchantAccountId" is required',
+        );
+      });
+
+      it('a multi-account endpoint with both merchantAccountId and merchantAccountIds', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ provider: 'stripe', merchantAccountIds: ['acct_A'] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": set "merchantAccountId" or "merchantAccountIds", not both',
+        );
+      });
+
+      it('merchantAccountIds on paymos', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ merchantAccountId: undefined, merchantAccountIds: ['acc_1'] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "merchantAccountIds" is not available for paymos (its bodies declare no account); use "merchantAccountId"',
+        );
+      });
+
+      it('every secret already expired, without echoing it', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ secrets: [{ secret: SECRET, expiresAt: '2020-01-01T00:00:00Z' }] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": every secret has already expired ("expiresAt" is in the past)',
+        );
+      });
+
+      it('an expiresAt without a timezone, without echoing the secret', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ secrets: [{ secret: SECRET, expiresAt: '2999-01-01T00:00:00' }] }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": secret #1: "expiresAt" must be an ISO 8601 instant with a timezone, such as 2026-01-31T00:00:00Z',
+        );
+      });
+
+      it('an apiKey on a paymos endpoint, without echoing it', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ apiKey: 'sk_live_APIKEYVALUE' }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiKey" and "apiBaseUrl" are for stripe endpoints only',
+          'sk_live_APIKEYVALUE',
+        );
+      });
+
+      it('a stripe apiBaseUrl that is not http(s), without echoing the apiKey', () => {
+        expectError(
+          { WEBHOOK_ENDPOINTS: endpointsJson({ provider: 'stripe', apiKey: 'sk_live_APIKEYVALUE', apiBaseUrl: 'ftp://x' }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiBaseUrl" must be an http(s) URL',
+          'sk_live_APIKEYVALUE',
         );
       });
 

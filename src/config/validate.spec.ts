@@ -225,6 +225,209 @@ describe('validateEndpoints', () => {
     expectNoSecret(err, SECRET);
   });
 
+  describe('merchantAccountIds: one endpoint, many accounts (stripe, factuarea, standard)', () => {
+    const multi = (over: Record<string, unknown> = {}) =>
+      endpoint({ id: 'connect', provider: 'stripe', merchantAccountId: undefined, merchantAccountIds: ['acct_A', 'acct_B'], ...over });
+
+    it.each(['stripe', 'factuarea'])('accepts a list of accounts for %s, without a merchantAccountId', (provider) => {
+      const [result] = validate([multi({ provider })]);
+      expect(result.merchantAccountIds).toEqual(['acct_A', 'acct_B']);
+      expect('merchantAccountId' in result).toBe(false);
+    });
+
+    it('accepts a list for standard', () => {
+      const [result] = validate([multi({ provider: 'standard', secrets: [`whsec_${SECRET_B64}`] })]);
+      expect(result.merchantAccountIds).toEqual(['acct_A', 'acct_B']);
+    });
+
+    it('accepts ["*"] (any account) and drops repeated accounts', () => {
+      expect(validate([multi({ merchantAccountIds: ['*'] })])[0].merchantAccountIds).toEqual(['*']);
+      expect(validate([multi({ merchantAccountIds: ['acct_A', 'acct_A'] })])[0].merchantAccountIds).toEqual(['acct_A']);
+    });
+
+    it('copies the list', () => {
+      const merchantAccountIds = ['acct_A'];
+      const [result] = validate([multi({ merchantAccountIds })]);
+      expect(result.merchantAccountIds === merchantAccountIds).toBe(false);
+    });
+
+    it('refuses both merchantAccountId and merchantAccountIds', () => {
+      const err = configError(() => validate([multi({ merchantAccountId: 'acct_A' })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "connect": set "merchantAccountId" or "merchantAccountIds", not both');
+      expectNoSecret(err, SECRET);
+    });
+
+    it('refuses neither (the single-account message)', () => {
+      const err = configError(() => validate([multi({ merchantAccountIds: undefined })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "connect": "merchantAccountId" is required');
+    });
+
+    it('refuses merchantAccountIds on paymos, whose bodies declare no account', () => {
+      const err = configError(() => validate([multi({ provider: 'paymos' })]));
+      expect(err.message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "connect": "merchantAccountIds" is not available for paymos (its bodies declare no account); use "merchantAccountId"',
+      );
+      expectNoSecret(err, SECRET);
+    });
+
+    it.each<[string, unknown]>([
+      ['an empty array', []],
+      ['a string', 'acct_A'],
+      ['an array with an empty string', ['acct_A', '']],
+      ['an array with a number', ['acct_A', 7]],
+      ['null', null],
+    ])('refuses a list that is %s', (_label, merchantAccountIds) => {
+      const err = configError(() => validate([multi({ merchantAccountIds })]));
+      expect(err.message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "connect": "merchantAccountIds" must be a non-empty array of non-empty strings, or ["*"]',
+      );
+      expectNoSecret(err, SECRET);
+    });
+
+    it('refuses "*" next to other accounts', () => {
+      const err = configError(() => validate([multi({ merchantAccountIds: ['*', 'acct_A'] })]));
+      expect(err.message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "connect": "merchantAccountIds" holds "*" (any account) with other accounts; use ["*"] alone',
+      );
+    });
+  });
+
+  describe('secrets that expire: { secret, expiresAt }', () => {
+    const NOW = Date.parse('2026-01-01T00:00:00Z');
+    const at = (value: unknown) => validateEndpoints('WEBHOOK_ENDPOINTS', value, NOW);
+    const LATER = '2026-02-01T00:00:00Z';
+
+    it('keeps strings and expiring entries side by side, in order', () => {
+      const secrets = [{ secret: SECRET, expiresAt: LATER }, 'new-secret'];
+      expect(at([endpoint({ secrets })])[0].secrets).toEqual(secrets);
+    });
+
+    it.each(['2026-02-01T00:00:00Z', '2026-02-01T00:00:00.250Z', '2026-02-01T01:00:00+01:00', '2026-02-01T01:00+0100', '2026-02-01t00:00:00z'])(
+      'accepts the instant %s',
+      (expiresAt) => {
+        expect(at([endpoint({ secrets: [{ secret: SECRET, expiresAt }] })])[0].secrets).toEqual([{ secret: SECRET, expiresAt }]);
+      },
+    );
+
+    it('keeps an endpoint one of whose secrets has expired, when another is live', () => {
+      const secrets = [{ secret: SECRET, expiresAt: '2025-12-01T00:00:00Z' }, 'new-secret'];
+      expect(at([endpoint({ secrets })])[0].secrets).toEqual(secrets);
+    });
+
+    it.each<[string, unknown[]]>([
+      ['one expired secret', [{ secret: SECRET, expiresAt: '2025-12-31T23:59:59Z' }]],
+      ['two expired secrets', [{ secret: SECRET, expiresAt: '2025-01-01T00:00:00Z' }, { secret: 'b', expiresAt: '2025-06-01T00:00:00Z' }]],
+      ['a secret expiring at this very instant', [{ secret: SECRET, expiresAt: '2026-01-01T00:00:00Z' }]],
+    ])('refuses an endpoint with %s and no live one', (_label, secrets) => {
+      const err = configError(() => at([endpoint({ secrets })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "paymos-main": every secret has already expired ("expiresAt" is in the past)');
+      expectNoSecret(err, SECRET);
+    });
+
+    it.each<[string, unknown]>([
+      ['no timezone', '2026-02-01T00:00:00'],
+      ['a date only', '2026-02-01'],
+      ['not a date', 'tomorrow'],
+      ['a day that does not exist', '2026-02-30T00:00:00Z'],
+      ['an hour out of range', '2026-02-01T24:30:00Z'],
+      ['a number', 1_800_000_000],
+      ['absent', undefined],
+      ['null', null],
+    ])('refuses an expiresAt that is %s, without echoing the secret', (_label, expiresAt) => {
+      const err = configError(() => at([endpoint({ secrets: ['other', { secret: SECRET, expiresAt }] })]));
+      expect(err.message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "paymos-main": secret #2: "expiresAt" must be an ISO 8601 instant with a timezone, such as 2026-01-31T00:00:00Z',
+      );
+      expectNoSecret(err, SECRET);
+    });
+
+    it.each<[string, unknown]>([
+      ['empty', ''],
+      ['blank', '   '],
+      ['absent', undefined],
+      ['a number', 42],
+    ])('refuses a secret that is %s', (_label, secret) => {
+      const err = configError(() => at([endpoint({ secrets: [{ secret, expiresAt: LATER }] })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "paymos-main": secret #1: "secret" must be a non-empty string');
+    });
+
+    it('refuses an unknown key, naming the key and never a value', () => {
+      const err = configError(() => at([endpoint({ secrets: [{ secret: SECRET, expiresAt: LATER, notBefore: SECRET }] })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "paymos-main": secret #1 has unknown key "notBefore" (known: secret, expiresAt)');
+      expectNoSecret(err, SECRET);
+    });
+
+    it('applies the Standard rules to an expiring secret', () => {
+      const ok = [{ secret: `whsec_${SECRET_B64}`, expiresAt: LATER }];
+      expect(at([endpoint({ id: 'std', provider: 'standard', secrets: ok })])[0].secrets).toEqual(ok);
+      const bad = configError(() => at([endpoint({ id: 'std', provider: 'standard', secrets: ['whsec_c3RhbmRhcmQ=', { secret: SECRET, expiresAt: LATER }] })]));
+      expect(bad.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 must start with "whsec_" (Standard Webhooks)');
+      expectNoSecret(bad, SECRET);
+      const notBase64 = configError(() => at([endpoint({ id: 'std', provider: 'standard', secrets: [{ secret: `whsec_${SECRET}!`, expiresAt: LATER }] })]));
+      expect(notBase64.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #1 is not base64 after "whsec_"');
+      expectNoSecret(notBase64, SECRET);
+    });
+
+    it('uses the current time by default', () => {
+      const past = new Date(Date.now() - 60_000).toISOString();
+      const future = new Date(Date.now() + 60_000).toISOString();
+      expect(validate([endpoint({ secrets: [{ secret: SECRET, expiresAt: future }] })])).toHaveLength(1);
+      expect(configError(() => validate([endpoint({ secrets: [{ secret: SECRET, expiresAt: past }] })])).problem).toBe(
+        'endpoint "paymos-main": every secret has already expired ("expiresAt" is in the past)',
+      );
+    });
+  });
+
+  describe('apiKey and apiBaseUrl (stripe only; read by the backfill)', () => {
+    const API_KEY = 'sk_test_SUPERSECRETAPIKEY';
+    const stripe = (over: Record<string, unknown> = {}) => endpoint({ id: 'stripe-main', provider: 'stripe', ...over });
+
+    it('keeps the apiKey; apiBaseUrl defaults to https://api.stripe.com', () => {
+      const [result] = validate([stripe({ apiKey: API_KEY })]);
+      expect(result.apiKey).toBe(API_KEY);
+      expect(result.apiBaseUrl).toBe('https://api.stripe.com');
+    });
+
+    it('keeps an apiBaseUrl given (trailing slashes dropped)', () => {
+      expect(validate([stripe({ apiKey: API_KEY, apiBaseUrl: 'http://127.0.0.1:12111/' })])[0].apiBaseUrl).toBe('http://127.0.0.1:12111');
+    });
+
+    it('adds neither to a stripe endpoint that sets neither', () => {
+      const [result] = validate([stripe()]);
+      expect('apiKey' in result).toBe(false);
+      expect('apiBaseUrl' in result).toBe(false);
+    });
+
+    it.each<[string, unknown]>([
+      ['empty', ''],
+      ['blank', ' '],
+      ['a number', 1],
+      ['null', null],
+    ])('refuses an apiKey that is %s', (_label, apiKey) => {
+      const err = configError(() => validate([stripe({ apiKey })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "stripe-main": "apiKey" must be a non-empty string');
+    });
+
+    it.each<[string, unknown]>([
+      ['not a URL', 'api.stripe.com'],
+      ['another scheme', 'ftp://api.stripe.com'],
+      ['a number', 443],
+    ])('refuses an apiBaseUrl that is %s, without echoing the apiKey', (_label, apiBaseUrl) => {
+      const err = configError(() => validate([stripe({ apiKey: API_KEY, apiBaseUrl })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "stripe-main": "apiBaseUrl" must be an http(s) URL');
+      expectNoSecret(err, API_KEY);
+    });
+
+    it.each(['paymos', 'factuarea', 'standard'])('refuses them on %s, without echoing the apiKey', (provider) => {
+      const secrets = provider === 'standard' ? [`whsec_${SECRET_B64}`] : [SECRET];
+      for (const over of [{ apiKey: API_KEY }, { apiBaseUrl: 'https://api.stripe.com' }]) {
+        const err = configError(() => validate([endpoint({ id: 'x', provider, secrets, ...over })]));
+        expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "x": "apiKey" and "apiBaseUrl" are for stripe endpoints only');
+        expectNoSecret(err, API_KEY);
+      }
+    });
+  });
+
   it('reports under the setting name it is given', () => {
     expect(configError(() => validateEndpoints('WEBHOOK_ENDPOINTS_FILE', {})).message).toBe(
       'WEBHOOK_ENDPOINTS_FILE: must be a JSON array of endpoint definitions',
