@@ -23,6 +23,8 @@ const HTTP_ANSWERS = {
   'PAYMENT.NOT_FOUND': { status: 404, error: 'not_found' },
   'DELIVERY.NOT_FOUND': { status: 404, error: 'not_found' },
   'OUTBOX.NOT_FOUND': { status: 404, error: 'not_found' },
+  'BACKFILL.NOT_FOUND': { status: 404, error: 'not_found' },
+  'BACKFILL.RUNNING': { status: 409, error: 'backfill_running', withDetail: true },
   'ORDER.ILLEGAL_TRANSITION': { status: 409, error: 'illegal_transition', withDetail: true },
   'OUTBOX.ILLEGAL_TRANSITION': { status: 409, error: 'illegal_transition', withDetail: true },
   'DELIVERY.BUSY': { status: 409, error: 'processing_in_progress', withDetail: true },

@@ -11,6 +11,8 @@ export const ERROR_CODES = {
   'PAYMENT.NOT_FOUND': { http: 'not_found' },
   'DELIVERY.NOT_FOUND': { http: 'not_found' },
   'OUTBOX.NOT_FOUND': { http: 'not_found' },
+  'BACKFILL.NOT_FOUND': { http: 'not_found' },
+  'BACKFILL.RUNNING': { http: 'backfill_running' },
   'ORDER.ILLEGAL_TRANSITION': { http: 'illegal_transition' },
   'OUTBOX.ILLEGAL_TRANSITION': { http: 'illegal_transition' },
   'DELIVERY.BUSY': { http: 'processing_in_progress' },

@@ -9,12 +9,15 @@ export enum QueueName {
   Outbox = 'outbox',
   /** Retention and other scheduled upkeep. */
   Maintenance = 'maintenance',
+  /** A backfill's walk of a provider's events API (job id = backfill id). */
+  Backfill = 'backfill',
 }
 
 export enum JobName {
   ProcessDelivery = 'process-delivery',
   DeliverMessage = 'dispatch',
   Retention = 'retention',
+  RunBackfill = 'run-backfill',
 }
 
 /** The scheduler ids of repeated jobs (one schedule per id, across every process). */

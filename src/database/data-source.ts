@@ -5,6 +5,7 @@ import { OperatorSurface1764633600000 } from '../../migrations/1764633600000-Ope
 import { OutboxCallStarted1764720000000 } from '../../migrations/1764720000000-OutboxCallStarted';
 import { GenericOutbox1764806400000 } from '../../migrations/1764806400000-GenericOutbox';
 import { InboxSourceAndApiVersion1764892800000 } from '../../migrations/1764892800000-InboxSourceAndApiVersion';
+import { Backfill1764979300000 } from '../../migrations/1764979300000-Backfill';
 import { Fulfillment } from '../fulfillment/fulfillment.entity';
 import { OutboxMessage } from '../outbox/outbox-message.entity';
 import { IdempotencyKey } from '../payments/idempotency-key.entity';
@@ -29,6 +30,7 @@ export const MIGRATIONS = [
   OutboxCallStarted1764720000000,
   GenericOutbox1764806400000,
   InboxSourceAndApiVersion1764892800000,
+  Backfill1764979300000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

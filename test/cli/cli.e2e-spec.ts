@@ -13,6 +13,7 @@ const MIGRATIONS = [
   'OutboxCallStarted1764720000000',
   'GenericOutbox1764806400000',
   'InboxSourceAndApiVersion1764892800000',
+  'Backfill1764979300000',
 ];
 
 function run(args: string[], env: Record<string, string>) {
@@ -72,7 +73,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const all = await tables(url);
     expect(all.filter((t) => t.schema !== TEST_SCHEMA)).toEqual([]);
     expect(all.map((t) => t.name).sort()).toEqual(
-      ['fulfillments', 'idempotency_keys', 'orders', 'outbox_message', 'payments', 'pw_migrations', 'webhook_inbox'].sort(),
+      ['backfills', 'fulfillments', 'idempotency_keys', 'orders', 'outbox_message', 'payments', 'pw_migrations', 'webhook_inbox'].sort(),
     );
   });
 
@@ -80,7 +81,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const out = run(['migrate'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' });
     expect(out.code).toBe(0);
     const all = await tables(url);
-    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(7);
+    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(8);
     expect(run(['status'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' }).code).toBe(0);
   });
 });

@@ -49,6 +49,8 @@ const OPERATION_IDS: Array<[string, string, string]> = [
   ['post', '/admin/outbox/{id}/retry', 'retryOutboxMessage'],
   ['post', '/admin/reconciliation', 'reconcile'],
   ['post', '/admin/retention/purge', 'purgeRetention'],
+  ['post', '/admin/backfill', 'startBackfill'],
+  ['get', '/admin/backfill/{id}', 'getBackfill'],
   ['get', '/health', 'checkLiveness'],
   ['get', '/health/ready', 'checkReadiness'],
   ['get', '/metrics', 'getMetrics'],
@@ -63,6 +65,7 @@ const CONFLICTS: Array<[string, string, Record<string, string>]> = [
   ['post', '/orders/{id}/cancel', { error: 'illegal_transition', detail: 'a paid order cannot be canceled' }],
   ['post', '/admin/webhook-deliveries/{id}/reprocess', { error: 'processing_in_progress', detail: expect.any(String) }],
   ['post', '/admin/outbox/{id}/retry', { error: 'illegal_transition', detail: expect.stringMatching(/cannot be retried; only a dead one$/) }],
+  ['post', '/admin/backfill', { error: 'backfill_running', detail: expect.stringMatching(/^a backfill of endpoint .+ is running/) }],
 ];
 
 /**

@@ -1,0 +1,89 @@
+import Stripe from 'stripe';
+import { retryDelayMs } from '../../common/backoff';
+
+/** Stripe's own API, where an endpoint names no `apiBaseUrl` (CONTRACT §1). */
+export const DEFAULT_STRIPE_API = 'https://api.stripe.com';
+
+/** The page size the contract asks for (Stripe's maximum). */
+export const PAGE_LIMIT = 100;
+
+/** Retries the client makes itself: 5xx, 409, connection errors, and whatever Stripe marks `Stripe-Should-Retry: true`. */
+const CLIENT_RETRIES = 3;
+/**
+ * The client leaves a bare 429 to its caller (stripe-node's RequestSender._shouldRetry retries only
+ * 409, ≥ 500 and `Stripe-Should-Retry: true`), so a rate-limited page is asked again here, with backoff.
+ */
+const RATE_LIMIT_RETRIES = 6;
+const RATE_LIMIT_BASE_MS = 500;
+const RATE_LIMIT_CAP_MS = 10_000;
+const TIMEOUT_MS = 30_000;
+
+export interface EventsPage {
+  events: Array<Record<string, unknown> & { id: string }>;
+  hasMore: boolean;
+}
+
+/** An answer from the API that ends the backfill (`failed` with this message). Never holds the key. */
+export class EventsApiError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EventsApiError';
+  }
+}
+
+/** Reads Stripe's Events API for one endpoint with the official client (CONTRACT §4 backfill). */
+export class StripeEventsClient {
+  private readonly stripe: Stripe;
+
+  constructor(
+    private readonly apiKey: string,
+    apiBaseUrl: string = DEFAULT_STRIPE_API,
+  ) {
+    const base = new URL(apiBaseUrl);
+    const protocol = base.protocol === 'http:' ? 'http' : 'https';
+    this.stripe = new Stripe(apiKey, {
+      host: base.hostname,
+      port: base.port || (protocol === 'http' ? 80 : 443),
+      protocol,
+      maxNetworkRetries: CLIENT_RETRIES,
+      timeout: TIMEOUT_MS,
+      telemetry: false,
+      appInfo: { name: 'nestjs-payment-webhooks backfill' },
+    });
+  }
+
+  /**
+   * One page of events created in [since, until), newest first, after `startingAfter`; on a
+   * connected account with `Stripe-Account`. Any error left once the retries are spent is an
+   * EventsApiError with Stripe's message (401/403 too), the key scrubbed from it.
+   */
+  async page(sinceSeconds: number, untilSeconds: number, startingAfter: string | null, account: string | null): Promise<EventsPage> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const list = await this.stripe.events.list(
+          {
+            created: { gte: sinceSeconds, lt: untilSeconds },
+            limit: PAGE_LIMIT,
+            ...(startingAfter ? { starting_after: startingAfter } : {}),
+          },
+          account ? { stripeAccount: account } : undefined,
+        );
+        return { events: list.data as unknown as EventsPage['events'], hasMore: list.has_more };
+      } catch (err) {
+        const status = (err as { statusCode?: number }).statusCode;
+        if (status === 429 && attempt <= RATE_LIMIT_RETRIES) {
+          await new Promise((r) => setTimeout(r, retryDelayMs(attempt, RATE_LIMIT_BASE_MS, RATE_LIMIT_CAP_MS)));
+          continue;
+        }
+        throw new EventsApiError(this.describe(err, status));
+      }
+    }
+  }
+
+  private describe(err: unknown, status: number | undefined): string {
+    const message = (err as Error)?.message || String(err);
+    const text = `Stripe events API${status ? ` answered ${status}` : ' failed'}: ${message}`;
+    // Stripe names a key by its last four characters only; never let the whole key through.
+    return text.split(this.apiKey).join('[redacted]');
+  }
+}

@@ -1,0 +1,203 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One request the stub answered (or refused). */
+export interface SeenRequest {
+  path: string;
+  query: Record<string, string>;
+  authorization: string | undefined;
+  stripeAccount: string | undefined;
+  status: number;
+}
+
+/** A Stripe-shaped event as `GET /v1/events` lists it. */
+export interface StubEvent {
+  id: string;
+  object: 'event';
+  api_version: string;
+  created: number;
+  livemode: false;
+  pending_webhooks: number;
+  request: { id: string | null; idempotency_key: string | null };
+  type: string;
+  account?: string;
+  data: { object: Record<string, unknown> };
+}
+
+/**
+ * A local stand-in for Stripe's Events API (`GET /v1/events`), on 127.0.0.1 and a free port:
+ * `created[gte]`/`created[lt]` (unix seconds), `limit` (capped at `pageSize`, 10 by default, so a
+ * few events make several pages), `starting_after`, newest first with `has_more`, as Stripe lists;
+ * bearer auth (a wrong key answers 401 with Stripe's error body); `Stripe-Account` scoping (an
+ * event added for an account is listed only with that header, and carries `account` as a Connect
+ * event does). `failNext(n)` makes the next n list requests answer 429; `holdNext()` keeps the next
+ * list request unanswered until `release()`; every request is recorded in `requests`.
+ */
+export class StripeEventsStub {
+  readonly requests: SeenRequest[] = [];
+  private server: Server | undefined;
+  /** Events per account ('' = the platform's own, listed without Stripe-Account). */
+  private readonly events = new Map<string, StubEvent[]>();
+  private rateLimited = 0;
+  private held: { count: number; waiting: Array<() => void>; onHeld?: () => void } = { count: 0, waiting: [] };
+
+  constructor(
+    readonly apiKey = 'sk_test_stub_4eC39HqLyjWDarjtT1zdp7dc',
+    private readonly pageSize = 10,
+  ) {}
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => this.handle(req, res));
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+  }
+
+  async stop(): Promise<void> {
+    this.release();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server?.closeAllConnections();
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+  }
+
+  reset(): void {
+    this.events.clear();
+    this.requests.length = 0;
+    this.rateLimited = 0;
+    this.release();
+  }
+
+  /** Adds a `payment_intent.succeeded` event (on `account` when given: a connected account's). */
+  addSucceeded(opts: { orderId: string; amount?: number; currency?: string; created: number; account?: string; id?: string; paymentIntentId?: string }): StubEvent {
+    const amount = opts.amount ?? 4990;
+    const pi = opts.paymentIntentId ?? `pi_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+    const event: StubEvent = {
+      id: opts.id ?? `evt_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+      object: 'event',
+      api_version: '2025-03-31.basil',
+      created: opts.created,
+      livemode: false,
+      pending_webhooks: 0,
+      request: { id: `req_${randomUUID().replace(/-/g, '').slice(0, 14)}`, idempotency_key: randomUUID() },
+      type: 'payment_intent.succeeded',
+      ...(opts.account ? { account: opts.account } : {}),
+      data: {
+        object: {
+          id: pi,
+          object: 'payment_intent',
+          amount,
+          amount_capturable: 0,
+          amount_received: amount,
+          capture_method: 'automatic',
+          created: opts.created - 5,
+          currency: (opts.currency ?? 'eur').toLowerCase(),
+          latest_charge: `ch_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+          livemode: false,
+          metadata: { order_id: opts.orderId },
+          payment_method_types: ['card'],
+          status: 'succeeded',
+        },
+      },
+    };
+    const list = this.events.get(opts.account ?? '') ?? [];
+    list.push(event);
+    this.events.set(opts.account ?? '', list);
+    return event;
+  }
+
+  /** The next `count` list requests answer 429 (rate limited), as Stripe does under load. */
+  failNext(count: number): void {
+    this.rateLimited += count;
+  }
+
+  /** The next `count` list requests wait unanswered until release(); `onHeld` runs when one arrives. */
+  holdNext(count = 1, onHeld?: () => void): void {
+    this.held = { count, waiting: this.held.waiting, onHeld };
+  }
+
+  /** Answers every held request. */
+  release(): void {
+    const waiting = this.held.waiting;
+    this.held = { count: 0, waiting: [] };
+    for (const go of waiting) go();
+  }
+
+  /** The list requests that were answered 200. */
+  get listed(): SeenRequest[] {
+    return this.requests.filter((r) => r.path === '/v1/events' && r.status === 200);
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://stub');
+    const query = Object.fromEntries(url.searchParams.entries());
+    const seen: SeenRequest = {
+      path: url.pathname,
+      query,
+      authorization: req.headers.authorization,
+      stripeAccount: header(req, 'stripe-account'),
+      status: 0,
+    };
+    this.requests.push(seen);
+    const answer = (status: number, body: unknown) => {
+      seen.status = status;
+      if (res.destroyed) return;
+      res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomUUID().slice(0, 14)}` });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== 'GET' || url.pathname !== '/v1/events') {
+      return answer(404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url.pathname}).` } });
+    }
+    if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
+      const given = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+      return answer(401, {
+        error: { type: 'invalid_request_error', message: `Invalid API Key provided: ${redact(given)}` },
+      });
+    }
+    if (this.rateLimited > 0) {
+      this.rateLimited--;
+      return answer(429, {
+        error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests hit the API too quickly.' },
+      });
+    }
+    const respond = () => answer(200, this.page(seen.stripeAccount ?? '', query));
+    if (this.held.count > 0) {
+      this.held.count--;
+      this.held.waiting.push(respond);
+      this.held.onHeld?.();
+      return;
+    }
+    respond();
+  }
+
+  private page(account: string, query: Record<string, string>) {
+    const gte = query['created[gte]'] === undefined ? -Infinity : Number(query['created[gte]']);
+    const lt = query['created[lt]'] === undefined ? Infinity : Number(query['created[lt]']);
+    const limit = Math.min(Number(query.limit ?? 10) || 10, this.pageSize);
+    // Newest first; ties in the order they were added, later first (a stable order, as Stripe's is).
+    const all = (this.events.get(account) ?? [])
+      .map((event, index) => ({ event, index }))
+      .filter(({ event }) => event.created >= gte && event.created < lt)
+      .sort((a, b) => b.event.created - a.event.created || b.index - a.index)
+      .map(({ event }) => event);
+    let from = 0;
+    if (query.starting_after) {
+      const at = all.findIndex((e) => e.id === query.starting_after);
+      from = at < 0 ? all.length : at + 1;
+    }
+    const data = all.slice(from, from + limit);
+    return { object: 'list', data, has_more: from + limit < all.length, url: '/v1/events' };
+  }
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Stripe's way of naming a key in an error: its prefix and last four characters. */
+function redact(key: string): string {
+  const prefix = key.match(/^(sk|rk)_(test|live)_/)?.[0] ?? '';
+  return `${prefix}${'*'.repeat(4)}${key.slice(-4)}`;
+}
