@@ -40,7 +40,7 @@ export class StripeEventsStub {
   /** Events per account ('' = the platform's own, listed without Stripe-Account). */
   private readonly events = new Map<string, StubEvent[]>();
   private rateLimited = 0;
-  private held: { count: number; waiting: Array<() => void>; onHeld?: () => void } = { count: 0, waiting: [] };
+  private held: { count: number; after: number; waiting: Array<() => void>; onHeld?: () => void } = { count: 0, after: 0, waiting: [] };
 
   constructor(
     readonly apiKey = 'sk_test_stub_4eC39HqLyjWDarjtT1zdp7dc',
@@ -112,15 +112,18 @@ export class StripeEventsStub {
     this.rateLimited += count;
   }
 
-  /** The next `count` list requests wait unanswered until release(); `onHeld` runs when one arrives. */
-  holdNext(count = 1, onHeld?: () => void): void {
-    this.held = { count, waiting: this.held.waiting, onHeld };
+  /**
+   * After `after` more list requests are answered, the next `count` wait unanswered until
+   * release(); `onHeld` runs when one arrives.
+   */
+  holdNext(count = 1, onHeld?: () => void, { after = 0 }: { after?: number } = {}): void {
+    this.held = { count, after, waiting: this.held.waiting, onHeld };
   }
 
   /** Answers every held request. */
   release(): void {
     const waiting = this.held.waiting;
-    this.held = { count: 0, waiting: [] };
+    this.held = { count: 0, after: 0, waiting: [] };
     for (const go of waiting) go();
   }
 
@@ -162,7 +165,9 @@ export class StripeEventsStub {
       });
     }
     const respond = () => answer(200, this.page(seen.stripeAccount ?? '', query));
-    if (this.held.count > 0) {
+    if (this.held.count > 0 && this.held.after > 0) {
+      this.held.after--;
+    } else if (this.held.count > 0) {
       this.held.count--;
       this.held.waiting.push(respond);
       this.held.onHeld?.();
