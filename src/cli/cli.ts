@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { loadStandaloneConfig, StandaloneConfig } from '../config/env';
 import { ConfigurationError } from '../config/validate';
 import { dataSourceOptions } from '../database/data-source';
+import { backfillCommand } from './backfill.command';
 import { migrateCommand, statusCommand } from './migrate.command';
 import { reconcileCommand } from './reconcile.command';
 import { CliCommand, CliContext, CliExit, describeDatabase, EXIT } from './context';
@@ -13,6 +14,7 @@ export const COMMANDS: Record<string, CliCommand> = {
   migrate: migrateCommand,
   status: statusCommand,
   reconcile: reconcileCommand,
+  backfill: backfillCommand,
 };
 
 export function usage(): string {

@@ -104,7 +104,7 @@ describe('payment-webhooks: could not run is exit 2, with one line saying why', 
     const out = run(['--help'], {});
     expect(out.code).toBe(0);
     expect(out.stdout).toMatch(/^usage: payment-webhooks <command>/);
-    for (const command of ['migrate', 'status', 'reconcile']) expect(out.stdout).toContain(`  ${command}`);
+    for (const command of ['migrate', 'status', 'reconcile', 'backfill']) expect(out.stdout).toContain(`  ${command}`);
   });
 });
 

@@ -5,7 +5,8 @@ import { QueueName } from '../../common/queues';
 import { startWorker } from '../../common/start-worker';
 import type { ResolvedOptions } from '../../config/options';
 import { PW_BULL, PW_OPTIONS } from '../../payment-webhooks.constants';
-import { BackfillService, RunBackfillData } from './backfill.service';
+import { BackfillService } from './backfill.service';
+import type { RunBackfillData } from './backfill.store';
 
 /**
  * Runs backfills where `runWorkers` is on. A worker that dies mid-walk leaves its job to BullMQ's
