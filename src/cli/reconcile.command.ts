@@ -30,14 +30,14 @@ export const reconcileCommand: CliCommand = {
     const paidResourceIds = readIds('--paid', values.paid);
     const eventIds = readIds('--events', values.events);
     const dataSource = await ctx.connect();
-    const report = await reconcile(dataSource, {
-      provider: values.provider,
-      merchantAccountId: values.account,
-      paidResourceIds,
-      eventIds,
-    });
+    const report = await reconcile(
+      dataSource,
+      { provider: values.provider, merchantAccountId: values.account, paidResourceIds, eventIds },
+      ctx.config.options.endpoints,
+    );
     ctx.out(JSON.stringify(report, null, 2));
-    return Object.values(report).some((list) => list.length > 0) ? 2 : EXIT.ok;
+    const { backfill: _recovery, ...lists } = report;
+    return Object.values(lists).some((list) => list.length > 0) ? 2 : EXIT.ok;
   },
 };
 

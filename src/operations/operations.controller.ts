@@ -1,12 +1,13 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiErrorResponses, conflict, fieldError } from '../common/api-docs';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
-import { PROVIDER_NAMES } from '../config/options';
+import { PROVIDER_NAMES, type ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
+import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { uuidParam } from '../payments/orders.controller';
 import { DeliveryArchiveService } from './delivery-archive.service';
 import {
@@ -39,6 +40,7 @@ export class OperationsController {
     private readonly outbox: OutboxAdminService,
     private readonly retention: RetentionService,
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
   @Get('webhook-deliveries')
@@ -115,7 +117,7 @@ export class OperationsController {
     400: fieldError('provider', `provider must be one of ${PROVIDER_NAMES.join(', ')}`),
   })
   reconciliation(@Body() body: ReconciliationRequest): Promise<ReconciliationReport> {
-    return reconcile(this.dataSource, body);
+    return reconcile(this.dataSource, body, this.options.endpoints);
   }
 
   @Post('retention/purge')

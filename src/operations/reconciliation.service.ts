@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
-import type { ReconciliationReport } from './dto/operations.dto';
+import type { EndpointDefinition } from '../config/options';
+import type { ReconciliationBackfill, ReconciliationReport } from './dto/operations.dto';
 
 export interface ReconciliationInput {
   provider: string;
@@ -13,13 +14,54 @@ export interface ReconciliationInput {
 /** Statuses that mean "the money was captured here". */
 const CAPTURED = ['succeeded', 'partially_refunded', 'refunded', 'disputed', 'dispute_lost'];
 
+/** How far back Stripe's Events API lists events: the widest window a backfill can recover. */
+export const STRIPE_EVENTS_RETENTION_DAYS = 30;
+
+/**
+ * The backfill that recovers missing events (the body of POST /admin/backfill), or null: a stripe
+ * endpoint with an apiKey serving the account, the first configured. We know which ids are missing,
+ * not when they were sent, so the window is all that Stripe still lists (30 days) up to now; events
+ * already recorded in it are duplicates and change nothing.
+ */
+export function recoveringBackfill(
+  endpoints: EndpointDefinition[],
+  provider: string,
+  merchantAccountId: string,
+  nowMs: number,
+): ReconciliationBackfill | null {
+  if (provider !== 'stripe') return null;
+  const endpoint = endpoints.find(
+    (e) =>
+      e.provider === 'stripe' &&
+      !!e.apiKey &&
+      (e.merchantAccountIds === undefined
+        ? e.merchantAccountId === merchantAccountId
+        : e.merchantAccountIds.includes('*') || e.merchantAccountIds.includes(merchantAccountId)),
+  );
+  if (!endpoint) return null;
+  const until = Math.floor(nowMs / 1000) * 1000;
+  return {
+    endpointId: endpoint.id,
+    since: new Date(until - STRIPE_EVENTS_RETENTION_DAYS * 86_400_000).toISOString(),
+    until: new Date(until).toISOString(),
+    // On a multi-account endpoint, only this account's events (and "*" needs a list).
+    ...(endpoint.merchantAccountIds === undefined ? {} : { accounts: [merchantAccountId] }),
+  };
+}
+
 /**
  * Compares our table with what the provider says (CONTRACT §4). A missing event is a subscription
  * or firewall problem; a paid payment not succeeded here, a delivery lost or parked; an order
  * paid and not fulfilled, a stuck outbox; two shipments for one order, a key problem. Plain SQL
- * on a DataSource, so the admin route and the command line share it.
+ * on a DataSource, so the admin route and the command line share it. Missing Stripe events come
+ * with the backfill that recovers them, where an endpoint can run one.
  */
-export async function reconcile(dataSource: DataSource, input: ReconciliationInput): Promise<ReconciliationReport> {
+export async function reconcile(
+  dataSource: DataSource,
+  input: ReconciliationInput,
+  endpoints: EndpointDefinition[] = [],
+  nowMs: number = Date.now(),
+): Promise<ReconciliationReport> {
   const eventIds = [...new Set(input.eventIds ?? [])];
   const paidIds = [...new Set(input.paidResourceIds ?? [])];
 
@@ -52,10 +94,12 @@ export async function reconcile(dataSource: DataSource, input: ReconciliationInp
       GROUP BY order_id HAVING count(DISTINCT shipment_id) > 1`,
   );
 
+  const missingEvents = eventIds.filter((id) => !seen.has(id));
   return {
-    missingEvents: eventIds.filter((id) => !seen.has(id)),
+    missingEvents,
     missingPaidPayments: paidIds.filter((id) => !paidHere.has(id)),
     paidNotFulfilled: stuck.map((r) => r.id),
     duplicateEffects: doubled.map((r) => r.order_id),
+    backfill: missingEvents.length > 0 ? recoveringBackfill(endpoints, input.provider, input.merchantAccountId, nowMs) : null,
   };
 }

@@ -1,4 +1,6 @@
-import type { EndpointDefinition } from '../../src/config/options';
+import type { EndpointDefinition, ResolvedOptions } from '../../src/config/options';
+import { recoveringBackfill } from '../../src/operations/reconciliation.service';
+import { PW_OPTIONS } from '../../src/payment-webhooks.constants';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, eventually, TEST_ENDPOINTS, TestApp } from '../support/app';
@@ -279,5 +281,55 @@ describe('backfill from the Stripe events API', () => {
     } finally {
       await t.dataSource.query(`DROP TRIGGER backfill_fault ON backfills; DROP FUNCTION backfill_fault(); DROP TABLE backfill_fault`);
     }
+  });
+
+  describe('reconciliation that recovers (the outage runbook)', () => {
+    const reconcile = (body: object) => d.http().post('/admin/reconciliation').set(AUTH).send(body);
+
+    it('missing Stripe events come with the backfill that recovers them; run it, and reconciliation is clean', async () => {
+      const all = await ordersWithEvents(4);
+      await deliver('stripe-backfill', all[0].event);
+      const eventIds = all.map((x) => x.event.id);
+      const before = Date.now();
+      const report = await reconcile({ provider: 'stripe', merchantAccountId: 'acct_bf', eventIds });
+      expect(report.status).toBe(200);
+      expect(report.body).toEqual({
+        missingEvents: eventIds.slice(1),
+        missingPaidPayments: [],
+        paidNotFulfilled: [],
+        duplicateEffects: [],
+        backfill: { endpointId: 'stripe-backfill', since: expect.any(String), until: expect.any(String) },
+      });
+      const { since: from, until: to } = report.body.backfill;
+      // As far back as Stripe lists events (30 days), up to the report.
+      expect(Date.parse(to) - Date.parse(from)).toBe(30 * 86_400_000);
+      expect(Math.abs(Date.parse(to) - before)).toBeLessThan(5_000);
+
+      const started = await start(report.body.backfill);
+      expect(started.status).toBe(202);
+      expect(await finished(started.body.id)).toMatchObject({ status: 'done', listed: 4, accepted: 3, duplicates: 1 });
+      await eventually(async () => sim.shipments.length === 4, 20_000, 'four shipments');
+      const after = await reconcile({ provider: 'stripe', merchantAccountId: 'acct_bf', eventIds });
+      expect(after.body).toEqual({ missingEvents: [], missingPaidPayments: [], paidNotFulfilled: [], duplicateEffects: [], backfill: null });
+    });
+
+    it('a connected account gets its endpoint and itself as accounts; no endpoint with an apiKey, or another provider: null', async () => {
+      const connect = await reconcile({ provider: 'stripe', merchantAccountId: 'acct_B', eventIds: ['evt_never_seen'] });
+      expect(connect.body.backfill).toEqual({ endpointId: 'stripe-connect', since: expect.any(String), until: expect.any(String), accounts: ['acct_B'] });
+      const anyAccount = await reconcile({ provider: 'stripe', merchantAccountId: 'acct_Q', eventIds: ['evt_never_seen'] });
+      expect(anyAccount.body.backfill).toMatchObject({ endpointId: 'stripe-any', accounts: ['acct_Q'] });
+      // Without the ["*"] endpoint, acct_1's only stripe endpoint (stripe-main) has no apiKey.
+      const withoutAny = (t.get(PW_OPTIONS) as ResolvedOptions).endpoints.filter((e) => e.id !== 'stripe-any');
+      expect(recoveringBackfill(withoutAny, 'stripe', 'acct_1', Date.now())).toBeNull();
+      expect(recoveringBackfill(withoutAny, 'stripe', 'acct_bf', Date.parse('2026-11-29T12:00:00.400Z'))).toEqual({
+        endpointId: 'stripe-backfill',
+        since: '2026-10-30T12:00:00.000Z',
+        until: '2026-11-29T12:00:00.000Z',
+      });
+      // Nothing missing, nothing to recover.
+      expect((await reconcile({ provider: 'stripe', merchantAccountId: 'acct_bf', eventIds: [] })).body.backfill).toBeNull();
+      const paymos = await reconcile({ provider: 'paymos', merchantAccountId: 'acc_1', eventIds: ['evt_never_seen'] });
+      expect(paymos.body.backfill).toBeNull();
+    });
   });
 });

@@ -10,7 +10,7 @@ import { TEST_DATABASE_URL } from '../support/env';
 /** POST /admin/reconciliation (CONTRACT §4) and its command line, tools/reconcile.ts. */
 
 const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
-const EMPTY = { missingEvents: [], missingPaidPayments: [], paidNotFulfilled: [], duplicateEffects: [] };
+const EMPTY = { missingEvents: [], missingPaidPayments: [], paidNotFulfilled: [], duplicateEffects: [], backfill: null };
 
 describe('reconciliation', () => {
   let t: TestApp;
@@ -79,6 +79,7 @@ describe('reconciliation', () => {
         missingPaidPayments: [neverSeen, pendingInvoice],
         paidNotFulfilled: [], // paid just now
         duplicateEffects: [],
+        backfill: null, // paymos has no events API
       });
     });
 
@@ -221,6 +222,7 @@ describe('reconciliation', () => {
         missingPaidPayments: [never],
         paidNotFulfilled: [stuck],
         duplicateEffects: [],
+        backfill: null,
       });
       const api = await reconcile({
         provider: 'paymos',

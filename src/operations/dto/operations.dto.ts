@@ -151,6 +151,15 @@ export class ReconciliationRequest {
   paidResourceIds?: string[];
 }
 
+/** The request body of POST /admin/backfill that recovers a report's missing events. */
+export class ReconciliationBackfill {
+  @ApiProperty({ example: 'stripe-main' }) endpointId: string;
+  @ApiProperty({ example: '2026-10-30T12:00:00.000Z', description: '30 days before now: as far back as Stripe lists events' }) since: string;
+  @ApiProperty({ example: '2026-11-29T12:00:00.000Z', description: 'Now, when the report was made' }) until: string;
+  @ApiPropertyOptional({ type: [String], example: ['acct_1'], description: 'On a merchantAccountIds endpoint: the reconciled account' })
+  accounts?: string[];
+}
+
 export class ReconciliationReport {
   @ApiProperty({ type: [String], description: 'Event ids never recorded here' }) missingEvents: string[];
   @ApiProperty({ type: [String], description: 'Paid resource ids whose payment is not succeeded (or later) here' })
@@ -158,6 +167,13 @@ export class ReconciliationReport {
   @ApiProperty({ type: [String], description: 'Orders paid more than 10 minutes ago without a dispatched fulfillment' })
   paidNotFulfilled: string[];
   @ApiProperty({ type: [String], description: 'Orders with more than one shipment id' }) duplicateEffects: string[];
+  @ApiProperty({
+    type: ReconciliationBackfill,
+    nullable: true,
+    description:
+      'When events are missing and a stripe endpoint with an apiKey serves the account: the POST /admin/backfill body that recovers them; else null',
+  })
+  backfill: ReconciliationBackfill | null;
 }
 
 export class PurgeAnswer {
