@@ -84,6 +84,9 @@ function eventKey(provider: string, merchantAccountId: string, eventId: string):
   return `${provider}\u0000${merchantAccountId}\u0000${eventId}`;
 }
 
+/** The 400 detail of a body that declares no account on an endpoint of many. */
+export const MANY_ACCOUNTS_NONE_DECLARED = 'the endpoint serves many merchant accounts and the body declares none';
+
 /** Headers every delivery keeps besides its provider's own. */
 const COMMON_HEADERS = ['content-type', 'user-agent'];
 
@@ -134,12 +137,14 @@ export class InboxIngestService implements OnApplicationShutdown {
     body: string,
     source: DeliverySource = 'webhook',
   ): Promise<IngestAnswer> {
+    const merchantAccountId = eventAccount(endpoint, identity.account);
+    // An endpoint of many accounts keys each event on the account its body declares: none, no key.
+    if (merchantAccountId === null) throw new WebhookError('malformed_payload', MANY_ACCOUNTS_NONE_DECLARED);
     const row: InboxRow = {
       id: uuid7(),
       endpointId: endpoint.id,
       provider: endpoint.provider.name,
-      // On a multi-account endpoint the body's declared account (the controller refuses a body that declares none).
-      merchantAccountId: eventAccount(endpoint, identity.account) ?? '',
+      merchantAccountId,
       eventId: identity.eventId,
       eventType: identity.eventType,
       resourceId: identity.resourceId,

@@ -2,7 +2,7 @@ import { Controller, HttpCode, Param, Post, Req, UseFilters, UseGuards } from '@
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { isUtf8 } from 'node:buffer';
 import { DeliveryObserver } from './delivery-observer';
-import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
+import { InboxIngestService, IngestAnswer, MANY_ACCOUNTS_NONE_DECLARED } from './inbox-ingest.service';
 import { MalformedPayloadError } from './providers';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhookErrorFilter } from './webhook-error.filter';
@@ -79,10 +79,7 @@ export class WebhooksController {
     // On an endpoint serving many accounts, the body's account is the event's: without one the
     // event has no key (nothing is recorded).
     if (endpoint.merchantAccountIds !== null && identity.account === null) {
-      throw new WebhookError(
-        'malformed_payload',
-        'the endpoint serves many merchant accounts and the body declares none',
-      );
+      throw new WebhookError('malformed_payload', MANY_ACCOUNTS_NONE_DECLARED);
     }
     this.observer.note(req, { eventId: identity.eventId });
     const answer = await this.ingest.record(endpoint, identity, req.headers, text);
