@@ -14,7 +14,7 @@ export function createLogger(options: { level?: string; destination?: pino.Desti
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: {
-        paths: ['shipTo', '*.shipTo', 'headers', '*.headers', 'secret', 'secrets', '*.secrets', 'authorization', '*.authorization'],
+        paths: ['shipTo', '*.shipTo', 'headers', '*.headers', 'secret', 'secrets', '*.secrets', 'authorization', '*.authorization', 'apiKey', '*.apiKey'],
         censor: '[redacted]',
       },
     },
