@@ -21,6 +21,19 @@ import { canonicalJson } from '../src/common/canonical-json';
 
 export type FaultMode = 'fail' | 'hang' | 'drop' | 'reject';
 
+/**
+ * An answer of the test's choosing, played after the shipment is created (a carrier that shipped
+ * and then answered oddly): `body` as is, or `streamBytes` bytes of a JSON-looking body streamed in
+ * 64 KiB chunks (an oversized answer; `bytesWritten` tells how much the client let through before
+ * it hung up).
+ */
+export interface CustomAnswer {
+  status: number;
+  body?: string;
+  streamBytes?: number;
+  headers?: Record<string, string>;
+}
+
 export interface SimulatedShipment {
   id: string;
   idempotencyKey: string;
@@ -32,7 +45,7 @@ export interface RecordedCall {
   at: string;
   idempotencyKey: string | null;
   /** What the simulator did: created, replayed, conflict, or the fault it played. */
-  result: 'created' | 'replayed' | 'conflict' | 'unauthorized' | 'bad_request' | FaultMode;
+  result: 'created' | 'replayed' | 'conflict' | 'unauthorized' | 'bad_request' | 'answer' | FaultMode;
 }
 
 export class CarrierSimulator {
@@ -40,7 +53,9 @@ export class CarrierSimulator {
   private readonly sockets = new Set<Socket>();
   private readonly byKey = new Map<string, { shipment: SimulatedShipment; bodyHash: string }>();
   readonly calls: RecordedCall[] = [];
-  private faults: FaultMode[] = [];
+  private faults: Array<FaultMode | CustomAnswer> = [];
+  /** Bytes of streamed custom answers written to the socket, and whether the client hung up first. */
+  readonly streamed: Array<{ bytesWritten: number; closedEarly: boolean }> = [];
 
   /** Called with each new shipment as it is created (the benchmark times shipments with it). */
   onShipment: ((shipment: SimulatedShipment) => void) | undefined;
@@ -60,10 +75,16 @@ export class CarrierSimulator {
     for (let i = 0; i < count; i++) this.faults.push(mode);
   }
 
+  /** Queues `count` calls to be answered with `answer` (after the shipment is created). */
+  answerWith(answer: CustomAnswer, count = 1): void {
+    for (let i = 0; i < count; i++) this.faults.push(answer);
+  }
+
   reset(): void {
     this.byKey.clear();
     this.calls.length = 0;
     this.faults = [];
+    this.streamed.length = 0;
   }
 
   async start(port = 0, host = '127.0.0.1'): Promise<this> {
@@ -153,8 +174,47 @@ export class CarrierSimulator {
       req.socket.destroy();
       return;
     }
+    if (fault !== undefined && typeof fault === 'object') {
+      record('answer');
+      return this.custom(res, fault);
+    }
     record(status === 201 ? 'created' : 'replayed');
     json(res, status, { id: shipment.id, orderId: shipment.orderId, status: 'created' });
+  }
+
+  private custom(res: ServerResponse, answer: CustomAnswer): void {
+    if (answer.streamBytes === undefined) {
+      res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
+      res.end(answer.body ?? '');
+      return;
+    }
+    const total = answer.streamBytes;
+    const entry = { bytesWritten: 0, closedEarly: false };
+    this.streamed.push(entry);
+    res.writeHead(answer.status, { 'content-type': 'application/json', 'content-length': String(total), ...answer.headers });
+    const head = Buffer.from('{"id":"shp_big","pad":"');
+    const chunk = Buffer.alloc(65_536, 'a');
+    let closed = false;
+    res.on('close', () => {
+      closed = true;
+      entry.closedEarly = entry.bytesWritten < total;
+    });
+    const pump = () => {
+      while (!closed && entry.bytesWritten < total) {
+        const left = total - entry.bytesWritten;
+        const piece = entry.bytesWritten === 0 ? head.subarray(0, Math.min(head.length, left)) : chunk.subarray(0, Math.min(chunk.length, left));
+        entry.bytesWritten += piece.length;
+        if (entry.bytesWritten >= total) {
+          res.end(piece);
+          return;
+        }
+        if (!res.write(piece)) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+    };
+    pump();
   }
 
   private control(method: string, path: string, body: string, res: ServerResponse): void {

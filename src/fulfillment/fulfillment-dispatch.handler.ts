@@ -8,8 +8,8 @@ import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-h
 import type { AttemptDecision, HandlerOutcome } from '../outbox/outbox.state';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { CarrierRegistry } from './carriers/carrier-registry';
-import type { ShipmentResult } from './carriers/carrier';
-import type { Fulfillment } from './fulfillment.entity';
+import { isUsableShipmentId, ShipmentResult } from './carriers/carrier';
+import { Fulfillment } from './fulfillment.entity';
 import { FULFILLMENT_DISPATCH, FulfillmentDispatchPayload, FulfillmentService } from './fulfillment.service';
 
 /**
@@ -77,7 +77,18 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
       };
     }
     timer();
-    this.metrics.carrierCalls.labels(carrier.name, result.status ?? (result.ok ? 'ok' : 'failed')).inc();
+    // A host adapter's id is held to the same rule as an HTTP carrier's: one that cannot be kept is
+    // no id (the carrier may have shipped: the same key asks again), never a success.
+    if (result.ok && !isUsableShipmentId(result.shipmentId)) {
+      result = {
+        ok: false,
+        retryable: true,
+        reason: `carrier ${carrier.name} answered an unusable shipment id`,
+        status: NO_SHIPMENT_ID,
+        mayHaveShipped: true,
+      };
+    }
+    this.metrics.carrierCalls.labels(carrier.name, callLabel(result)).inc();
     if (result.ok) return { kind: 'done', result: { shipmentId: result.shipmentId } };
     if (!result.retryable) return { kind: 'dead', reason: result.reason };
     return { kind: 'retry', reason: result.reason, retryAfterMs: result.retryAfterMs, mayHaveHappened: result.mayHaveShipped === true };
@@ -90,7 +101,10 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
    */
   async recorded(em: EntityManager, attempt: OutboxAttempt<FulfillmentDispatchPayload>, outcome: HandlerOutcome, decision: AttemptDecision): Promise<void> {
     if (decision.status === 'pending') return;
-    const fulfillment = this.seen.get(attempt) ?? (await this.fulfillments.find(em, String(attempt.payload.fulfillmentId)));
+    // A copy: a recording that fails rolls back, and the fallback that records the attempt must
+    // find the fulfillment as it was read, not as the failed recording left it in memory.
+    const seen = this.seen.get(attempt);
+    const fulfillment = seen ? Object.assign(new Fulfillment(), seen) : await this.fulfillments.find(em, String(attempt.payload.fulfillmentId));
     if (!fulfillment) return;
     const from = fulfillment.status;
     const now = new Date();
@@ -107,4 +121,14 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
     const from = fulfillment.status;
     if (fulfillment.requestAgain()) this.fulfillments.saveMove(em, fulfillment, from);
   }
+}
+
+/** The metrics label of a 2xx (or an adapter's yes) that carried no usable shipment id: not a success. */
+export const NO_SHIPMENT_ID = 'no_shipment_id';
+
+/** `pw_carrier_calls_total`'s status: the HTTP status of a shipment, `no_shipment_id` for a 2xx without one. */
+function callLabel(result: ShipmentResult): string {
+  if (result.ok) return result.status ?? 'ok';
+  if (result.status && /^2\d\d$/.test(result.status)) return NO_SHIPMENT_ID;
+  return result.status ?? 'failed';
 }

@@ -204,7 +204,7 @@ export class OutboxDispatcher {
                 id: p.attempt.id,
                 status: p.decision.status,
                 attempts: p.attempts,
-                reason: p.decision.status === 'dispatched' ? null : p.decision.reason.slice(0, 1_000),
+                reason: p.decision.status === 'dispatched' ? null : storableText(p.decision.reason, 1_000),
                 delay: p.delay,
                 keep: p.decision.status !== 'dispatched' && p.decision.keepCallTrace,
               })),
@@ -244,19 +244,29 @@ export class OutboxDispatcher {
   /**
    * Records the attempt under the message's row lock, if this worker still holds its lease (one
    * that lapsed may have been taken over: then the other worker records). If the outcome cannot be
-   * recorded (the handler's own bookkeeping refuses it), the attempt is recorded all the same, as a
-   * retry whose effect may have happened, so the budget still runs out.
+   * recorded (the handler's own bookkeeping refuses it: a value PostgreSQL cannot store, a host's
+   * in-transaction subscriber that throws), the attempt is recorded all the same, as a retry whose
+   * effect may have happened, so the budget still runs out: in a transaction of its own whose
+   * values are all this module's (the reason made storable), with the handler's share for that
+   * retry (the dead letter's fulfillment `failed`); and should even that share fail, without it.
    */
   private async record(attempt: OutboxAttempt, outcome: HandlerOutcome, maxAttempts: number): Promise<DispatchStep> {
     const handler = this.handlers.get(attempt.type);
+    const share = (o: HandlerOutcome) => async (em: EntityManager, decision: AttemptDecision) => {
+      await handler?.recorded?.(em, attempt, o, decision);
+    };
     try {
-      return await this.recordOutcome(attempt, outcome, maxAttempts, async (em, decision) => {
-        await handler?.recorded?.(em, attempt, outcome, decision);
-      });
+      return await this.recordOutcome(attempt, outcome, maxAttempts, share(outcome));
     } catch (err) {
-      const reason = `the outcome could not be recorded (${(err as { code?: string })?.code ?? 'error'}): ${(err as Error)?.message ?? String(err)}`;
-      this.logger.warn(`outbox message ${attempt.id}: ${reason}`);
-      return this.recordOutcome(attempt, { kind: 'retry', reason: reason.slice(0, 500), mayHaveHappened: true }, maxAttempts, async () => undefined);
+      const reason = `the outcome could not be recorded (${errorCode(err)}): ${(err as Error)?.message ?? String(err)}`;
+      const fallback: HandlerOutcome = { kind: 'retry', reason: storableText(reason, 500), mayHaveHappened: true };
+      this.logger.warn(`outbox message ${attempt.id}: ${fallback.reason}`);
+      try {
+        return await this.recordOutcome(attempt, fallback, maxAttempts, share(fallback));
+      } catch (again) {
+        this.logger.warn(`outbox message ${attempt.id}: the attempt recorded without its handler's share (${errorCode(again)})`);
+        return this.recordOutcome(attempt, fallback, maxAttempts, async () => undefined);
+      }
     }
   }
 
@@ -287,7 +297,7 @@ export class OutboxDispatcher {
           this.owner,
           decision.status,
           attempts,
-          decision.status === 'dispatched' ? null : decision.reason.slice(0, 1_000),
+          decision.status === 'dispatched' ? null : storableText(decision.reason, 1_000),
           delay,
           decision.status !== 'dispatched' && decision.keepCallTrace,
         ],
@@ -300,4 +310,25 @@ export class OutboxDispatcher {
     this.counted(attempt, decision);
     return step;
   }
+}
+
+/** A PostgreSQL error's SQLSTATE, or `error`; only a code of the expected shape is repeated. */
+function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^[0-9A-Z_]{1,32}$/.test(code) ? code : 'error';
+}
+
+/**
+ * Text that PostgreSQL stores and a terminal shows as text, whatever a handler or an error put in
+ * it: control characters (NUL above all, which `text` refuses) become spaces, lone surrogates
+ * U+FFFD, and it is cut to `max` characters without splitting a pair.
+ */
+export function storableText(text: string, max: number): string {
+  let out = text.replace(/[\p{Cc}]/gu, ' ').replace(/\p{Cs}/gu, '\uFFFD');
+  if (out.length > max) {
+    out = out.slice(0, max);
+    // A high surrogate left at the end lost its pair.
+    if (/[\uD800-\uDBFF]$/.test(out)) out = out.slice(0, -1);
+  }
+  return out;
 }

@@ -27,3 +27,29 @@ export interface CarrierAdapter {
   readonly name: string;
   ship(request: ShipmentRequest, idempotencyKey: string): Promise<ShipmentResult>;
 }
+
+/** The longest shipment id kept (CONTRACT §5: 1–255 characters). */
+export const SHIPMENT_ID_MAX_LENGTH = 255;
+
+/**
+ * Control and format characters, line and paragraph separators, and a lone surrogate (in a `u`
+ * regex a well-formed pair is one code point, a lone half is `Cs`): nothing an id can print.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+
+/**
+ * Whether a carrier's shipment id can be kept and shown: a string of 1–255 characters, well-formed
+ * UTF-16 (no lone surrogate), with no control or format character (PostgreSQL refuses NUL in
+ * text; an escape sequence would reach an operator's terminal) and not only spaces. Anything else
+ * is a "2xx without an id" (CONTRACT §5): the carrier may have shipped, so it is asked again with
+ * the same key.
+ */
+export function isUsableShipmentId(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.length <= SHIPMENT_ID_MAX_LENGTH &&
+    !UNPRINTABLE.test(value) &&
+    value.trim().length > 0
+  );
+}

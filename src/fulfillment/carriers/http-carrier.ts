@@ -1,8 +1,14 @@
 import { isRetryableStatus, retryAfterMs } from '../../common/http-answers';
 import type { CarrierDefinition } from '../../config/options';
-import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from './carrier';
+import { ANSWER_READ_LIMIT_BYTES, readBoundedAnswer } from '../../outbox/bounded-answer';
+import { CarrierAdapter, isUsableShipmentId, ShipmentRequest, ShipmentResult } from './carrier';
 
-/** `POST {url}/shipments` with `Idempotency-Key` (CONTRACT §5). */
+/**
+ * `POST {url}/shipments` with `Idempotency-Key` (CONTRACT §5). The answer is read up to
+ * ANSWER_READ_LIMIT_BYTES (64 KiB) and no further: a longer one is cancelled unread and handled by
+ * its status with an unreadable body (a 2xx is then "without an id"). A shipment id that cannot be
+ * kept (see isUsableShipmentId) is no id either.
+ */
 export class HttpCarrierAdapter implements CarrierAdapter {
   readonly name: string;
   private readonly url: string;
@@ -41,15 +47,23 @@ export class HttpCarrierAdapter implements CarrierAdapter {
         mayHaveShipped: true,
       };
     }
-    const text = await response.text().catch(() => '');
+    const answer = await readBoundedAnswer(response);
+    const text = answer.text ?? '';
     const status = response.status;
     if (status >= 200 && status < 300) {
       // 200/201 with an id is the contract; any 2xx without one may still have shipped: ask again
       // with the same key rather than give up.
       const id = parseId(text);
-      return id
-        ? { ok: true, shipmentId: id, status: String(status) }
-        : { ok: false, retryable: true, reason: `carrier answered ${status} without a shipment id`, status: String(status), mayHaveShipped: true };
+      if (typeof id === 'string' && isUsableShipmentId(id)) return { ok: true, shipmentId: id, status: String(status) };
+      const why =
+        answer.unreadable === 'too_large'
+          ? `without a shipment id (an answer over ${ANSWER_READ_LIMIT_BYTES} bytes, not read)`
+          : answer.unreadable === 'read_failed'
+            ? 'without a shipment id (the answer could not be read)'
+            : id === undefined || id === ''
+              ? 'without a shipment id'
+              : 'with an unusable shipment id';
+      return { ok: false, retryable: true, reason: `carrier answered ${status} ${why}`, status: String(status), mayHaveShipped: true };
     }
     if (status >= 300 && status < 400) {
       return { ok: false, retryable: true, reason: `carrier answered ${status} (a redirect; check its url)`, status: String(status) };
@@ -64,12 +78,13 @@ export class HttpCarrierAdapter implements CarrierAdapter {
   }
 }
 
-function parseId(text: string): string | null {
+/** The body's `id`: a string (usable or not), or undefined when there is none (no JSON, no string id). */
+function parseId(text: string): string | undefined {
   try {
     const body = JSON.parse(text) as { id?: unknown };
-    return typeof body?.id === 'string' && body.id.length > 0 && body.id.length <= 255 ? body.id : null;
+    return typeof body?.id === 'string' ? body.id : undefined;
   } catch {
-    return null;
+    return undefined;
   }
 }
 
