@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import type { PaymentEventType, PaymentWebhooksEvent } from '../common/payment-events';
 import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
 import { MetricsService } from '../observability/metrics.service';
+import { discardAnswer } from '../outbox/bounded-answer';
 import type { HandlerOutcome } from '../outbox/outbox.state';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 
@@ -60,8 +61,9 @@ export class EventSinks {
       this.metrics.sinkCalls.labels(sink.name, timedOut ? 'timeout' : 'network').inc();
       return { kind: 'retry', reason: timedOut ? `sink ${sink.name}: no answer within ${sink.timeoutMs} ms` : `sink ${sink.name}: network error`, mayHaveHappened: true };
     }
-    // The answer's body is not needed: it is not read (a sink cannot make this process hold it).
-    await response.body?.cancel().catch(() => undefined);
+    // The answer's body is not needed: not a byte of it is read (a sink cannot make this process
+    // hold it), and cancelling it closes the connection rather than drain it.
+    await discardAnswer(response);
     const status = response.status;
     this.metrics.sinkCalls.labels(sink.name, String(status)).inc();
     if (status >= 200 && status < 300) return { kind: 'done' };
