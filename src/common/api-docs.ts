@@ -13,7 +13,7 @@ export class ErrorBody {
 }
 
 /** The error statuses of the REST API (CONTRACT §3). */
-export type ErrorStatus = 400 | 401 | 404 | 409 | 422 | 503;
+export type ErrorStatus = 400 | 401 | 404 | 409 | 415 | 422 | 503;
 
 /** An error body as the API answers it (api-errors.ts `toApiError`). */
 export interface ErrorExample {
@@ -45,25 +45,30 @@ export function conflict(description: string, error: string, detail?: string): E
  * The answers that read the same on every route. 400 and 409 are not among them: what a route
  * validates and what it refuses are its own, so a route that documents them says which.
  */
-const SHARED: Partial<Record<ErrorStatus, Required<ErrorDoc>>> = {
+export const SHARED_ERROR_DOCS: Partial<Record<ErrorStatus, Required<ErrorDoc>>> = {
   401: { description: 'Token missing or wrong', example: { error: 'unauthorized' } },
   404: { description: 'Unknown id (also a path id that is not a UUID)', example: { error: 'not_found' } },
+  415: {
+    description: 'A body that is not JSON (Content-Type other than application/json): what a cross-site form sends',
+    example: { error: 'unsupported_media_type' },
+  },
   422: { description: 'Idempotency-Key reused with another body', example: { error: 'idempotency_key_reused' } },
   503: { description: 'No ADMIN_TOKEN configured', example: { error: 'admin_disabled' } },
 };
 
 const GENERIC_DESCRIPTIONS: Record<ErrorStatus, string> = {
   400: 'Invalid query or body',
-  401: SHARED[401]!.description,
-  404: SHARED[404]!.description,
+  401: SHARED_ERROR_DOCS[401]!.description,
+  404: SHARED_ERROR_DOCS[404]!.description,
   409: 'Refused transition or conflict',
-  422: SHARED[422]!.description,
-  503: SHARED[503]!.description,
+  415: SHARED_ERROR_DOCS[415]!.description,
+  422: SHARED_ERROR_DOCS[422]!.description,
+  503: SHARED_ERROR_DOCS[503]!.description,
 };
 
 /**
  * Documents the contract's error answers of a route (CONTRACT §3): the statuses it answers, then
- * (optionally) its own answers by status. 401, 404, 422 and 503 have shared examples; 400 and 409
+ * (optionally) its own answers by status. 401, 404, 415, 422 and 503 have shared examples; 400 and 409
  * must be given by the route, e.g.
  * `@ApiErrorResponses(400, 401, 409, 503, { 400: fieldError('limit', '…'), 409: conflict('…', 'reference_taken') })`.
  */
@@ -77,7 +82,7 @@ export function ApiErrorResponses(...args: [...ErrorStatus[], ErrorDocs] | Error
   }
   return applyDecorators(
     ...statuses.map((status) => {
-      const doc = own[status] ?? SHARED[status];
+      const doc = own[status] ?? SHARED_ERROR_DOCS[status];
       if (!doc) throw new Error(`ApiErrorResponses: ${status} has no shared example; give the route its own`);
       return ApiResponse({
         status,

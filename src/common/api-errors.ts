@@ -33,6 +33,7 @@ const HTTP_ANSWERS = {
   'IDEMPOTENCY.KEY_REUSED': { status: 422, error: 'idempotency_key_reused' },
   'AUTH.UNAUTHORIZED': { status: 401, error: 'unauthorized' },
   'AUTH.ADMIN_DISABLED': { status: 503, error: 'admin_disabled' },
+  'REQUEST.UNSUPPORTED_MEDIA_TYPE': { status: 415, error: 'unsupported_media_type' },
 } as const satisfies { [C in HttpErrorCode]: { status: number; error: (typeof ERROR_CODES)[C]['http']; withDetail?: boolean } };
 
 /** Maps a thrown error to the contract's status and body. */

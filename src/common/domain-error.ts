@@ -21,6 +21,8 @@ export const ERROR_CODES = {
   'IDEMPOTENCY.KEY_REUSED': { http: 'idempotency_key_reused' },
   'AUTH.UNAUTHORIZED': { http: 'unauthorized' },
   'AUTH.ADMIN_DISABLED': { http: 'admin_disabled' },
+  // A state-changing request whose body is not JSON (what a cross-site form sends).
+  'REQUEST.UNSUPPORTED_MEDIA_TYPE': { http: 'unsupported_media_type' },
   // Processing only: the delivery is retried, then parked or failed with the code.
   'PAYMENT.NOT_FOUND_YET': { http: null },
   'PAYMENT.CREATED_CONCURRENTLY': { http: null },

@@ -1,7 +1,10 @@
-import { Inject, Injectable, Logger, OnModuleInit, type INestApplication, type Type } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit, RequestMethod, type INestApplication, type Type } from '@nestjs/common';
+import { GUARDS_METADATA, METHOD_METADATA, MODULE_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { ApplicationConfig } from '@nestjs/core';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { createRequire } from 'node:module';
+import { AdminGuard } from '../common/admin.guard';
+import { SHARED_ERROR_DOCS } from '../common/api-docs';
 import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { joinPaths } from './route-prefix';
@@ -29,6 +32,7 @@ export class HttpSurface implements OnModuleInit {
   private mounted = false;
   private initialized = false;
   private cached: { globalPrefix: string; paths: ModulePaths } | undefined;
+  private guarded: { base: string; ignoreCase: boolean; routes: Array<{ method: string; pattern: RegExp }> } | undefined;
   /** The module's own modules with routes, for the document (a host's routes are not the module's). */
   private documented: Type[] = [];
 
@@ -47,6 +51,21 @@ export class HttpSurface implements OnModuleInit {
       };
     }
     return this.cached.paths;
+  }
+
+  /**
+   * Whether `method path` (the path without its query, as the router sees it) is one of the
+   * module's routes behind the admin guard: what the request hook authenticates before any body
+   * parser or pipe reads the request. Only the module's own routes match, never a host's route
+   * beside them; OPTIONS (a CORS preflight) never does.
+   */
+  isGuardedRoute(method: string | undefined, path: string, ignoreCase: boolean): boolean {
+    const base = this.paths().base;
+    if (this.guarded?.base !== base || this.guarded.ignoreCase !== ignoreCase) {
+      this.guarded = { base, ignoreCase, routes: guardedRoutes(this.documented, base, ignoreCase) };
+    }
+    const verb = method === 'HEAD' ? 'GET' : method;
+    return this.guarded.routes.some((r) => r.method === verb && r.pattern.test(path));
   }
 
   /** Called by configurePaymentWebhooksApp before the app starts. */
@@ -79,16 +98,17 @@ export class HttpSurface implements OnModuleInit {
       .addSecurity('admin', {
         type: 'http',
         scheme: 'bearer',
-        description: 'The static ADMIN_TOKEN: `Authorization: Bearer <ADMIN_TOKEN>`.',
+        description:
+          'The static ADMIN_TOKEN: `Authorization: Bearer <ADMIN_TOKEN>`, the only scheme of these routes. (A browser opens ' +
+          '/docs and /docs-json, which are not listed here, with basic auth: any user name, the token as password.)',
       })
-      .addBasicAuth({ type: 'http', scheme: 'basic', description: 'Any user name, ADMIN_TOKEN as the password (for a browser).' }, 'adminBasic')
       .addTag('webhooks', 'Signed deliveries from payment providers, verified and recorded once; no admin token.')
       .addTag('orders', 'Orders, the provider payments they expect, and their lifecycle (paid, canceled, fulfilled once).')
       .addTag('payments', 'Provider payments as recorded here, with their status and refunds.')
       .addTag('admin', 'The operator\'s routes: the delivery archive and replay, the outbox, reconciliation and retention.')
       .addTag('operations', 'Liveness and readiness probes (no auth) and Prometheus metrics (admin token).')
       .build();
-    return SwaggerModule.createDocument(app, config, { include: this.documented.length ? this.documented : undefined });
+    return apiOnlyBearer(SwaggerModule.createDocument(app, config, { include: this.documented.length ? this.documented : undefined }), this.paths().webhooks);
   }
 
   private mountDocs(): void {
@@ -105,9 +125,72 @@ export class HttpSurface implements OnModuleInit {
       jsonDocumentUrl: docsJson,
       // The JSON document only: no YAML copy at a URL nobody guards.
       raw: ['json'],
-      swaggerOptions: { persistAuthorization: true },
+      // The token stays in the page's memory only: never in the browser's localStorage.
+      swaggerOptions: { persistAuthorization: false },
     });
   }
+}
+
+const STATE_CHANGING = new Set(['post', 'put', 'patch', 'delete']);
+
+/**
+ * The document says what the guard does: the API routes take the bearer token only (basic auth is
+ * for the docs, which the document does not list, so it declares no basic scheme; a controller's
+ * `@ApiBasicAuth` is dropped), and every state-changing route but the webhook
+ * answers 415 to a body that is not JSON.
+ */
+function apiOnlyBearer(doc: OpenAPIObject, webhooks: string): OpenAPIObject {
+  const unsupported = SHARED_ERROR_DOCS[415]!;
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(item as Record<string, { security?: Array<Record<string, string[]>>; responses?: Record<string, unknown> }>)) {
+      if (!op || typeof op !== 'object' || !Array.isArray(op.security)) continue;
+      op.security = op.security.filter((requirement) => !('adminBasic' in requirement));
+      const guarded = op.security.length > 0;
+      if (guarded && STATE_CHANGING.has(method) && !path.startsWith(webhooks) && op.responses && !op.responses['415']) {
+        op.responses['415'] = {
+          description: unsupported.description,
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorBody' }, example: unsupported.example } },
+        };
+      }
+    }
+  }
+  return doc;
+}
+
+/** The (method, path) of every route of the given modules' controllers guarded by AdminGuard. */
+function guardedRoutes(modules: Type[], base: string, ignoreCase: boolean): Array<{ method: string; pattern: RegExp }> {
+  const out: Array<{ method: string; pattern: RegExp }> = [];
+  for (const module of modules) {
+    const controllers: Type[] = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, module) ?? [];
+    for (const controller of controllers) {
+      const classGuards: unknown[] = Reflect.getMetadata(GUARDS_METADATA, controller) ?? [];
+      const prefix = pathsOf(Reflect.getMetadata(PATH_METADATA, controller));
+      for (const name of Object.getOwnPropertyNames(controller.prototype)) {
+        const handler = controller.prototype[name];
+        if (name === 'constructor' || typeof handler !== 'function') continue;
+        const requestMethod: RequestMethod | undefined = Reflect.getMetadata(METHOD_METADATA, handler);
+        if (requestMethod === undefined) continue;
+        const guards: unknown[] = [...classGuards, ...(Reflect.getMetadata(GUARDS_METADATA, handler) ?? [])];
+        if (!guards.includes(AdminGuard)) continue;
+        for (const own of pathsOf(Reflect.getMetadata(PATH_METADATA, handler))) {
+          for (const ctl of prefix) out.push({ method: RequestMethod[requestMethod], pattern: routePattern([base, ctl, own], ignoreCase) });
+        }
+      }
+    }
+  }
+  return out;
+}
+
+function pathsOf(value: unknown): string[] {
+  if (Array.isArray(value)) return value.map(String);
+  return [value === undefined ? '' : String(value)];
+}
+
+/** `/orders/:id/mark-paid` as a regular expression: a parameter is one non-empty segment; an optional trailing slash. */
+function routePattern(parts: string[], ignoreCase: boolean): RegExp {
+  const segments = parts.flatMap((p) => p.split('/')).filter((s) => s.length > 0);
+  const body = segments.map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
+  return new RegExp(`^/${body}/?$`, ignoreCase ? 'i' : '');
 }
 
 function resolvable(name: string): boolean {

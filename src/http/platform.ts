@@ -80,3 +80,8 @@ export function restoreContentType(req: IncomingMessage): void {
   if (original === undefined) delete req.headers['content-type'];
   else req.headers['content-type'] = original;
 }
+
+/** `application/json` or a `+json` type such as `application/merge-patch+json`, parameters allowed. */
+export function isJsonContentType(value: string | undefined): boolean {
+  return value !== undefined && /^\s*application\/(?:[a-z0-9!#$&^_.-]+\+)?json\s*(?:;|$)/i.test(value);
+}

@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, AUTH, createTestApp, PLATFORMS, secretOf, TestApp, truncat
 
 /**
  * CONTRACT §3 and §4: the admin token on every route but webhooks and health, /docs and
- * /docs-json included (bearer or basic auth); 503 admin_disabled when no token is configured;
+ * /docs-json included (bearer; basic auth on the docs only); 503 admin_disabled when no token is configured;
  * a host-provided guard in place of the token.
  */
 
@@ -244,13 +244,14 @@ describe.each(PLATFORMS)('%s: a host-provided guard replaces the token check (ad
     expect(n).toBe(0);
   });
 
-  it('/docs and /docs-json keep the admin token check', async () => {
+  // Issue 12 finding 9a: the host's guard decides on the docs as on every other route.
+  it('/docs and /docs-json are guarded by the host guard: x-host-user ops 200; without it 403, even with the token', async () => {
     for (const path of ['/docs', '/docs-json']) {
       const hostOnly = await request(t.app.getHttpServer()).get(path).set('x-host-user', 'ops');
-      expect(hostOnly.status).toBe(401);
-      expect(hostOnly.headers['www-authenticate']).toMatch(/^Basic/);
+      expect(hostOnly.status).toBe(200);
       const token = await request(t.app.getHttpServer()).get(path).set(AUTH);
-      expect(token.status).toBe(200);
+      expect(token.status).toBe(403);
+      expect(token.body).toEqual({ error: 'forbidden' });
     }
   });
 

@@ -225,10 +225,10 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
     expect(documented.sort()).toEqual(CONTRACT_ROUTES.map(([m, p]) => `${m} ${p}`).sort());
   });
 
-  it('declares the admin security schemes: bearer "admin" (and basic)', () => {
+  it('declares the admin security scheme: bearer "admin" only (basic auth is for /docs, not listed; CONTRACT §4)', () => {
     const schemes = doc.components.securitySchemes ?? {};
     expect(schemes.admin).toMatchObject({ type: 'http', scheme: 'bearer' });
-    expect(schemes.adminBasic).toMatchObject({ type: 'http', scheme: 'basic' });
+    expect(Object.keys(schemes)).toEqual(['admin']);
   });
 
   it.each(ADMIN_ROUTES)('%s %s requires the bearer "admin" security', (method, path) => {
