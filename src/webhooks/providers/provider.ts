@@ -63,6 +63,17 @@ const UNIX_SECONDS = /^\d{1,15}$/;
 const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
 /** Ids we store and key on: printable, bounded (a NUL would make PostgreSQL refuse the row). */
 const SAFE_ID = /^[^\x00-\x1f\x7f]{1,255}$/;
+/**
+ * A UTF-16 surrogate without its pair (`"\ud800"` in JSON): not a character, so not well-formed
+ * UTF-16 (what `String.prototype.isWellFormed` refuses). Stored as UTF-8 it would become U+FFFD,
+ * and two ids differing only in their lone surrogate would be one key.
+ */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Printable, bounded and well-formed: an id that is stored and read back as itself. */
+function isSafeId(value: string): boolean {
+  return SAFE_ID.test(value) && !LONE_SURROGATE.test(value);
+}
 
 export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
@@ -117,7 +128,7 @@ export function v1Candidates(entries: Array<[string, string]>): Buffer[] {
 /** A required id string; absent or unusable ids are malformed. */
 export function requireId(value: unknown, what: string): string {
   if (typeof value !== 'string' || value.length === 0) throw new MalformedPayloadError(`${what} is missing`);
-  if (!SAFE_ID.test(value)) throw new MalformedPayloadError(`${what} is not a printable string of at most 255 characters`);
+  if (!isSafeId(value)) throw new MalformedPayloadError(`${what} is not a printable string of at most 255 characters`);
   return value;
 }
 
@@ -129,7 +140,7 @@ export function optionalId(value: unknown, what: string): string | null {
 
 /** An id that is read, never required: a missing or unusable value reads as absent (never malformed). */
 export function lenientId(value: unknown): string | null {
-  return typeof value === 'string' && SAFE_ID.test(value) ? value : null;
+  return typeof value === 'string' && isSafeId(value) ? value : null;
 }
 
 /** An id header, when sent, must name the body's event. */
