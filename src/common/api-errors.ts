@@ -9,6 +9,7 @@ import {
   ValidationError,
   ValidationPipe,
 } from '@nestjs/common';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../http/json-depth';
 import { sendJson, setHeader } from '../http/platform';
 import { DomainError, ERROR_CODES, FieldError, HttpErrorCode, ValidationFailed } from './domain-error';
 
@@ -114,12 +115,15 @@ function flatten(errors: ValidationError[], parent = ''): FieldError[] {
 
 /**
  * class-validator on every body and query: unknown fields refused, errors as `validation_failed`.
- * First, text PostgreSQL cannot store is refused (a 400 here rather than a 500 from the database
- * later). A pipe runs after the guards, so an unauthenticated request learns nothing of its input.
+ * First, a body nested deeper than MAX_JSON_DEPTH is refused (class-transformer and class-validator
+ * recurse: 20,000 levels would exhaust the stack, a 500), then text PostgreSQL cannot store (a 400
+ * here rather than a 500 from the database later). A pipe runs after the guards, so an
+ * unauthenticated request learns nothing of its input.
  */
 class ApiValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.type === 'body' || metadata.type === 'query') {
+      if (exceedsJsonDepth(value)) throw new ValidationFailed([{ field: metadata.type, message: TOO_DEEP_DETAIL }]);
       const bad = findUnstorableText(value, metadata.type);
       if (bad) throw new ValidationFailed([{ field: bad, message: 'must not contain NUL characters or unpaired surrogates' }]);
     }

@@ -1,6 +1,7 @@
 import { Controller, HttpCode, Param, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { isUtf8 } from 'node:buffer';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../http/json-depth';
 import { DeliveryObserver } from './delivery-observer';
 import { InboxIngestService, IngestAnswer, MANY_ACCOUNTS_NONE_DECLARED } from './inbox-ingest.service';
 import { MalformedPayloadError } from './providers';
@@ -66,6 +67,8 @@ export class WebhooksController {
     } catch {
       throw new WebhookError('malformed_payload', 'the body is not JSON');
     }
+    // Nothing deeper than MAX_JSON_DEPTH is recorded: every reader of the archive recurses.
+    if (exceedsJsonDepth(body)) throw new WebhookError('malformed_payload', TOO_DEEP_DETAIL);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
       throw new WebhookError('malformed_payload', 'the body is not a JSON object');
     }
