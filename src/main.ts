@@ -5,6 +5,8 @@ import { existsSync } from 'node:fs';
 import { AppModule } from './app.module';
 import { loadStandaloneConfig, StandaloneConfig } from './config/env';
 import { ConfigurationError } from './config/validate';
+import { DEFAULT_TUNING } from './config/options';
+import { applyServerLimits } from './http/server-limits';
 import { createStandaloneApp } from './http/standalone';
 import { createLogger, PinoNestLogger } from './observability/logger';
 
@@ -32,6 +34,9 @@ async function bootstrap(): Promise<void> {
   if (config.runHttp) {
     const app = await createStandaloneApp(module, config.httpAdapter, nestLogger);
     app.enableShutdownHooks();
+    // Request and header timeouts, keep-alive, a connection cap: before listening (Node reads its
+    // checking interval then). See src/http/server-limits.ts.
+    applyServerLimits(app.getHttpServer(), { ...DEFAULT_TUNING, ...config.options.tuning });
     // Fastify listens on localhost only unless told; Express on every interface.
     if (config.httpAdapter === 'fastify') await app.listen(config.port, '0.0.0.0');
     else await app.listen(config.port);

@@ -179,6 +179,18 @@ export interface TuningOptions {
   jobLockMs: number;
   /** How often workers look for jobs whose worker died (BullMQ stalledInterval). */
   stalledIntervalMs: number;
+  /** The standalone HTTP server: longest a request may take to arrive in full (headers and body);
+   * past it the connection answers 503 `unavailable` and closes (Node's requestTimeout). */
+  httpRequestTimeoutMs: number;
+  /** The standalone HTTP server: longest the request's headers may take to arrive (Node's headersTimeout). */
+  httpHeadersTimeoutMs: number;
+  /** The standalone HTTP server: how long an idle keep-alive connection is kept (Node's keepAliveTimeout). */
+  httpKeepAliveTimeoutMs: number;
+  /** The standalone HTTP server: most connections open at once; more are refused (Node's maxConnections). */
+  httpMaxConnections: number;
+  /** Most bytes of webhook bodies being read but not yet verified, in one process, at once: past it a
+   * new delivery answers 503 `unavailable` at once, unread (the sender retries). */
+  unverifiedBodyBudgetBytes: number;
 }
 
 export const DEFAULT_TUNING: TuningOptions = {
@@ -199,8 +211,13 @@ export const DEFAULT_TUNING: TuningOptions = {
   enqueueTimeoutMs: 1_000,
   carrierBackoffBaseMs: 1_000,
   carrierBackoffCapMs: 300_000,
-  jobLockMs: 30_000,
-  stalledIntervalMs: 30_000,
+  jobLockMs: 10_000,
+  stalledIntervalMs: 2_000,
+  httpRequestTimeoutMs: 8_000,
+  httpHeadersTimeoutMs: 5_000,
+  httpKeepAliveTimeoutMs: 5_000,
+  httpMaxConnections: 4_096,
+  unverifiedBodyBudgetBytes: 33_554_432,
 };
 
 export interface ResolvedOptions {

@@ -27,6 +27,39 @@ export interface WebhookRequest {
 }
 
 const TOO_LARGE = Symbol('too-large');
+const OVER_BUDGET = Symbol('over-budget');
+
+/**
+ * Bytes of webhook bodies being read and not yet verified, in this process (issue 12, finding 4):
+ * a sender that is not authentic yet cannot make the process hold more than the budget
+ * (`unverifiedBodyBudgetBytes`). A delivery declaring its length takes that much at once; one
+ * without takes its bytes as they come. What a delivery took is given back once it is verified
+ * (or refused, or gone).
+ */
+export class UnverifiedBytes {
+  private held = 0;
+  constructor(readonly budget: number) {}
+
+  /** Bytes taken now. */
+  get inFlight(): number {
+    return this.held;
+  }
+
+  take(bytes: number): boolean {
+    if (this.held + bytes > this.budget) return false;
+    this.held += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.held = Math.max(0, this.held - bytes);
+  }
+}
+
+/** What one delivery holds of the budget. */
+interface Held {
+  bytes: number;
+}
 
 /**
  * Checks 1–5 of CONTRACT §2, in order: known endpoint, body size, signature present, a `v1`
@@ -36,6 +69,8 @@ const TOO_LARGE = Symbol('too-large');
 @Injectable()
 export class WebhookSignatureGuard implements CanActivate {
   private readonly maxBytes: number;
+  /** This module's budget of unverified bytes (public for the tests and the metrics to read). */
+  readonly unverified: UnverifiedBytes;
 
   constructor(
     private readonly endpoints: EndpointRegistry,
@@ -45,6 +80,7 @@ export class WebhookSignatureGuard implements CanActivate {
     private readonly metrics: MetricsService,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
+    this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -58,13 +94,22 @@ export class WebhookSignatureGuard implements CanActivate {
     restoreContentType(raw);
     if (!endpoint) throw new WebhookError('unknown_endpoint');
 
-    const rawBody = await readRawBody(req, raw, this.maxBytes);
-    if (rawBody === TOO_LARGE) {
-      // The rest of the body is not read: close the connection rather than drain it.
-      setHeader(http.getResponse(), 'Connection', 'close');
-      throw new WebhookError('payload_too_large');
+    const held: Held = { bytes: 0 };
+    try {
+      const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, held);
+      if (rawBody === TOO_LARGE || rawBody === OVER_BUDGET) {
+        // The rest of the body is not read: close the connection rather than drain it.
+        setHeader(http.getResponse(), 'Connection', 'close');
+        // Over the budget of unverified bytes: transient (CONTRACT §2), the sender retries.
+        throw new WebhookError(rawBody === TOO_LARGE ? 'payload_too_large' : 'unavailable');
+      }
+      return this.verified(req, endpoint, rawBody);
+    } finally {
+      this.unverified.give(held.bytes);
     }
+  }
 
+  private verified(req: WebhookRequest, endpoint: ResolvedEndpoint, rawBody: Buffer): boolean {
     const nowMs = this.clock.now();
     const nowSeconds = Math.floor(nowMs / 1000);
     const result = verifySignature(endpoint, req.headers, rawBody, nowSeconds, nowMs);
@@ -77,14 +122,18 @@ export class WebhookSignatureGuard implements CanActivate {
 }
 
 /**
- * The request's bytes, up to `limit`. A host app that keeps Nest's body parser must create the
- * app with `rawBody: true`, or the bytes the signature covers are gone (see README).
+ * The request's bytes, up to `limit`, each taken from the budget of unverified bytes first (what
+ * was taken is in `held`, for the caller to give back). A host app that keeps Nest's body parser
+ * must create the app with `rawBody: true`, or the bytes the signature covers are gone (see README);
+ * those were read by the host's parser, outside the budget.
  */
 function readRawBody(
   req: WebhookRequest,
   raw: IncomingMessage,
   limit: number,
-): Promise<Buffer | typeof TOO_LARGE> | Buffer | typeof TOO_LARGE {
+  budget: UnverifiedBytes,
+  held: Held,
+): Promise<Buffer | typeof TOO_LARGE | typeof OVER_BUDGET> | Buffer | typeof TOO_LARGE | typeof OVER_BUDGET {
   const kept = req.rawBody ?? (raw as { rawBody?: Buffer }).rawBody;
   if (Buffer.isBuffer(kept)) return kept.length > limit ? TOO_LARGE : kept;
   if (raw.readableEnded) {
@@ -95,6 +144,13 @@ function readRawBody(
   }
   const declared = Number(raw.headers['content-length']);
   if (declared > limit) return TOO_LARGE;
+  // A declared length is taken at once: a new delivery past the budget is refused before a byte.
+  if (Number.isInteger(declared) && declared > 0) {
+    if (!budget.take(declared)) return OVER_BUDGET;
+    held.bytes = declared;
+  } else if (budget.inFlight >= budget.budget) {
+    return OVER_BUDGET;
+  }
 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -112,6 +168,16 @@ function readRawBody(
         raw.pause();
         resolve(TOO_LARGE);
         return;
+      }
+      // More than declared, or nothing declared (chunked): taken as it comes.
+      if (size > held.bytes) {
+        if (!budget.take(size - held.bytes)) {
+          cleanup();
+          raw.pause();
+          resolve(OVER_BUDGET);
+          return;
+        }
+        held.bytes = size;
       }
       chunks.push(chunk);
     };
