@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
@@ -13,6 +14,9 @@ import { freePort, ServiceProcess, waitForHttp } from '../support/process';
  * never come), so those jobs and their outbox messages are in flight when the worker is killed
  * (SIGKILL). A replacement worker is started: from its start until every order is fulfilled must
  * take under 15 s, with exactly one shipment per order and one inbox row per event.
+ *
+ * And the other side of a short lock: a live worker whose job outlasts the lock renews it, so the
+ * job is never reported stalled and never run twice.
  */
 
 const ADMIN = 'e2e-admin-token';
@@ -50,8 +54,8 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
   }
 
   /** A worker-only process, resolved once it says it started. */
-  async function startWorker(): Promise<ServiceProcess> {
-    const worker = new ServiceProcess({ ...env, RUN_HTTP: 'false' });
+  async function startWorker(extra: Record<string, string> = {}): Promise<ServiceProcess> {
+    const worker = new ServiceProcess({ ...env, ...extra, RUN_HTTP: 'false' });
     processes.push(worker);
     await until(
       'a worker-only process started',
@@ -95,9 +99,9 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
     await deleteQueueKeys(prefix);
   });
 
-  it(`${ORDERS} paid orders, ${HELD} carrier calls in flight, SIGKILL of the worker: the replacement ships them all within 15 s, once each`, async () => {
+  async function payOrders(n: number): Promise<Array<{ orderId: string; eventId: string }>> {
     const orders = await Promise.all(
-      Array.from({ length: ORDERS }, async () => {
+      Array.from({ length: n }, async () => {
         const order = await api('POST', '/orders', {
           amount: '49.90',
           currency: 'EUR',
@@ -108,9 +112,6 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
         return { orderId: order.body.id as string, eventId: `msg_${randomUUID()}` };
       }),
     );
-    // The carrier holds the first calls; the others are answered at once.
-    sim.fault('hang', HELD);
-    const worker = await startWorker();
     for (const o of orders) {
       const body = JSON.stringify({
         type: 'payment.succeeded',
@@ -124,6 +125,14 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
       });
       expect(res.status).toBe(200);
     }
+    return orders;
+  }
+
+  it(`${ORDERS} paid orders, ${HELD} carrier calls in flight, SIGKILL of the worker: the replacement ships them all within 15 s, once each`, async () => {
+    // The carrier holds the first calls; the others are answered at once.
+    sim.fault('hang', HELD);
+    const worker = await startWorker();
+    const orders = await payOrders(ORDERS);
 
     // Mid-drain: the held calls are in flight, the others done.
     await until(
@@ -147,6 +156,7 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
     );
     expect(takeover).toBeLessThan(TAKEOVER_BOUND_MS);
     expect(replacement.child.exitCode).toBeNull();
+    replacement.kill('SIGTERM');
 
     // Exactly one shipment per order; the held calls were asked again with their key and replayed.
     for (const o of orders) expect(sim.shipments.filter((s) => s.orderId === o.orderId)).toHaveLength(1);
@@ -164,4 +174,37 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
     expect(inbox.every((r) => r.status === 'processed')).toBe(true);
     expect(await count(`SELECT 1 FROM outbox_message WHERE status <> 'dispatched'`)).toBe(0);
   }, 150_000);
+
+  it('a live worker whose carrier call outlasts its lock keeps renewing it: the job is never stalled nor run twice', async () => {
+    // Only this worker runs now (the replacement above was asked to stop).
+    await Promise.all(processes.slice(1).map((p) => p.exited(15_000)));
+    const redis = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 });
+    try {
+      const stream = `${prefix}:outbox:events`;
+      const [last] = await redis.xrevrange(stream, '+', '-', 'COUNT', 1);
+      const since = last?.[0] ?? '0-0';
+      const before = await fulfilled();
+      // A 1 s lock, checked every 200 ms; each held call lasts 3 s (the carrier timeout), then is asked again.
+      const worker = await startWorker({
+        CARRIER_TIMEOUT_MS: '3000',
+        PW_TUNING: JSON.stringify({ jobLockMs: 1_000, stalledIntervalMs: 200, carrierBackoffBaseMs: 50, carrierBackoffCapMs: 500 }),
+      });
+      sim.fault('hang', 3);
+      const orders = await payOrders(3);
+      await until('the three orders fulfilled', async () => (await fulfilled()) === before + 3, 40_000);
+      expect(worker.child.exitCode).toBeNull();
+
+      const events = await redis.xrange(stream, `(${since}`, '+');
+      const stalled = events.filter(([, fields]) => fields[0] === 'event' && fields[1] === 'stalled');
+      expect(stalled).toEqual([]);
+      // Each order: the held call, then one call again with the same key, answered with the same shipment.
+      for (const o of orders) {
+        const shipments = sim.shipments.filter((s) => s.orderId === o.orderId);
+        expect(shipments).toHaveLength(1);
+        expect(sim.calls.filter((c) => c.idempotencyKey === shipments[0].idempotencyKey).map((c) => c.result)).toEqual(['hang', 'replayed']);
+      }
+    } finally {
+      redis.disconnect();
+    }
+  }, 90_000);
 });
