@@ -103,6 +103,9 @@ export class OutboxDispatcher {
         clearInterval(renewal);
       }
     }
+    // A reason is text from outside (an error's message, a carrier's code): made storable before it
+    // is decided on, so that neither the message's row nor the handler's share refuses it.
+    if (outcome.kind !== 'done') outcome = { ...outcome, reason: storableText(outcome.reason, 2_000) };
     const step = await this.records.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
     if (step instanceof Failed) throw step.error;
     return step;

@@ -26,9 +26,20 @@ class UnrecordableAdapter implements CarrierAdapter {
   }
 }
 
+/** A host adapter that throws, its message carrying a NUL and an escape sequence. */
+class ThrowingAdapter implements CarrierAdapter {
+  readonly name = 'throwing';
+  calls = 0;
+  async ship(): Promise<ShipmentResult> {
+    this.calls++;
+    throw new Error('licence server \u0000 down \u001b[31m');
+  }
+}
+
 describe('carrier answers that cannot be used or recorded (issue 12: 2, 3)', () => {
   const sim = new CarrierSimulator();
   const adapter = new UnrecordableAdapter();
+  const throwing = new ThrowingAdapter();
   let t: TestApp;
   let d: ReturnType<typeof driver>;
 
@@ -36,7 +47,7 @@ describe('carrier answers that cannot be used or recorded (issue 12: 2, 3)', () 
     sim,
     (url) => ({
       carriers: [{ name: 'default', url, timeoutMs: 2_000 }],
-      carrierAdapters: [adapter],
+      carrierAdapters: [adapter, throwing],
       carrierMaxAttempts: MAX_ATTEMPTS,
     }),
     (app) => {
@@ -47,6 +58,7 @@ describe('carrier answers that cannot be used or recorded (issue 12: 2, 3)', () 
 
   beforeEach(() => {
     adapter.calls = 0;
+    throwing.calls = 0;
     t.get(MetricsService).carrierCalls.reset();
   });
 
@@ -113,6 +125,16 @@ describe('carrier answers that cannot be used or recorded (issue 12: 2, 3)', () 
     expect((await d.getOrder(orderId)).fulfillment).toMatchObject({ status: 'failed', shipmentId: null });
     // The adapter said ok, but with nothing that could be kept: not a success in the metrics.
     expect(await carrierCalls()).toEqual({ 'unrecordable:no_shipment_id': MAX_ATTEMPTS });
+  });
+
+  it("a host adapter's throw whose message PostgreSQL cannot store: recorded as said, made storable, dead after the budget", async () => {
+    const orderId = await paidOrder({ carrier: 'throwing' });
+    await settled(orderId, 'dead');
+    const reason = `carrier adapter failed: licence server   down  [31m (after ${MAX_ATTEMPTS} attempts)`;
+    expect(await d.outboxMessage(orderId)).toEqual({ status: 'dead', attempts: MAX_ATTEMPTS, lastError: reason, dispatched: false });
+    expect(throwing.calls).toBe(MAX_ATTEMPTS);
+    const [row] = await t.dataSource.query(`SELECT status, last_error AS "lastError" FROM fulfillments WHERE order_id = $1`, [orderId]);
+    expect(row).toEqual({ status: 'failed', lastError: reason });
   });
 
   it('a 201 of 20 MiB: read up to the bound, the rest refused; a "2xx without an id", retried, one shipment', async () => {
