@@ -28,7 +28,11 @@ export function startWorker(worker: Worker, options: ResolvedOptions, logger: Lo
   // BullMQ's lock manager copies lockDuration and lockRenewTime when the worker is constructed
   // (with BullMQ's 30 s defaults, as the decorator passes none): made again, it renews with ours.
   // It starts only with run(), so nothing of the old one ever ran.
-  (worker as unknown as { createLockManager(): void }).createLockManager();
+  // A private method of BullMQ 6: where a release lacks it, the worker runs with BullMQ's own lock
+  // timing (a slower takeover after a crash, never a double effect) and says so once.
+  const internals = worker as unknown as { createLockManager?: () => void };
+  if (typeof internals.createLockManager === 'function') internals.createLockManager();
+  else logger.warn(`${what} worker: this BullMQ release keeps its own lock timing (jobLockMs applies to new locks only)`);
   worker.concurrency = workerConcurrency;
   worker.run().catch((err: Error) => logger.error(`${what} worker stopped: ${err.message}`));
 }
