@@ -21,10 +21,11 @@
  * `perf_hooks.monitorEventLoopDelay`, since /metrics has no event-loop metric), the backlog (inbox
  * `received` and outbox `pending` rows in the soak's database, BullMQ `wait` lists), the answers by
  * status so far, and shipments against paid orders. At the end it waits for the backlog to drain
- * and prints a summary; it exits 1 when RSS grew more than `--max-growth` % from the end of the
- * warm-up to the end, when a paid order did not ship exactly once, the inbox does not hold exactly
- * one row per accepted delivery, a message is dead, any answer was 5xx or a transport error, or an
- * answer was not the one expected.
+ * and prints a summary; it exits 1 when RSS grew more than `--max-growth` % (the median of the
+ * last third of the minutes after the warm-up against the first third's), when a paid order did
+ * not ship exactly once, the inbox does not hold exactly one row per accepted delivery, a message
+ * is dead, any answer was 5xx or a transport error, an answer was not the one expected, or the
+ * backlog did not drain in time.
  */
 import autocannon from 'autocannon';
 import { ChildProcess, spawn } from 'node:child_process';
@@ -371,7 +372,16 @@ async function main(): Promise<void> {
       const capacity = result.requests.average;
       if (result.non2xx || result.errors || result.timeouts) problems.push(`capacity burst: ${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts`);
       // The orders the burst paid are those its deliveries recorded (the last requests may not
-      // have been answered when the burst stopped): read back from the inbox.
+      // have been answered when the burst stopped, and may still be recorded after it): read back
+      // from the inbox once its row count has stopped moving.
+      let before = -1;
+      await until('the burst recorded', async () => {
+        await new Promise((r) => setTimeout(r, 1_000));
+        const [{ n }] = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM payment_webhooks.webhook_inbox')).rows;
+        const settled = n === before;
+        before = n;
+        return settled;
+      }, 60_000, 0);
       const { rows } = await db.query<{ order_id: string }>(
         `SELECT body::jsonb->'data'->>'order_id' AS order_id FROM payment_webhooks.webhook_inbox`,
       );
@@ -534,18 +544,30 @@ async function main(): Promise<void> {
     const steady = samples.filter((s) => s.minute > WARMUP_MINUTES);
     const from = steady[0] ?? samples[0];
     const to = samples[samples.length - 1];
-    const growth = (rssOf(to) / rssOf(from) - 1) * 100;
+    // Growth: the median RSS of the last third of the minutes after the warm-up against that of
+    // the first third. One minute's figure moves by tens of MiB with the collector (and V8 may
+    // still be sizing its heap for minutes after the warm-up), so a first-against-last figure
+    // would read noise as growth; a leak moves the medians.
+    const third = Math.max(1, Math.floor((steady.length || samples.length) / 3));
+    const base = steady.length ? steady : samples;
+    const early = base.slice(0, third);
+    const late = base.slice(-third);
+    const growth = (median(late.map(rssOf)) / median(early.map(rssOf)) - 1) * 100;
+    const span = (list: Sample[]) => `${list[0].minute}–${list[list.length - 1].minute}`;
     const slope = linearSlope(steady.map((s) => [s.minute, rssOf(s) / MIB])) * 10;
+    const secondHalf = steady.slice(Math.floor(steady.length / 2));
+    const slopeSecondHalf = linearSlope(secondHalf.map((s) => [s.minute, rssOf(s) / MIB])) * 10;
     const heapSlope = linearSlope(steady.map((s) => [s.minute, s.heap.reduce((a, b) => a + b, 0) / MIB])) * 10;
     const rssMax = Math.max(...samples.map(rssOf));
-    if (growth > MAX_GROWTH) problems.push(`RSS grew ${growth.toFixed(1)} % from minute ${from.minute} to minute ${to.minute} (more than ${MAX_GROWTH} %)`);
+    if (growth > MAX_GROWTH) problems.push(`RSS grew ${growth.toFixed(1)} % (median of minutes ${span(late)} against minutes ${span(early)}; more than ${MAX_GROWTH} %)`);
 
     const perService = TOPOLOGY === 'split' ? ` (${services.map((sv, i) => `${sv.name} ${mib(samples[0].rss[i])} → ${mib(to.rss[i])}`).join(', ')})` : '';
     console.log(`
 summary (${MINUTES} min at ${rate} req/s, ${args.platform} ${TOPOLOGY}; ${cpus().length} CPUs shared with whatever else runs here)
   RSS: first ${mib(rssOf(samples[0]))} MiB, minute ${from.minute} ${mib(rssOf(from))}, last ${mib(rssOf(to))}, max ${mib(rssMax)}${perService}; ` +
-      `growth from minute ${from.minute} ${growth.toFixed(1)} % (limit ${MAX_GROWTH} %)
-  slope after minute ${WARMUP_MINUTES}: RSS ${slope.toFixed(2)} MiB per 10 min, heap ${heapSlope.toFixed(2)} MiB per 10 min
+      `growth ${growth.toFixed(1)} % (median of minutes ${span(late)} ${mib(median(late.map(rssOf)))} MiB against minutes ${span(early)} ${mib(median(early.map(rssOf)))} MiB; limit ${MAX_GROWTH} %); ` +
+      `minute ${from.minute} to the last ${((rssOf(to) / rssOf(from) - 1) * 100).toFixed(1)} %
+  slope after minute ${WARMUP_MINUTES}: RSS ${slope.toFixed(2)} MiB per 10 min (second half ${slopeSecondHalf.toFixed(2)}), heap ${heapSlope.toFixed(2)} MiB per 10 min
   event-loop delay (service): p99 max ${msf(Math.max(...samples.map((s) => s.loopP99)))} ms, median of the minutes' p99 ${msf(median(samples.map((s) => s.loopP99)))} ms, max ${msf(Math.max(...samples.map((s) => s.loopMax)))} ms
   backlog: max inbox received ${Math.max(...samples.map((s) => s.inbox))}, outbox pending ${Math.max(...samples.map((s) => s.outbox))}; ` +
       `${drained ? `drained ${drainSeconds.toFixed(0)} s after the load` : 'NOT drained'} (inbox received ${counts.received}, outbox pending ${counts.pending}, dead ${counts.dead})
