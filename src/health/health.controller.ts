@@ -45,7 +45,9 @@ export class HealthController {
   @ApiOperation({
     operationId: 'checkReadiness',
     summary: 'Readiness',
-    description: 'PostgreSQL and Redis answer; 503 when either is down.',
+    description:
+      'PostgreSQL and Redis answer; 503 when either is down. A dependency that is down says why in a fixed word ' +
+      '(`unreachable`, `timeout`, `unexpected answer`), never the driver\'s message, which goes to the server\'s log.',
     security: [],
   })
   @ApiOkResponse({
@@ -58,8 +60,8 @@ export class HealthController {
       example: {
         status: 'error',
         info: { database: { status: 'up' } },
-        error: { redis: { status: 'down', message: 'no answer within 1000 ms' } },
-        details: { database: { status: 'up' }, redis: { status: 'down', message: 'no answer within 1000 ms' } },
+        error: { redis: { status: 'down', message: 'unreachable' } },
+        details: { database: { status: 'up' }, redis: { status: 'down', message: 'unreachable' } },
       },
     },
   })
