@@ -312,8 +312,8 @@ describe('verifySignature', () => {
         expect(verify(ep, headersWith([`v1=${goodHex}`, 'v1=abcd']))).toEqual({ ok: true, secretIndex: 0 });
       });
 
-      it('accepts upper-case hex (decoded as bytes, not compared as text)', () => {
-        expect(verify(ep, headersWith([`v1=${goodHex.toUpperCase()}`]))).toEqual({ ok: true, secretIndex: 0 });
+      it('refuses upper-case hex: the contract signs lower-case hex, and only the canonical spelling verifies', () => {
+        expect(verify(ep, headersWith([`v1=${goodHex.toUpperCase()}`]))).toEqual({ ok: false, error: 'invalid_signature' });
       });
 
       it('answers invalid_signature for a header with only a v0 entry', () => {

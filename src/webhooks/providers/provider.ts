@@ -60,7 +60,8 @@ export class MalformedPayloadError extends Error {
 // Any whole number that stays exact as a double: a value in milliseconds is a timestamp, far out of
 // tolerance (timestamp_out_of_tolerance), not a missing one.
 const UNIX_SECONDS = /^\d{1,15}$/;
-const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
+/** CONTRACT §2.1–2.3: lower-case hex. An upper-case spelling of the same bytes is not what the provider sent. */
+const HEX_SHA256 = /^[0-9a-f]{64}$/;
 /** Ids we store and key on: printable, bounded (a NUL would make PostgreSQL refuse the row). */
 const SAFE_ID = /^[^\x00-\x1f\x7f]{1,255}$/;
 /**
@@ -84,7 +85,7 @@ export function parseUnixSeconds(value: string | undefined): number | null {
   return value !== undefined && UNIX_SECONDS.test(value) ? Number(value) : null;
 }
 
-/** A lower/upper-case hex SHA-256 signature, or null (a malformed candidate can never match). */
+/** A lower-case hex SHA-256 signature, or null (a malformed or non-canonical candidate can never match). */
 export function decodeHexSignature(value: string): Buffer | null {
   return HEX_SHA256.test(value) ? Buffer.from(value, 'hex') : null;
 }

@@ -468,10 +468,10 @@ describe('provider helpers', () => {
   });
 
   describe('decodeHexSignature', () => {
-    it('decodes 64 hex digits of either case and refuses anything else', () => {
+    it('decodes 64 lower-case hex digits and refuses anything else (upper case too: CONTRACT §2.1–2.3)', () => {
       const hex = 'ab'.repeat(32);
       expect(decodeHexSignature(hex)).toEqual(Buffer.alloc(32, 0xab));
-      expect(decodeHexSignature(hex.toUpperCase())).toEqual(Buffer.alloc(32, 0xab));
+      expect(decodeHexSignature(hex.toUpperCase())).toBe(null);
       expect(decodeHexSignature(hex.slice(1))).toBe(null);
       expect(decodeHexSignature(`${hex}a`)).toBe(null);
       expect(decodeHexSignature(`${hex.slice(2)}zz`)).toBe(null);

@@ -16,6 +16,17 @@ import {
 
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
 
+/**
+ * A `v1` candidate in standard base64 (CONTRACT §2.4), canonical only: 32 bytes take 43
+ * characters and `=`, and the last character's 2 padding bits must be zero. Node decodes the
+ * other three spellings to the same bytes, so they are refused by re-encoding.
+ */
+function decodeBase64Signature(value: string): Buffer | null {
+  if (!BASE64_SHA256.test(value)) return null;
+  const bytes = Buffer.from(value, 'base64');
+  return bytes.toString('base64') === value ? bytes : null;
+}
+
 /** CONTRACT §2.4: the service's native event types. */
 const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['payment.pending', 'pending'],
@@ -63,9 +74,8 @@ export const standardProvider: ProviderAdapter = {
       const comma = entry.indexOf(',');
       if (comma <= 0) return null;
       const signature = entry.slice(comma + 1);
-      if (entry.slice(0, comma) === 'v1' && BASE64_SHA256.test(signature)) {
-        candidates.push(Buffer.from(signature, 'base64'));
-      }
+      const decoded = entry.slice(0, comma) === 'v1' ? decodeBase64Signature(signature) : null;
+      if (decoded) candidates.push(decoded);
     }
     return { timestamp, prefix: `${id}.${raw}.`, candidates };
   },
