@@ -160,7 +160,7 @@ describe('loadStandaloneConfig', () => {
         DATABASE_SCHEMA: 'host_payments',
         ROUTE_PREFIX: '/pay',
         HTTP_ADAPTER: 'fastify',
-        EVENT_SINKS: JSON.stringify([{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luaw==', types: ['order.paid'] }]),
+        EVENT_SINKS: JSON.stringify([{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luay1zZWNyZXQtMTYtYnl0ZXM=', types: ['order.paid'] }]),
         EVENT_MAX_ATTEMPTS: '4',
       });
       expect(config).toEqual({
@@ -180,7 +180,7 @@ describe('loadStandaloneConfig', () => {
           carriers: [{ name: 'acme', url: 'https://acme.test', apiKey: SECRET, timeoutMs: 2000 }],
           carrierTimeoutMs: 2500,
           carrierMaxAttempts: 3,
-          eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luaw==', types: ['order.paid'], timeoutMs: 10_000 }],
+          eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luay1zZWNyZXQtMTYtYnl0ZXM=', types: ['order.paid'], timeoutMs: 10_000 }],
           eventMaxAttempts: 4,
           adminToken: 'admin-token',
           runWorkers: false,
@@ -244,7 +244,7 @@ describe('loadStandaloneConfig', () => {
     it('reads an empty ADMIN_TOKEN as none, and keeps a set one', () => {
       expect(loadStandaloneConfig({ ADMIN_TOKEN: '' }).options.adminToken).toBe(null);
       expect(loadStandaloneConfig({ ADMIN_TOKEN: '   ' }).options.adminToken).toBe(null);
-      expect(loadStandaloneConfig({ ADMIN_TOKEN: 'tok' }).options.adminToken).toBe('tok');
+      expect(loadStandaloneConfig({ ADMIN_TOKEN: 'token-of-16-char' }).options.adminToken).toBe('token-of-16-char');
     });
 
     it('defines one carrier named default from CARRIER_URL and CARRIER_API_KEY', () => {
@@ -264,7 +264,7 @@ describe('loadStandaloneConfig', () => {
         'endpoints.json',
         JSON.stringify([
           { id: 'std', provider: 'standard', secrets: [STANDARD_SECRET], merchantAccountId: 'acc_1', toleranceSeconds: 0 },
-          { id: 'stripe-main', provider: 'stripe', secrets: ['whsec_a', 'whsec_b'], merchantAccountId: 'acct_1' },
+          { id: 'stripe-main', provider: 'stripe', secrets: ['whsec_aaaa', 'whsec_bbbb'], merchantAccountId: 'acct_1' },
         ]),
       );
       expect(loadStandaloneConfig({ WEBHOOK_ENDPOINTS_FILE: path }).options.endpoints).toEqual([
@@ -272,7 +272,7 @@ describe('loadStandaloneConfig', () => {
         {
           id: 'stripe-main',
           provider: 'stripe',
-          secrets: ['whsec_a', 'whsec_b'],
+          secrets: ['whsec_aaaa', 'whsec_bbbb'],
           merchantAccountId: 'acct_1',
           toleranceSeconds: 300,
         },
@@ -303,8 +303,8 @@ describe('loadStandaloneConfig', () => {
       it.each([
         ['not JSON', '[{', 'EVENT_SINKS: is not valid JSON'],
         ['a sink without a secret', JSON.stringify([{ name: 'crm', url: 'https://crm.test' }]), 'EVENT_SINKS: sink "crm": "secret" must be a Standard Webhooks secret'],
-        ['a sink without a url', JSON.stringify([{ name: 'crm', secret: 'whsec_c2luaw==' }]), 'EVENT_SINKS: sink "crm": "url" must be an http(s) URL'],
-        ['a sink without a name', JSON.stringify([{ url: 'https://crm.test', secret: 'whsec_c2luaw==' }]), 'EVENT_SINKS: sink #1: "name" is required'],
+        ['a sink without a url', JSON.stringify([{ name: 'crm', secret: 'whsec_c2luay1zZWNyZXQtMTYtYnl0ZXM=' }]), 'EVENT_SINKS: sink "crm": "url" must be an http(s) URL'],
+        ['a sink without a name', JSON.stringify([{ url: 'https://crm.test', secret: 'whsec_c2luay1zZWNyZXQtMTYtYnl0ZXM=' }]), 'EVENT_SINKS: sink #1: "name" is required'],
       ])('EVENT_SINKS with %s: one line naming EVENT_SINKS, never the secret', (_name, value, message) => {
         const err = configError({ ...SECRET_ENV, EVENT_SINKS: value });
         expect(err.message.startsWith(message)).toBe(true);

@@ -131,6 +131,7 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     carrierTimeoutMs: 'CARRIER_TIMEOUT_MS',
     carrierMaxAttempts: 'CARRIER_MAX_ATTEMPTS',
     eventSinks: 'EVENT_SINKS',
+    adminToken: 'ADMIN_TOKEN',
     eventMaxAttempts: 'EVENT_MAX_ATTEMPTS',
     inboxRetentionDays: 'INBOX_RETENTION_DAYS',
     webhookMaxBodyBytes: 'WEBHOOK_MAX_BODY_BYTES',

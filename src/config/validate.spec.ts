@@ -93,14 +93,14 @@ describe('validateEndpoints', () => {
   });
 
   it('copies the secrets array', () => {
-    const secrets = ['a', 'b'];
+    const secrets = ['secret-a', 'secret-b'];
     const [result] = validate([endpoint({ secrets })]);
-    expect(result.secrets).toEqual(['a', 'b']);
+    expect(result.secrets).toEqual(['secret-a', 'secret-b']);
     expect(result.secrets === secrets).toBe(false);
   });
 
-  it.each(['paymos', 'factuarea', 'stripe'])('accepts any non-empty secret for %s', (provider) => {
-    expect(validate([endpoint({ provider, secrets: ['x', 'whsec_y', 'é'] })])[0].secrets).toEqual(['x', 'whsec_y', 'é']);
+  it.each(['paymos', 'factuarea', 'stripe'])('accepts any secret of at least 8 characters for %s', (provider) => {
+    expect(validate([endpoint({ provider, secrets: ['xxxxxxxx', 'whsec_yy', 'éééééééé'] })])[0].secrets).toEqual(['xxxxxxxx', 'whsec_yy', 'éééééééé']);
   });
 
   it('accepts Standard secrets that are whsec_ + base64', () => {
@@ -599,13 +599,13 @@ describe('resolveOptions', () => {
       routePrefix: 'pay/',
       redisUrl: 'rediss://cache.test:6380',
       queuePrefix: 'test:run-1',
-      endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a' }],
+      endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s-secret'], merchantAccountId: 'a' }],
       carriers: [{ name: 'c', url: 'http://c.test/' }],
       carrierTimeoutMs: 500,
       carrierMaxAttempts: 3,
       eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: SINK_SECRET, types: ['order.paid', 'order.paid'] }],
       eventMaxAttempts: 4,
-      adminToken: 'tok',
+      adminToken: 'admin-token-1',
       runWorkers: false,
       inboxRetentionDays: 7,
       webhookMaxBodyBytes: 1,
@@ -619,13 +619,13 @@ describe('resolveOptions', () => {
       redisUrl: 'rediss://cache.test:6380',
       redisCluster: false,
       queuePrefix: 'test:run-1',
-      endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s'], merchantAccountId: 'a', toleranceSeconds: 300 }],
+      endpoints: [{ id: 'p', provider: 'paymos', secrets: ['s-secret'], merchantAccountId: 'a', toleranceSeconds: 300 }],
       carriers: [{ name: 'c', url: 'http://c.test', apiKey: undefined, timeoutMs: undefined }],
       carrierTimeoutMs: 500,
       carrierMaxAttempts: 3,
       eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: SINK_SECRET, types: ['order.paid'], timeoutMs: 10_000 }],
       eventMaxAttempts: 4,
-      adminToken: 'tok',
+      adminToken: 'admin-token-1',
       runWorkers: false,
       inboxRetentionDays: 7,
       webhookMaxBodyBytes: 1,
@@ -771,5 +771,72 @@ describe('resolveOptions', () => {
     );
     expect(err.message).toBe('inboxRetentionDays: must be at least 7');
     expectNoSecret(err, SECRET);
+  });
+});
+
+describe('minimum lengths of secrets and the admin token (issue 12 finding 9e)', () => {
+  const base: PaymentWebhooksOptions = {
+    databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+    redisUrl: 'redis://127.0.0.1:6379',
+  };
+
+  it.each([
+    ['a paymos secret of 7 characters', endpoint({ secrets: ['short-7'] }), 'endpoint "paymos-main": secret #1 is shorter than 8 characters'],
+    ['an expiring stripe secret of 7', endpoint({ provider: 'stripe', secrets: [{ secret: 'whsec_1', expiresAt: '2999-01-01T00:00:00Z' }] }), 'endpoint "paymos-main": secret #1 is shorter than 8 characters'],
+    ['a whsec_ key of 7 bytes', endpoint({ provider: 'standard', secrets: [`whsec_${Buffer.from('7-bytes').toString('base64')}`] }), 'endpoint "paymos-main": secret #1 decodes to fewer than 8 bytes after "whsec_"'],
+  ])('%s: refused, naming the setting, never the value', (_name, definition, problem) => {
+    const err = configError(() => validateEndpoints('WEBHOOK_ENDPOINTS', [definition], 0));
+    expect(err.setting).toBe('WEBHOOK_ENDPOINTS');
+    expect(err.problem).toBe(problem);
+    const secret = (definition.secrets as Array<string | { secret: string }>)[0];
+    expectNoSecret(err, typeof secret === 'string' ? secret : secret.secret);
+  });
+
+  it('secrets at the minimum, and the contract example (s3cr3t-new), pass', () => {
+    expect(() => validateEndpoints('WEBHOOK_ENDPOINTS', [endpoint({ secrets: ['8-chars!', 's3cr3t-new'] })], 0)).not.toThrow();
+    expect(() =>
+      validateEndpoints('WEBHOOK_ENDPOINTS', [endpoint({ provider: 'standard', secrets: [`whsec_${Buffer.from('8-bytes!').toString('base64')}`] })], 0),
+    ).not.toThrow();
+  });
+
+  it('an admin token under 10 characters is refused, naming the option, never the value', () => {
+    const err = configError(() => resolveOptions({ ...base, adminToken: 'short-tok' }, { adminToken: 'ADMIN_TOKEN' }));
+    expect(err.message).toBe('ADMIN_TOKEN: is shorter than 10 characters');
+    expectNoSecret(err, 'short-tok');
+    expect(resolveOptions({ ...base, adminToken: '10-chars!!' }).adminToken).toBe('10-chars!!');
+  });
+
+  it('an event-sink secret whose key is under 16 bytes is refused, never echoed', () => {
+    const secret = `whsec_${Buffer.from('fifteen-bytes!!').toString('base64')}`;
+    const err = configError(() => resolveOptions({ ...base, eventSinks: [{ name: 'crm', url: 'https://crm.test', secret }] }, { eventSinks: 'EVENT_SINKS' }));
+    expect(err.message).toBe('EVENT_SINKS: sink "crm": "secret" decodes to fewer than 16 bytes after "whsec_"');
+    expectNoSecret(err, secret);
+  });
+});
+
+describe('tuning keys: own, known keys only; no prototype keys (issue 12 finding 9f)', () => {
+  const base: PaymentWebhooksOptions = {
+    databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+    redisUrl: 'redis://127.0.0.1:6379',
+  };
+
+  it.each(['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', 'valueOf'])('"%s" is an unknown tuning key', (key) => {
+    const tuning = parseJsonSetting('PW_TUNING', `{${JSON.stringify(key)}:5}`) as PaymentWebhooksOptions['tuning'];
+    expect(Object.keys(tuning!)).toEqual([key]);
+    const err = configError(() => resolveOptions({ ...base, tuning }, { tuning: 'PW_TUNING' }));
+    expect(err.message).toMatch(new RegExp(`^PW_TUNING: unknown tuning key "${key}" \\(known: `));
+  });
+
+  it('a __proto__ object from JSON.parse pollutes nothing and is refused', () => {
+    const tuning = parseJsonSetting('PW_TUNING', '{"__proto__":{"ingestBatchSize":1,"polluted":true}}') as PaymentWebhooksOptions['tuning'];
+    expect(() => resolveOptions({ ...base, tuning })).toThrow(ConfigurationError);
+    expect(({} as { polluted?: unknown }).polluted).toBeUndefined();
+  });
+
+  it('the resolved tuning has exactly the known keys, as own properties of a plain object', () => {
+    const resolved = resolveOptions({ ...base, tuning: { ingestBatchSize: 10 } }).tuning;
+    expect(Object.keys(resolved).sort()).toEqual(Object.keys(DEFAULT_TUNING).sort());
+    expect(resolved.ingestBatchSize).toBe(10);
+    expect(Object.getPrototypeOf(resolved)).toBe(Object.prototype);
   });
 });

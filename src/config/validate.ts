@@ -52,6 +52,15 @@ const MULTI_ACCOUNT_PROVIDERS: readonly ProviderName[] = ['stripe', 'factuarea',
 /** An ISO 8601 instant: a date, a time, and a timezone (`Z` or an offset). */
 const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
 const SECRET_KEYS = ['secret', 'expiresAt'];
+/**
+ * Minimum lengths (issue 12): a webhook secret is the provider's, so the floor only catches a
+ * placeholder or a truncated paste (the contract's own example, `s3cr3t-new`, has 10); the admin
+ * token and an event sink's key are the operator's own choice, so theirs are firmer.
+ */
+export const MIN_WEBHOOK_SECRET_CHARS = 8;
+export const MIN_STANDARD_KEY_BYTES = 8;
+export const MIN_ADMIN_TOKEN_CHARS = 10;
+export const MIN_SINK_KEY_BYTES = 16;
 const DEFAULT_STRIPE_API_BASE_URL = 'https://api.stripe.com';
 
 /** Unix milliseconds of an ISO 8601 instant with a timezone, or null. */
@@ -73,7 +82,7 @@ export function parseIsoInstant(value: unknown): number | null {
 export function validateEndpoints(setting: string, value: unknown, nowMs: number = Date.now()): EndpointDefinition[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of endpoint definitions');
   const seen = new Set<string>();
-  return value.map((raw, index) => {
+  const endpoints = value.map((raw, index) => {
     const where = `endpoint #${index + 1}`;
     if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
     const { id, provider, secrets, merchantAccountId, merchantAccountIds, toleranceSeconds, apiKey, apiBaseUrl } = raw;
@@ -127,6 +136,23 @@ export function validateEndpoints(setting: string, value: unknown, nowMs: number
     }
     return definition;
   });
+  // Once every definition is well-formed: the floor on each secret's length, never its value.
+  for (const endpoint of endpoints) {
+    endpoint.secrets.forEach((entry, i) => {
+      const problem = secretTooShort(endpoint.provider, typeof entry === 'string' ? entry : entry.secret);
+      if (problem) throw new ConfigurationError(setting, `endpoint "${endpoint.id}": secret #${i + 1} ${problem}`);
+    });
+  }
+  return endpoints;
+}
+
+/** Why a well-formed secret is too short to be a real one, or null. */
+function secretTooShort(provider: ProviderName, secret: string): string | null {
+  if (provider === 'standard') {
+    const bytes = Buffer.from(secret.slice('whsec_'.length), 'base64').length;
+    return bytes < MIN_STANDARD_KEY_BYTES ? `decodes to fewer than ${MIN_STANDARD_KEY_BYTES} bytes after "whsec_"` : null;
+  }
+  return secret.length < MIN_WEBHOOK_SECRET_CHARS ? `is shorter than ${MIN_WEBHOOK_SECRET_CHARS} characters` : null;
 }
 
 /** One entry of `secrets`: the provider's rules on the secret; an `expiresAt` that is an instant. */
@@ -262,6 +288,9 @@ export function validateEventSinks(setting: string, value: unknown): ResolvedEve
     if (timeoutMs !== undefined && !isPositiveInteger(timeoutMs)) {
       throw new ConfigurationError(setting, `sink "${name}": "timeoutMs" must be a positive integer`);
     }
+    if (Buffer.from(key, 'base64').length < MIN_SINK_KEY_BYTES) {
+      throw new ConfigurationError(setting, `sink "${name}": "secret" decodes to fewer than ${MIN_SINK_KEY_BYTES} bytes after "whsec_"`);
+    }
     return { name, url, secret, types: received, timeoutMs: (timeoutMs as number | undefined) ?? 10_000 };
   });
 }
@@ -326,7 +355,7 @@ export function resolveOptions(
     }
     carrierNames.add(adapter.name);
   }
-  return {
+  const resolved: ResolvedOptions = {
     databaseUrl: checkUrl(name('databaseUrl'), options.databaseUrl, ['postgres:', 'postgresql:']),
     schema: checkSchema(name('schema'), options.schema),
     routePrefix: checkRoutePrefix(name('routePrefix'), options.routePrefix),
@@ -346,6 +375,11 @@ export function resolveOptions(
     migrationsRun: options.migrationsRun ?? true,
     tuning: validateTuning(name('tuning'), options.tuning ?? {}),
   };
+  // Last, so that a short token never hides another problem; the value is never named.
+  if (adminToken !== null && adminToken.length < MIN_ADMIN_TOKEN_CHARS) {
+    throw new ConfigurationError(name('adminToken'), `is shorter than ${MIN_ADMIN_TOKEN_CHARS} characters`);
+  }
+  return resolved;
 }
 
 function checkBoolean(setting: string, value: unknown, fallback: boolean): boolean {
@@ -416,11 +450,18 @@ export function validateTuning(setting: string, value: unknown): TuningOptions {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigurationError(setting, 'must be an object of tuning values');
   }
-  for (const [key, v] of Object.entries(value)) {
-    if (!(key in DEFAULT_TUNING)) {
-      throw new ConfigurationError(setting, `unknown tuning key "${key}" (known: ${Object.keys(DEFAULT_TUNING).join(', ')})`);
+  const known = Object.keys(DEFAULT_TUNING) as Array<keyof TuningOptions>;
+  // Own keys only (JSON.parse makes `__proto__` an own key), each one of DEFAULT_TUNING's own:
+  // `in` would let `constructor`, `toString` or `__proto__` through from Object.prototype.
+  for (const key of Reflect.ownKeys(value)) {
+    if (typeof key !== 'string' || !Object.hasOwn(DEFAULT_TUNING, key)) {
+      throw new ConfigurationError(setting, `unknown tuning key ${JSON.stringify(String(key).slice(0, 40))} (known: ${known.join(', ')})`);
     }
-    if (!isPositiveInteger(v)) throw new ConfigurationError(setting, `"${key}" must be a positive integer`);
+    if (!isPositiveInteger((value as Record<string, unknown>)[key])) throw new ConfigurationError(setting, `"${key}" must be a positive integer`);
   }
-  return { ...DEFAULT_TUNING, ...(value as Partial<TuningOptions>) };
+  // Built key by key from the known list: nothing else, whatever the object's prototype holds.
+  const given = value as Partial<Record<keyof TuningOptions, number>>;
+  const tuning = {} as TuningOptions;
+  for (const key of known) tuning[key] = Object.hasOwn(given, key) ? given[key]! : DEFAULT_TUNING[key];
+  return tuning;
 }

@@ -43,7 +43,7 @@ describe('payment-webhooks backfill', () => {
       WEBHOOK_ENDPOINTS: JSON.stringify([
         { id: 'stripe-main', provider: 'stripe', secrets: [SECRET], merchantAccountId: 'acct_cli', apiKey: stub.apiKey, apiBaseUrl: stub.url },
         { id: 'stripe-badkey', provider: 'stripe', secrets: [SECRET], merchantAccountId: 'acct_cli_bad', apiKey: WRONG_KEY, apiBaseUrl: stub.url },
-        { id: 'paymos-a', provider: 'paymos', secrets: ['p'], merchantAccountId: 'acc_1' },
+        { id: 'paymos-a', provider: 'paymos', secrets: ['paymos-secret-p'], merchantAccountId: 'acc_1' },
       ]),
     };
     service = new ServiceProcess({ ...env, PORT: String(port), ADMIN_TOKEN: ADMIN, CARRIER_URL: sim.url });
