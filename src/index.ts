@@ -2,6 +2,7 @@ export * from './config/options';
 export { ConfigurationError } from './config/validate';
 export { loadStandaloneConfig } from './config/env';
 export { configurePaymentWebhooksApp } from './configure-app';
+export { applyServerLimits, ServerLimits } from './http/server-limits';
 export { PaymentWebhooksModule, PaymentWebhooksAsyncOptions } from './payment-webhooks.module';
 export { PW_CONNECTION } from './database/data-source';
 export { CLOCK, Clock } from './payment-webhooks.constants';
