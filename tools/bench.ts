@@ -23,13 +23,13 @@ import autocannon from 'autocannon';
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Client } from 'pg';
 import { signedHeaders } from '../src/testing/sign';
 import { CarrierSimulator } from './carrier-sim';
+import { freePort, seedOrders as seedInto, stopChild, until, withClient, withDatabase } from './harness';
 
 const { values: args } = parseArgs({
   options: {
@@ -77,17 +77,6 @@ interface Row {
 
 // ---------------------------------------------------------------- processes and the database
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 class Service {
   readonly child: ChildProcess;
   stderr = '';
@@ -102,57 +91,8 @@ class Service {
     });
     this.child.stderr!.on('data', (d) => (this.stderr = (this.stderr + d).slice(-4_000)));
   }
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
-    await exited;
-    clearTimeout(timer);
-  }
-}
-
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs: number, interval = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, interval));
-  }
-}
-
-function withDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: args['database-url'] });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/** Orders of the benchmark's own, straight into the module's table: the loads pay them. */
-async function seedOrders(databaseUrl: string, count: number): Promise<string[]> {
-  const client = new Client({ connectionString: databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ id: string }>(
-      `INSERT INTO payment_webhooks.orders (id, reference, status, amount_minor, currency, carrier, ship_to, items, created_at, updated_at)
-       SELECT gen_random_uuid(), NULL, 'awaiting_payment', 4990, 'EUR', 'default',
-              '{"name":"Bench","line1":"1 Load St","city":"Paris","postalCode":"75001","country":"FR"}',
-              '[{"sku":"SKU-1","quantity":1}]', now(), now()
-         FROM generate_series(1, $1)
-       RETURNING id`,
-      [count],
-    );
-    return rows.map((r) => r.id);
-  } finally {
-    await client.end();
+  stop(): Promise<void> {
+    return stopChild(this.child);
   }
 }
 
@@ -209,7 +149,7 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       if (services.some((s) => s.child.exitCode !== null)) throw new Error(`a service exited: ${services.map((s) => s.stderr).join('\n')}`);
       return fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
     }, 60_000, 100);
-    const orders = await seedOrders(databaseUrl, 60_000 + DRAIN + 3_000);
+    const orders = await withClient(databaseUrl, (db) => seedInto(db, 60_000 + DRAIN + 3_000, 'Bench'));
     let next = 0;
     const nextOrder = () => {
       if (next >= orders.length) throw new Error('the benchmark ran out of seeded orders');
@@ -358,6 +298,11 @@ function table(rows: Row[]): string {
     );
   }
   return lines.join('\n');
+}
+
+/** A connection to the admin database (`--database-url`). */
+function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  return withClient(args['database-url']!, work);
 }
 
 async function main(): Promise<void> {

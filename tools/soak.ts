@@ -31,7 +31,6 @@ import autocannon from 'autocannon';
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
@@ -40,6 +39,7 @@ import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import { signedHeaders } from '../src/testing/sign';
 import { CarrierSimulator } from './carrier-sim';
+import { freePort, seedOrders as seedInto, stopChild, until, withClient, withDatabase } from './harness';
 
 const { values: args } = parseArgs({
   options: {
@@ -74,17 +74,6 @@ type Kind = 'new' | 'duplicate' | 'bad-signature' | 'malformed';
 const EXPECTED: Record<Kind, string> = { new: '200 accepted', duplicate: '200 duplicate', 'bad-signature': '401', malformed: '400' };
 
 // ---------------------------------------------------------------- processes and the database (as tools/bench.ts)
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Preloaded into the service (`node --require`): the event loop's delay, in windows of 10 s,
@@ -150,52 +139,9 @@ class Service {
     this.probeOffset += complete.length;
     return complete.split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProbeWindow);
   }
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.child.once('exit', resolve));
-    this.child.kill('SIGTERM');
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), 15_000);
-    await exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return stopChild(this.child);
   }
-}
-
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs: number, interval = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, interval));
-  }
-}
-
-function withDatabase(url: string, name: string): string {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-}
-
-async function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client({ connectionString: args['database-url'] });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/** Orders of the soak's own, straight into the module's table: the new deliveries pay them. */
-async function seedOrders(db: Client, count: number): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(
-    `INSERT INTO payment_webhooks.orders (id, reference, status, amount_minor, currency, carrier, ship_to, items, created_at, updated_at)
-     SELECT gen_random_uuid(), NULL, 'awaiting_payment', 4990, 'EUR', 'default',
-            '{"name":"Soak","line1":"1 Load St","city":"Paris","postalCode":"75001","country":"FR"}',
-            '[{"sku":"SKU-1","quantity":1}]', now(), now()
-       FROM generate_series(1, $1)
-     RETURNING id`,
-    [count],
-  );
-  return rows.map((r) => r.id);
 }
 
 // ---------------------------------------------------------------- what the load sends
@@ -271,6 +217,11 @@ interface Sample {
 
 // ---------------------------------------------------------------- the soak
 
+/** A connection to the admin database (`--database-url`). */
+function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  return withClient(args['database-url']!, work);
+}
+
 async function main(): Promise<void> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: npm run build first`);
   if (!['all-in-one', 'split'].includes(TOPOLOGY)) throw new Error('--topology: all-in-one or split');
@@ -336,7 +287,7 @@ async function main(): Promise<void> {
         if (unexpected <= 10) problems.push(`a ${kind} delivery answered ${answer}`);
       }
     };
-    let orders = await seedOrders(db, 200 + 20_000);
+    let orders = await seedInto(db, 200 + 20_000, 'Soak');
     let next = 0;
     const nextOrder = () => {
       if (next >= orders.length) throw new Error('the soak ran out of seeded orders');
@@ -393,7 +344,7 @@ async function main(): Promise<void> {
       await waitShipped('the capacity burst shipped', 300_000);
     }
     const needed = Math.ceil(rate * 60 * MINUTES * newShare * 1.1) + 1_000;
-    orders = orders.slice(next).concat(await seedOrders(db, needed));
+    orders = orders.slice(next).concat(await seedInto(db, needed, 'Soak'));
     next = 0;
 
     console.log(
