@@ -259,10 +259,13 @@ describe('backfill from the Stripe events API', () => {
     // The second page's progress save fails once, after its events were recorded: as if the process died there.
     await t.dataSource.query(`CREATE TABLE backfill_fault (armed boolean)`);
     await t.dataSource.query(`INSERT INTO backfill_fault VALUES (true)`);
+    // A sequence moves outside transactions: it tells the test the fault fired, though its update rolled back.
+    await t.dataSource.query(`CREATE SEQUENCE backfill_fault_fired`);
     await t.dataSource.query(`
       CREATE FUNCTION backfill_fault() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         IF NEW.listed = 20 AND (SELECT armed FROM backfill_fault) THEN
+          PERFORM nextval('backfill_fault_fired');
           RAISE EXCEPTION 'injected crash before the progress of page 2 is saved';
         END IF;
         RETURN NEW;
@@ -272,6 +275,8 @@ describe('backfill from the Stripe events API', () => {
       const res = await start({ endpointId: 'stripe-backfill', since: since() });
       await eventually(async () => stub.listed.length >= 2 && (await d.count(`SELECT 1 FROM webhook_inbox WHERE source = 'backfill'`)) >= 12, 20_000, 'page 2 recorded');
       await eventually(async () => (await d.count(`SELECT 1 FROM backfills WHERE listed = 10`)) === 1, 5_000, 'page 1 saved');
+      // Disarmed only once the save of page 2 has failed, so the redo always happens.
+      await eventually(async () => (await t.dataSource.query(`SELECT is_called FROM backfill_fault_fired`))[0].is_called === true, 20_000, 'the fault fired');
       await t.dataSource.query(`UPDATE backfill_fault SET armed = false`);
       expect(await finished(res.body.id)).toMatchObject({ status: 'done', listed: 25, accepted: 15, duplicates: 10, error: null });
       // Page 2 asked twice (the redo), pages 1 and 3 once.
@@ -279,7 +284,7 @@ describe('backfill from the Stripe events API', () => {
       await eventually(async () => sim.shipments.length === 25, 20_000, 'every order shipped');
       expect(shippedOrders()).toEqual(all.map((x) => x.orderId).sort());
     } finally {
-      await t.dataSource.query(`DROP TRIGGER backfill_fault ON backfills; DROP FUNCTION backfill_fault(); DROP TABLE backfill_fault`);
+      await t.dataSource.query(`DROP TRIGGER backfill_fault ON backfills; DROP FUNCTION backfill_fault(); DROP TABLE backfill_fault; DROP SEQUENCE backfill_fault_fired`);
     }
   });
 
