@@ -337,11 +337,13 @@ describe.each([
     await proxy.up();
     t = await createTestApp(dependency === 'redis' ? { redisUrl: proxy.urlFor(url) } : { databaseUrl: proxy.urlFor(url) });
   });
+  // Closing waits for the connections the proxy cut to come back (ioredis' and pg's reconnect
+  // backoff), which under a loaded machine has taken longer than Jest's default 30 s hook bound.
   afterAll(async () => {
     await proxy.up();
     await t?.close();
     await proxy.down();
-  });
+  }, 90_000);
   afterEach(() => proxy.up());
 
   /** Polls until /health/ready answers `status`; returns the answer. */
