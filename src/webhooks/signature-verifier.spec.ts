@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
-import { FIXTURES_DIR, signatureVectors, SignatureVector } from '../../test/support/shared';
+import { FIXTURES_DIR, signatureVectors, SignatureVector } from '../../test/support/fixtures';
 import { signedHeaders } from '../testing/sign';
 import type { ProviderName } from '../config/options';
 import { resolveEndpoint, ResolvedEndpoint, verifySignature } from './signature-verifier';

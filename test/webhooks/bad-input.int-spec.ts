@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import request from 'supertest';
 import { signedHeaders } from '../../src/testing/sign';
 import { createTestApp, PLATFORMS, secretOf, TestApp, truncateAll } from '../support/app';
-import { signatureVectors } from '../support/shared';
+import { signatureVectors } from '../support/fixtures';
 
 const MAX_BODY = 4_096;
 const paymosSecret = secretOf('paymos-a');

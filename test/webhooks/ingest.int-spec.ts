@@ -5,7 +5,7 @@ import request from 'supertest';
 
 import { signedHeaders } from '../../src/testing/sign';
 import { createTestApp, PLATFORMS, secretOf, TestApp, truncateAll } from '../support/app';
-import { signatureVectors } from '../support/shared';
+import { signatureVectors } from '../support/fixtures';
 
 function paymosBody(eventId: string, invoiceId = 'inv_51ab77c0'): string {
   return JSON.stringify({

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { signatureVectors } from '../../../test/support/shared';
+import { signatureVectors } from '../../../test/support/fixtures';
 import { signedHeaders } from '../../testing/sign';
 import type { ProviderName } from '../../config/options';
 import { resolveEndpoint, verifySignature } from '../signature-verifier';

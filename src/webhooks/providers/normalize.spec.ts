@@ -1,4 +1,4 @@
-import { exampleEvents } from '../../../test/support/shared';
+import { exampleEvents } from '../../../test/support/fixtures';
 import type { PaymentEvent } from '../../payments/payment-event';
 import { factuareaProvider } from './factuarea.provider';
 import { paymosProvider } from './paymos.provider';

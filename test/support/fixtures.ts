@@ -2,9 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * The contract's signature vectors and example bodies, copied into the repository so a clone alone
- * runs every test (`test/fixtures/fixtures-copy.spec.ts` checks the copies against the originals
- * when `../shared` is there).
+ * The contract's signature vectors and example bodies, kept in the repository (test/fixtures) so a
+ * clone alone runs every test; test/fixtures/fixtures-copy.spec.ts keeps them equal to the originals.
  */
 export const FIXTURES_DIR = join(__dirname, '..', 'fixtures');
 
