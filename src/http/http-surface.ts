@@ -7,7 +7,6 @@ import { AdminGuard } from '../common/admin.guard';
 import { SHARED_ERROR_DOCS } from '../common/api-docs';
 import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
-import { DepthSafeAnswers } from './json-depth';
 import { joinPaths } from './route-prefix';
 
 /** The paths of the module inside the app: what the request hooks of configurePaymentWebhooksApp match. */
@@ -74,8 +73,6 @@ export class HttpSurface implements OnModuleInit {
     this.app = app;
     this.docsEnabled = docs;
     this.documented = documented;
-    // The module's answers only (its controllers), never a host's.
-    app.useGlobalInterceptors(new DepthSafeAnswers(new Set(documented.flatMap((m) => (Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, m) ?? []) as Type[]))));
     if (this.initialized) this.mountDocs();
   }
 

@@ -1,6 +1,3 @@
-import { CallHandler, ExecutionContext, NestInterceptor, type Type } from '@nestjs/common';
-import { map, type Observable } from 'rxjs';
-
 /**
  * The deepest a JSON value may nest, in a webhook body or an API request body: the top-level
  * object or array is level 1. Real envelopes nest well under 16 (a Stripe event about 8); the
@@ -61,18 +58,4 @@ export function capJsonDepth(value: unknown, max = MAX_JSON_DEPTH): unknown {
     }
   }
   return root.v;
-}
-
-/**
- * On the module's own routes (never a host's), an answer nested deeper than the limit is capped
- * rather than failing in JSON.stringify with a 500: a row stored before the limit existed still
- * has a readable archive detail.
- */
-export class DepthSafeAnswers implements NestInterceptor {
-  constructor(private readonly controllers: ReadonlySet<Type>) {}
-
-  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http' || !this.controllers.has(context.getClass())) return next.handle();
-    return next.handle().pipe(map((value) => capJsonDepth(value)));
-  }
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/domain-error';
+import { capJsonDepth } from '../http/json-depth';
 import { keysetQuery, Page, toPage } from '../common/pagination';
 import type { ProviderName } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
@@ -106,7 +107,9 @@ function redact(provider: string, headers: Record<string, string>): Record<strin
 
 function parseBody(text: string): unknown {
   try {
-    return JSON.parse(text);
+    // Bodies deeper than MAX_JSON_DEPTH are refused at receipt; a row stored before that limit
+    // existed is shown capped rather than failing the answer's serialisation.
+    return capJsonDepth(JSON.parse(text));
   } catch {
     return text;
   }

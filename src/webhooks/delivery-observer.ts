@@ -71,7 +71,10 @@ export class DeliveryObserver {
     if (notes) Object.assign(notes, what);
   }
 
-  secretMatched(endpoint: string, secretIndex: number): void {
-    this.metrics.secretMatches.labels(endpoint, String(secretIndex)).inc();
+  /** A delivery verified with the endpoint's secret `secretIndex` at `nowSeconds` (rotation metrics). */
+  secretMatched(endpoint: string, secretIndex: number, nowSeconds: number): void {
+    const labels = [endpoint, String(secretIndex)];
+    this.metrics.secretMatches.labels(...labels).inc();
+    this.metrics.secretLastUsed.labels(...labels).set(nowSeconds);
   }
 }

@@ -85,7 +85,7 @@ function eventKey(provider: string, merchantAccountId: string, eventId: string):
 }
 
 /** The 400 detail of a body that declares no account on an endpoint of many. */
-export const MANY_ACCOUNTS_NONE_DECLARED = 'the endpoint serves many merchant accounts and the body declares none';
+const MANY_ACCOUNTS_NONE_DECLARED = 'the endpoint serves many merchant accounts and the body declares none';
 
 /** Headers every delivery keeps besides its provider's own. */
 const COMMON_HEADERS = ['content-type', 'user-agent'];

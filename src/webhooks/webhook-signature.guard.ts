@@ -3,7 +3,6 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ResolvedOptions } from '../config/options';
 import { rawRequest, restoreContentType, setHeader } from '../http/platform';
 import { Clock, CLOCK, PW_OPTIONS } from '../payment-webhooks.constants';
-import { MetricsService } from '../observability/metrics.service';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
 import { ResolvedEndpoint, verifySignature } from './signature-verifier';
@@ -77,7 +76,6 @@ export class WebhookSignatureGuard implements CanActivate {
     @Inject(PW_OPTIONS) options: ResolvedOptions,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly observer: DeliveryObserver,
-    private readonly metrics: MetricsService,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
     this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes);
@@ -114,8 +112,7 @@ export class WebhookSignatureGuard implements CanActivate {
     const nowSeconds = Math.floor(nowMs / 1000);
     const result = verifySignature(endpoint, req.headers, rawBody, nowSeconds, nowMs);
     if (!result.ok) throw new WebhookError(result.error);
-    this.observer.secretMatched(endpoint.id, result.secretIndex);
-    this.metrics.secretLastUsed.labels(endpoint.id, String(result.secretIndex)).set(nowSeconds);
+    this.observer.secretMatched(endpoint.id, result.secretIndex, nowSeconds);
     req.verifiedDelivery = { endpoint, rawBody, secretIndex: result.secretIndex };
     return true;
   }

@@ -3,7 +3,7 @@ import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, 
 import { isUtf8 } from 'node:buffer';
 import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../http/json-depth';
 import { DeliveryObserver } from './delivery-observer';
-import { InboxIngestService, IngestAnswer, MANY_ACCOUNTS_NONE_DECLARED } from './inbox-ingest.service';
+import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
 import { MalformedPayloadError } from './providers';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhookErrorFilter } from './webhook-error.filter';
@@ -78,11 +78,6 @@ export class WebhooksController {
     } catch (err) {
       if (err instanceof MalformedPayloadError) throw new WebhookError('malformed_payload', err.detail);
       throw err;
-    }
-    // On an endpoint serving many accounts, the body's account is the event's: without one the
-    // event has no key (nothing is recorded).
-    if (endpoint.merchantAccountIds !== null && identity.account === null) {
-      throw new WebhookError('malformed_payload', MANY_ACCOUNTS_NONE_DECLARED);
     }
     this.observer.note(req, { eventId: identity.eventId });
     const answer = await this.ingest.record(endpoint, identity, req.headers, text);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
-import { freePort, ServiceProcess, waitForHttp } from '../support/process';
+import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
 import { StripeEventsStub } from '../support/stripe-events-stub';
 
 const ADMIN = 'e2e-admin-token';
@@ -25,21 +25,8 @@ function serviceEnv(port: number, prefix: string, carrierUrl: string, stub: Stri
   };
 }
 
-async function api(port: number, method: string, path: string, body?: unknown) {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+function api(port: number, method: string, path: string, body?: unknown) {
+  return adminApi(port, ADMIN, method, path, body);
 }
 
 describe('a backfill survives a SIGKILL of its worker', () => {

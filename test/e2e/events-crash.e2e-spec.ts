@@ -5,7 +5,7 @@ import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
-import { freePort, ServiceProcess, waitForHttp } from '../support/process';
+import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
 import { SinkServer, sinkSecret } from '../events/support';
 
 /**
@@ -43,13 +43,8 @@ function serviceEnv(port: number, prefix: string, carrierUrl: string, sinkUrl: s
   };
 }
 
-async function api(port: number, method: string, path: string, body?: unknown) {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+function api(port: number, method: string, path: string, body?: unknown) {
+  return adminApi(port, ADMIN, method, path, body);
 }
 
 async function payOrders(port: number, count: number): Promise<string[]> {
@@ -73,14 +68,6 @@ async function payOrders(port: number, count: number): Promise<string[]> {
     ids.push(order.body.id);
   }
   return ids;
-}
-
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('events to a sink across a SIGKILL of the service', () => {

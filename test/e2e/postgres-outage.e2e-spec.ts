@@ -5,7 +5,7 @@ import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_REDIS_URL } from '../support/env';
 import { PgInstance } from '../support/pg-instance';
-import { freePort, ServiceProcess, waitForHttp } from '../support/process';
+import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
 
 /**
  * PostgreSQL outages against the built service, on a PostgreSQL of the test's own (initdb into a
@@ -44,14 +44,6 @@ interface PaidEvent {
   body: string;
 }
 
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** One request, timed; a request that gets no answer within 15 s is recorded as `error`. */
 async function timed(url: string, init: RequestInit = {}): Promise<Answer> {
   const startedAt = Date.now();
@@ -80,14 +72,7 @@ describe('PostgreSQL outages: stopped mid-storm, frozen, and the health routes',
 
   const base = () => `http://127.0.0.1:${port}`;
 
-  async function api(method: string, path: string, body?: unknown) {
-    const res = await fetch(`${base()}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-  }
+  const api = (method: string, path: string, body?: unknown) => adminApi(base(), ADMIN, method, path, body);
 
   /** A delivery of `e`, signed afresh as a provider signs each attempt. */
   const deliver = (e: PaidEvent) =>

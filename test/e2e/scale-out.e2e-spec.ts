@@ -6,7 +6,7 @@ import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_REDIS_URL, testPgConnection, TEST_DATABASE_URL } from '../support/env';
-import { freePort, ServiceProcess, waitForHttp } from '../support/process';
+import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
 import { SinkServer, sinkSecret } from '../events/support';
 
 /**
@@ -50,21 +50,8 @@ function baseEnv(prefix: string, carrierUrl: string, sinkUrl: string): Record<st
   };
 }
 
-async function api(port: number, method: string, path: string, body?: unknown) {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+function api(port: number, method: string, path: string, body?: unknown) {
+  return adminApi(port, ADMIN, method, path, body);
 }
 
 /** Runs `fn` over `items`, `width` at a time. */

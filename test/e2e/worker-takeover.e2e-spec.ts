@@ -5,7 +5,7 @@ import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, testPgConnection } from '../support/env';
-import { freePort, ServiceProcess, waitForHttp } from '../support/process';
+import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
 
 /**
  * A worker killed mid-drain, with the DEFAULT tuning (no PW_TUNING: the lock and stall-check
@@ -28,14 +28,6 @@ const HELD = 6;
 /** The issue's bound on a replacement's takeover of a dead worker's jobs. */
 const TAKEOVER_BOUND_MS = 15_000;
 
-async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('a worker killed mid-drain: a replacement takes its jobs over within 15 s, with the default tuning', () => {
   const sim = new CarrierSimulator();
   const prefix = `pw-takeover-${randomUUID().slice(0, 8)}`;
@@ -44,14 +36,7 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
   let httpPort = 0;
   let env: Record<string, string> = {};
 
-  async function api(method: string, path: string, body?: unknown) {
-    const res = await fetch(`http://127.0.0.1:${httpPort}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
-  }
+  const api = (method: string, path: string, body?: unknown) => adminApi(httpPort, ADMIN, method, path, body);
 
   /** A worker-only process, resolved once it says it started. */
   async function startWorker(extra: Record<string, string> = {}): Promise<ServiceProcess> {

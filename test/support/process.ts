@@ -74,3 +74,26 @@ export async function waitForHttp(service: ServiceProcess, url: string, timeoutM
   }
   throw new Error(`no answer at ${url} after ${timeoutMs} ms; stderr: ${service.stderr}`);
 }
+
+/** Polls `probe` until it holds; throws after `timeoutMs` (no sleeps to wait for workers). */
+export async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000, intervalMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/**
+ * One JSON request to the module's API of a built service (a port on 127.0.0.1, or a base URL),
+ * with the admin token: `{ status, body }`.
+ */
+export async function api(target: number | string, token: string, method: string, path: string, body?: unknown) {
+  const base = typeof target === 'number' ? `http://127.0.0.1:${target}` : target;
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
