@@ -42,22 +42,31 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     return EXIT.ok;
   }
 
-  let config: StandaloneConfig;
-  try {
-    if (existsSync('.env')) process.loadEnvFile('.env');
-    config = loadStandaloneConfig(env);
-  } catch (err) {
-    if (err instanceof ConfigurationError) throw new CliExit(EXIT.couldNotRun, `configuration error: ${err.message}`);
-    throw err;
-  }
+  // Read on first use: the commands that talk to a running service over HTTP (`simulate`,
+  // `conformance`) run from anywhere, without the service's environment.
+  let config: StandaloneConfig | undefined;
+  const loadConfig = (): StandaloneConfig => {
+    if (config) return config;
+    try {
+      if (existsSync('.env')) process.loadEnvFile('.env');
+      config = loadStandaloneConfig(env);
+    } catch (err) {
+      if (err instanceof ConfigurationError) throw new CliExit(EXIT.couldNotRun, `configuration error: ${err.message}`);
+      throw err;
+    }
+    return config;
+  };
+  if (command.environment !== false) loadConfig();
 
   const opened: DataSource[] = [];
   const ctx: CliContext = {
     args,
-    config,
+    get config() {
+      return loadConfig();
+    },
     out: (line) => process.stdout.write(`${line}\n`),
     connect: async () => {
-      const { databaseUrl, schema } = config.options;
+      const { databaseUrl, schema } = loadConfig().options;
       const dataSource = new DataSource({ ...dataSourceOptions(databaseUrl, schema), logging: false });
       try {
         await dataSource.initialize();

@@ -16,7 +16,8 @@ export class CliExit extends Error {
 /** What a command gets: its arguments, the validated environment, and a way to open the database. */
 export interface CliContext {
   args: string[];
-  config: StandaloneConfig;
+  /** The validated §1 environment, read on first use (a configuration error ends the command with exit 2). */
+  readonly config: StandaloneConfig;
   out: (line: string) => void;
   /** Opens the module's data source; an unreachable database ends the command with exit 2. */
   connect(): Promise<DataSource>;
@@ -24,6 +25,8 @@ export interface CliContext {
 
 export interface CliCommand {
   summary: string;
+  /** `false`: the command does not read the service's environment (it talks to a running service over HTTP). */
+  environment?: false;
   usage: string;
   run(ctx: CliContext): Promise<number>;
 }

@@ -1,0 +1,106 @@
+import { signedHeaders } from '../../testing/sign';
+import { readBoundedAnswer } from '../../outbox/bounded-answer';
+import type { RemoteProvider } from './events';
+
+/** One signed delivery of an event to a receiver: the bytes and the headers, ready to send again. */
+export interface Delivery {
+  url: string;
+  eventId: string;
+  body: string;
+  headers: Record<string, string>;
+}
+
+/** What the receiver answered; `status` 0 when there was no answer (`error` says why). */
+export interface Answer {
+  status: number;
+  /** The answer's JSON, when it was JSON. */
+  json?: Record<string, unknown>;
+  text?: string;
+  error?: 'timeout' | 'connection';
+  /** The network error's message when `error` is set. */
+  cause?: string;
+  ms: number;
+}
+
+/** `http://host:3000/pay` + `/webhooks/x` → `http://host:3000/pay/webhooks/x` (the base URL keeps its route prefix). */
+export function joinUrl(base: string, path: string): string {
+  return `${base.replace(/\/+$/, '')}${path}`;
+}
+
+export function webhookUrl(base: string, endpointId: string): string {
+  return joinUrl(base, `/webhooks/${encodeURIComponent(endpointId)}`);
+}
+
+export interface SignDeliveryOptions {
+  /** Every secret signs: one `v1` each, as a sender does during a rotation (the first is the current one). */
+  secrets: string[];
+  /** Unix seconds; default now. Each attempt of a retrying sender signs again with its own time. */
+  timestamp?: number;
+  /** Factuarea's delivery id (one per endpoint and event, the same on every attempt). */
+  deliveryId?: string;
+}
+
+/** Signs `body` as `provider` does and names the event in its id header (CONTRACT §2.1–2.4). */
+export function signDelivery(provider: RemoteProvider, url: string, eventId: string, body: string, options: SignDeliveryOptions): Delivery {
+  const [secret, ...extraSecrets] = options.secrets;
+  const headers = signedHeaders(provider, secret, body, {
+    eventId,
+    timestamp: options.timestamp,
+    deliveryId: options.deliveryId,
+    extraSecrets,
+  });
+  if (provider === 'factuarea') headers['factuarea-event-type'] = String((JSON.parse(body) as { type?: unknown }).type ?? '');
+  headers['user-agent'] = 'payment-webhooks-kit';
+  return { url, eventId, body, headers };
+}
+
+/** Sends one HTTP request and reads at most 64 KiB of its answer; a network failure is an answer with status 0. */
+export async function send(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string },
+  timeoutMs: number,
+): Promise<Answer> {
+  const started = performance.now();
+  try {
+    const response = await fetch(url, {
+      method: init.method ?? 'POST',
+      headers: init.headers,
+      body: init.body,
+      redirect: 'manual',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const read = await readBoundedAnswer(response);
+    const answer: Answer = { status: response.status, ms: performance.now() - started };
+    if (read.text !== null) {
+      answer.text = read.text;
+      try {
+        const parsed: unknown = JSON.parse(read.text);
+        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) answer.json = parsed as Record<string, unknown>;
+      } catch {
+        // not JSON: the text says what it was
+      }
+    }
+    return answer;
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError';
+    return {
+      status: 0,
+      error: timedOut ? 'timeout' : 'connection',
+      cause: timedOut ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message),
+      ms: performance.now() - started,
+    };
+  }
+}
+
+/** Sends a delivery as it is (the same bytes and headers each time it is called). */
+export function deliver(delivery: Delivery, timeoutMs: number): Promise<Answer> {
+  return send(delivery.url, { headers: delivery.headers, body: delivery.body }, timeoutMs);
+}
+
+/** `200 accepted`, `401 invalid_signature`, `503 unavailable`, `timeout`: how an answer reads in a summary. */
+export function describeAnswer(answer: Answer): string {
+  if (answer.status === 0) return answer.error ?? 'no answer';
+  const word = answer.json?.status ?? answer.json?.error;
+  return typeof word === 'string' ? `${answer.status} ${word}` : String(answer.status);
+}
