@@ -6,6 +6,8 @@ import { dataSourceOptions } from '../database/data-source';
 import { backfillCommand } from './backfill.command';
 import { migrateCommand, statusCommand } from './migrate.command';
 import { reconcileCommand } from './reconcile.command';
+import { simulateCommand } from './simulate.command';
+import { conformanceCommand } from './conformance.command';
 import { CliCommand, CliContext, CliExit, describeDatabase, EXIT } from './context';
 
 export { CliExit, EXIT } from './context';
@@ -15,6 +17,8 @@ export const COMMANDS: Record<string, CliCommand> = {
   status: statusCommand,
   reconcile: reconcileCommand,
   backfill: backfillCommand,
+  simulate: simulateCommand,
+  conformance: conformanceCommand,
 };
 
 export function usage(): string {
