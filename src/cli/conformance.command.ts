@@ -1,12 +1,83 @@
-import { CliCommand, EXIT } from './context';
+import { PROVIDER_NAMES } from '../config/options';
+import { parseCommandArgs } from './args';
+import { CliCommand, CliExit, EXIT } from './context';
+import { CHECK_SUMMARIES, CHECKS, CheckResult, runConformance } from './remote/conformance';
+import type { RemoteProvider } from './remote/events';
 
-const USAGE = 'usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider <p> --secret <s> (not yet built)';
+const USAGE = [
+  `usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider ${PROVIDER_NAMES.join('|')} --secret <s>`,
+  '         --admin-token <t> [--merchant <account>] [--carrier <name>] [--wait <seconds>] [--json]',
+  '  The re-delivery checks to pass before going live, against a running service (staging): signed deliveries to',
+  '  <url>/webhooks/<endpoint> and its REST API with the admin token. It creates a few orders (reference',
+  '  conformance-…) that its events pay, so their shipments go to the configured carrier: point it at a sandbox carrier.',
+  '  --url includes any route prefix (http://127.0.0.1:3000/pay). --secret may be repeated (each signs, as during a',
+  "  rotation). --merchant: the account bodies declare and payments are registered under (needed on a merchantAccountIds",
+  '  endpoint). --wait: the longest wait for processing or a shipment, per check (default 30).',
+  '  One line per check, PASS|FAIL <check> — <detail>, then "conformance: N/M checks pass"; --json prints one JSON',
+  '  document instead. Exit 0 only when every check passes, 1 when one fails, 2 when it could not run.',
+  '  Checks:',
+  ...CHECKS.map((c) => `    ${c.padEnd(15)} ${CHECK_SUMMARIES[c]}`),
+].join('\n');
 
+/**
+ * `payment-webhooks conformance` (CONTRACT §8): what a team runs against a deployment before it takes
+ * real traffic. Reads no environment: everything goes over HTTP to the service named by `--url`.
+ */
 export const conformanceCommand: CliCommand = {
   summary: 'the re-delivery checks to pass before going live, against a running service',
   usage: USAGE,
   environment: false,
-  async run() {
-    return EXIT.couldNotRun;
+  async run(ctx) {
+    const values = parseCommandArgs('conformance', USAGE, ctx.args, {
+      url: { type: 'string' },
+      endpoint: { type: 'string' },
+      provider: { type: 'string' },
+      secret: { type: 'string', multiple: true },
+      'admin-token': { type: 'string' },
+      merchant: { type: 'string' },
+      carrier: { type: 'string' },
+      wait: { type: 'string' },
+      json: { type: 'boolean' },
+    });
+    const missing = (['url', 'endpoint', 'provider', 'secret', 'admin-token'] as const).filter((k) => !values[k] || values[k]?.length === 0);
+    if (missing.length > 0) throw new CliExit(EXIT.couldNotRun, `conformance: ${missing.map((k) => `--${k}`).join(', ')} required\n${USAGE}`);
+    if (!(PROVIDER_NAMES as readonly string[]).includes(values.provider!)) {
+      throw new CliExit(EXIT.couldNotRun, `conformance: --provider must be one of ${PROVIDER_NAMES.join(', ')}`);
+    }
+    let url: URL;
+    try {
+      url = new URL(values.url!);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+    } catch {
+      throw new CliExit(EXIT.couldNotRun, 'conformance: --url must be an http:// or https:// base URL, e.g. http://127.0.0.1:3000');
+    }
+    if (url.search || url.hash) throw new CliExit(EXIT.couldNotRun, 'conformance: --url is a base URL: no query or fragment');
+    const wait = values.wait === undefined ? 30 : Number(values.wait);
+    if (!Number.isFinite(wait) || wait <= 0 || wait > 3600) throw new CliExit(EXIT.couldNotRun, 'conformance: --wait must be a number of seconds, 1–3600');
+
+    const json = values.json === true;
+    const results: CheckResult[] = await runConformance({
+      url: url.toString(),
+      endpoint: values.endpoint!,
+      provider: values.provider as RemoteProvider,
+      secrets: values.secret!,
+      adminToken: values['admin-token']!,
+      merchant: values.merchant,
+      carrier: values.carrier,
+      waitMs: wait * 1000,
+      requestTimeoutMs: 10_000,
+      onResult: json ? undefined : (r) => ctx.out(formatResult(r)),
+    });
+    const passed = results.filter((r) => r.pass).length;
+    if (json) {
+      ctx.out(JSON.stringify({ url: url.toString(), endpoint: values.endpoint, provider: values.provider, passed, total: results.length, checks: results }, null, 2));
+    } else {
+      ctx.out(`conformance: ${passed}/${results.length} checks pass`);
+    }
+    return passed === results.length ? EXIT.ok : EXIT.failure;
   },
 };
+
+export function formatResult(r: CheckResult): string {
+  return `${r.pass ? 'PASS' : 'FAIL'} ${r.check} — ${r.detail}${r.hint ? ` — look at: ${r.hint}` : ''}`;
+}

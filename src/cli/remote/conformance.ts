@@ -1,0 +1,539 @@
+import { isDeepStrictEqual } from 'node:util';
+import { Answer, deliver, Delivery, describeAnswer, joinUrl, send, signDelivery, webhookUrl } from './delivery';
+import { EventKind, newEventId, newResourceId, PaymentRef, providerEvent, RemoteProvider, wireBody } from './events';
+
+/**
+ * The re-delivery checks a team runs before going live (CONTRACT §8 `conformance`), against any
+ * running service that implements the contract: only its REST API and signed deliveries are used,
+ * so what is checked is the deployment — gateway, proxies, secrets, workers, carrier — not the code.
+ */
+
+export interface ConformanceOptions {
+  /** Base URL of the service, route prefix included (`https://staging.example.com/pay`). */
+  url: string;
+  endpoint: string;
+  provider: RemoteProvider;
+  /** The endpoint's secret; every one given signs (one `v1` each), as during a rotation. */
+  secrets: string[];
+  adminToken: string;
+  /** The account bodies declare and payments are registered under; needed on a `merchantAccountIds` endpoint. */
+  merchant?: string;
+  /** The carrier orders name (default: the service's `default`). */
+  carrier?: string;
+  /** How long each wait for processing or fulfilment may take. */
+  waitMs: number;
+  /** Each HTTP request's own timeout. */
+  requestTimeoutMs: number;
+  /** Told each check's result as it ends (the command prints a line at once). */
+  onResult?: (result: CheckResult) => void;
+}
+
+export interface CheckResult {
+  check: CheckName;
+  pass: boolean;
+  /** The evidence: what was sent and answered, what the service shows. */
+  detail: string;
+  /** On a failure: what to look at. */
+  hint?: string;
+}
+
+export const CHECKS = [
+  'reachable',
+  'signature',
+  'delivery',
+  'duplicate',
+  'concurrent',
+  'stale',
+  'amount',
+  'reprocess',
+  'reserialised',
+  'reconciliation',
+] as const;
+export type CheckName = (typeof CHECKS)[number];
+
+/** What a check describes in one line, for `--help` and the docs. */
+export const CHECK_SUMMARIES: Record<CheckName, string> = {
+  reachable: 'the service answers /health, and the admin token opens its API',
+  signature: 'a delivery signed with the secret is accepted, in compact and in pretty-printed JSON',
+  delivery: 'a paid event for a new order is processed and the order fulfilled once',
+  duplicate: 'the same delivery again, as sent and re-signed, answers duplicate and changes nothing',
+  concurrent: 'ten copies of a new event sent at once give one accepted',
+  stale: 'a late pending after succeeded is stale and nothing goes back',
+  amount: 'a wrong amount is rejected with no shipment',
+  reprocess: 'a reprocess of the paid and of the rejected delivery changes nothing',
+  reserialised: 'a body parsed and serialised again after signing is refused',
+  reconciliation: 'reconciliation names a paid id that never arrived, and only that one',
+};
+
+const CONCURRENT_COPIES = 10;
+const ORDER_AMOUNT = '49.90';
+const WRONG_AMOUNT = '4.99';
+const CURRENCY = 'EUR';
+
+/** A check that could not run because one it builds on failed. */
+class NotRun extends Error {}
+/** A check's failure, with what to look at. */
+class Failed extends Error {
+  constructor(
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+  }
+}
+
+interface Order {
+  id: string;
+  status: string;
+  fulfillment: null | { id: string; status: string; shipmentId: string | null };
+  payments: Array<{ id: string; status: string; providerPaymentId: string }>;
+  [key: string]: unknown;
+}
+
+interface ArchiveItem {
+  id: string;
+  eventId: string;
+  merchantAccountId: string;
+  status: string;
+  outcome: string | null;
+  processedAt: string | null;
+}
+
+/** A paid order the checks build on: its order, payment and the delivery that paid it. */
+interface PaidOrder {
+  order: Order;
+  payment: PaymentRef;
+  delivery: Delivery;
+  row: ArchiveItem;
+}
+
+export async function runConformance(options: ConformanceOptions): Promise<CheckResult[]> {
+  return new ConformanceRun(options).run();
+}
+
+class ConformanceRun {
+  private readonly run_ = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+  private orders = 0;
+  private readonly results: CheckResult[] = [];
+  private paid: PaidOrder | undefined;
+  private rejected: { order: Order; row: ArchiveItem } | undefined;
+  private concurrentOrder: Order | undefined;
+
+  constructor(private readonly o: ConformanceOptions) {}
+
+  async run(): Promise<CheckResult[]> {
+    await this.check('reachable', [], () => this.reachable());
+    await this.check('signature', ['reachable'], () => this.signature());
+    await this.check('delivery', ['signature'], () => this.delivery());
+    await this.check('duplicate', ['delivery'], () => this.duplicate());
+    await this.check('concurrent', ['signature'], () => this.concurrent());
+    await this.check('stale', ['delivery'], () => this.stale());
+    await this.check('amount', ['signature'], () => this.amount());
+    await this.check('reprocess', ['delivery', 'amount'], () => this.reprocess());
+    await this.check('reserialised', ['reachable'], () => this.reserialised());
+    await this.check('reconciliation', ['delivery'], () => this.reconciliation());
+    return this.results;
+  }
+
+  private async check(check: CheckName, needs: CheckName[], body: () => Promise<string>): Promise<void> {
+    let result: CheckResult;
+    const missing = needs.filter((n) => !this.results.find((r) => r.check === n)?.pass);
+    if (missing.length > 0) {
+      result = { check, pass: false, detail: `not run: needs ${missing.join(' and ')}, which failed` };
+    } else {
+      try {
+        result = { check, pass: true, detail: await body() };
+      } catch (err) {
+        if (err instanceof Failed) result = { check, pass: false, detail: err.message, ...(err.hint ? { hint: err.hint } : {}) };
+        else if (err instanceof NotRun) result = { check, pass: false, detail: `not run: ${err.message}` };
+        else result = { check, pass: false, detail: `the check itself failed: ${(err as Error).message}` };
+      }
+    }
+    this.results.push(result);
+    this.o.onResult?.(result);
+  }
+
+  // --- the checks -------------------------------------------------------------------------
+
+  private async reachable(): Promise<string> {
+    const health = await this.http('GET', '/health');
+    if (health.status !== 200) {
+      throw new Failed(
+        `GET ${joinUrl(this.o.url, '/health')} answered ${describeAnswer(health)}${health.cause ? ` (${health.cause})` : ''}`,
+        'is --url the base URL of the service, its route prefix included (http://host:3000/pay)? Is the service up?',
+      );
+    }
+    const list = await this.http('GET', '/orders?limit=1');
+    if (list.status === 401) throw new Failed('GET /orders answered 401 unauthorized', '--admin-token is not the service\'s ADMIN_TOKEN');
+    if (list.status === 503) throw new Failed(`GET /orders answered ${describeAnswer(list)}`, 'the service has no ADMIN_TOKEN set (its API is off)');
+    if (list.status !== 200 || !Array.isArray(list.json?.items)) {
+      throw new Failed(`GET /orders answered ${describeAnswer(list)}, not the contract's list`, 'is --url pointing at this service, and not at something in front of it?');
+    }
+    return `/health 200; GET /orders 200 with the admin token`;
+  }
+
+  private async signature(): Promise<string> {
+    const payment = this.newPayment();
+    const pretty = this.signed('ignored', payment);
+    const compactEvent = providerEvent(this.o.provider, 'ignored', payment);
+    const compact = this.sign(compactEvent.eventId, JSON.stringify(compactEvent.body));
+    const [a, b] = [await deliver(pretty, this.o.requestTimeoutMs), await deliver(compact, this.o.requestTimeoutMs)];
+    const okA = isAnswer(a, 'accepted', pretty.eventId);
+    const okB = isAnswer(b, 'accepted', compact.eventId);
+    const evidence = `pretty-printed body: ${describeAnswer(a)}; compact body: ${describeAnswer(b)}`;
+    if (okA && okB) return `${evidence} (a ${eventTypeOf(pretty)} event, recorded and ignored)`;
+    const answers = [a, b];
+    const has = (word: string) => answers.some((x) => x.json?.error === word);
+    if (answers.some((x) => x.status >= 200 && x.status < 300 && !isContractAnswer(x))) {
+      throw new Failed(
+        `${evidence}; a 2xx that is not the service's answer (${truncate(answers.find((x) => x.status < 300)?.text ?? '')})`,
+        'something in front of the service answers for it (a proxy, a load balancer, a mock left in place): a provider stops retrying on that 2xx and the event is lost; route /webhooks/* to the service',
+      );
+    }
+    if (has('unknown_endpoint')) throw new Failed(evidence, `the service has no endpoint "${this.o.endpoint}" (WEBHOOK_ENDPOINTS)`);
+    if (has('timestamp_out_of_tolerance')) throw new Failed(evidence, "this machine's clock and the service's differ by more than the endpoint's toleranceSeconds");
+    if (has('missing_signature')) {
+      throw new Failed(evidence, `the signature headers did not reach the service: a proxy drops them, or the endpoint's provider is not ${this.o.provider}`);
+    }
+    if (!okA && okB && a.json?.error === 'invalid_signature') {
+      throw new Failed(
+        `${evidence}: the compact form verifies and the pretty-printed one does not`,
+        'something between here and the service parses and serialises JSON bodies again (an API gateway, a body-parsing middleware before the webhook route): the signature covers the raw bytes, so every provider delivery that is not already compact fails; pass /webhooks/* through untouched',
+      );
+    }
+    if (has('invalid_signature')) {
+      throw new Failed(
+        evidence,
+        `no signature matched: --secret is not one of endpoint "${this.o.endpoint}"'s secrets (after a rotation, the new one), or the bytes are changed on the way (a proxy re-encoding or re-serialising bodies)`,
+      );
+    }
+    if (has('malformed_payload')) {
+      const detail = answers.find((x) => x.json?.error === 'malformed_payload')?.json?.detail;
+      throw new Failed(`${evidence}${detail ? ` (${String(detail)})` : ''}`, this.o.merchant ? 'is --merchant one of the endpoint\'s accounts?' : 'a merchantAccountIds endpoint needs --merchant <account>');
+    }
+    if (answers.some((x) => x.status === 503 || x.status === 0)) {
+      throw new Failed(evidence, 'the service could not record the delivery (its database or Redis is away, or it is overloaded): look at /health/ready and its logs');
+    }
+    throw new Failed(evidence, 'the answer is not one the contract defines for a correctly signed delivery');
+  }
+
+  private async delivery(): Promise<string> {
+    const order = await this.createOrder();
+    const payment = await this.registerPayment(order);
+    const delivery = this.signed('succeeded', payment);
+    const answer = await this.deliverExpecting(delivery, 'accepted');
+    const row = await this.settled(delivery.eventId);
+    if (row.status !== 'processed' || row.outcome !== 'applied') {
+      throw new Failed(`the delivery ended ${row.status}/${row.outcome}, not processed/applied`, hintFor(row));
+    }
+    const fulfilled = await this.fulfilled(order.id);
+    this.paid = { order: fulfilled, payment, delivery, row };
+    return `${describeAnswer(answer)}; delivery processed/applied; order ${order.id} fulfilled, shipment ${fulfilled.fulfillment?.shipmentId}`;
+  }
+
+  private async duplicate(): Promise<string> {
+    const { order, delivery, payment } = this.paid!;
+    const before = await this.order(order.id);
+    const again = await deliver(delivery, this.o.requestTimeoutMs);
+    // A provider's own retry: the same event and bytes, signed again with the time of the attempt.
+    const resigned = this.sign(delivery.eventId, delivery.body, Math.floor(Date.now() / 1000) + 1);
+    const resent = await deliver(resigned, this.o.requestTimeoutMs);
+    for (const [what, answer] of [['the same delivery', again], ['a re-signed copy', resent]] as const) {
+      if (!isAnswer(answer, 'duplicate', delivery.eventId)) {
+        throw new Failed(
+          `${what} answered ${describeAnswer(answer)}, not 200 duplicate`,
+          answer.json?.status === 'accepted'
+            ? 'the service recorded the event twice: its inbox is not keyed by (provider, merchant account, event id)'
+            : undefined,
+        );
+      }
+    }
+    const rows = await this.rows(delivery.eventId);
+    if (rows.length !== 1) throw new Failed(`the archive holds ${rows.length} deliveries of event ${delivery.eventId}, not 1`);
+    const after = await this.order(order.id);
+    if (!isDeepStrictEqual(after, before)) throw new Failed(`order ${order.id} changed: ${diff(before, after)}`);
+    return `same bytes: ${describeAnswer(again)}; re-signed: ${describeAnswer(resent)}; one archive row; order ${order.id} (${after.status}, payment ${payment.resourceId}) unchanged`;
+  }
+
+  private async concurrent(): Promise<string> {
+    const order = await this.createOrder();
+    const payment = await this.registerPayment(order);
+    const delivery = this.signed('succeeded', payment);
+    const answers = await Promise.all(Array.from({ length: CONCURRENT_COPIES }, () => deliver(delivery, this.o.requestTimeoutMs)));
+    const accepted = answers.filter((a) => isAnswer(a, 'accepted', delivery.eventId)).length;
+    const duplicates = answers.filter((a) => isAnswer(a, 'duplicate', delivery.eventId)).length;
+    const tally = tallyAnswers(answers);
+    if (accepted !== 1 || duplicates !== CONCURRENT_COPIES - 1) {
+      throw new Failed(
+        `${CONCURRENT_COPIES} copies at once answered ${tally}`,
+        accepted > 1
+          ? 'more than one copy was recorded: the inbox needs a unique constraint on (provider, merchant account, event id), not a read before the insert'
+          : 'a copy was refused or went unanswered: under concurrent deliveries the service must answer each one (503 only when it cannot record)',
+      );
+    }
+    const rows = await this.rows(delivery.eventId);
+    if (rows.length !== 1) throw new Failed(`the archive holds ${rows.length} deliveries of event ${delivery.eventId}, not 1`);
+    await this.settled(delivery.eventId);
+    this.concurrentOrder = await this.fulfilled(order.id);
+    return `${CONCURRENT_COPIES} copies at once: ${tally}; one archive row; order ${order.id} fulfilled once (shipment ${this.concurrentOrder.fulfillment?.shipmentId})`;
+  }
+
+  private async stale(): Promise<string> {
+    const { order, payment } = this.paid!;
+    const before = await this.order(order.id);
+    const late = this.signed('early', payment);
+    const answer = await this.deliverExpecting(late, 'accepted');
+    const row = await this.settled(late.eventId);
+    if (row.status !== 'processed' || row.outcome !== 'stale') {
+      throw new Failed(
+        `a late ${eventTypeOf(late)} after succeeded ended ${row.status}/${row.outcome}, not processed/stale`,
+        'the payment lifecycle must never go backwards: an event whose state lies before the current one is stale',
+      );
+    }
+    const after = await this.order(order.id);
+    const paymentBefore = before.payments.find((p) => p.providerPaymentId === payment.resourceId);
+    const paymentAfter = after.payments.find((p) => p.providerPaymentId === payment.resourceId);
+    if (!isDeepStrictEqual(after, before)) throw new Failed(`order ${order.id} changed: ${diff(before, after)}`);
+    return `late ${eventTypeOf(late)}: ${describeAnswer(answer)}, processed/stale; payment still ${paymentAfter?.status ?? paymentBefore?.status}, order still ${after.status}`;
+  }
+
+  private async amount(): Promise<string> {
+    const order = await this.createOrder();
+    const payment = await this.registerPayment(order);
+    const delivery = this.signed('succeeded', { ...payment, amount: WRONG_AMOUNT });
+    const answer = await this.deliverExpecting(delivery, 'accepted');
+    const row = await this.settled(delivery.eventId);
+    if (row.status !== 'rejected' || row.outcome !== 'amount_mismatch') {
+      throw new Failed(`${WRONG_AMOUNT} ${CURRENCY} for an order of ${ORDER_AMOUNT} ended ${row.status}/${row.outcome}, not rejected/amount_mismatch`, hintFor(row));
+    }
+    const after = await this.order(order.id);
+    if (after.status !== 'awaiting_payment' || after.fulfillment !== null) {
+      throw new Failed(`order ${order.id} is ${after.status} with fulfillment ${JSON.stringify(after.fulfillment)} after an underpayment`);
+    }
+    this.rejected = { order: after, row };
+    return `${WRONG_AMOUNT} ${CURRENCY} for ${ORDER_AMOUNT}: ${describeAnswer(answer)}, rejected/amount_mismatch; order still awaiting_payment, no fulfillment`;
+  }
+
+  private async reprocess(): Promise<string> {
+    const paid = this.paid!;
+    const rejected = this.rejected!;
+    const beforePaid = await this.order(paid.order.id);
+    const beforeRejected = await this.order(rejected.order.id);
+    const paidRow = (await this.rows(paid.delivery.eventId))[0];
+    for (const row of [paidRow, rejected.row]) {
+      const answer = await this.http('POST', `/admin/webhook-deliveries/${row.id}/reprocess`);
+      if (answer.status !== 202) throw new Failed(`POST /admin/webhook-deliveries/${row.id}/reprocess answered ${describeAnswer(answer)}, not 202`);
+    }
+    // The rejected delivery is opened again and processed anew: its new end shows the run happened.
+    const again = await this.poll(`the reprocessed delivery ${rejected.row.id} to end again`, async () => {
+      const [row] = await this.rows(rejected.row.eventId);
+      return row && row.status !== 'received' && row.processedAt !== null && row.processedAt !== rejected.row.processedAt ? row : undefined;
+    });
+    if (again.status !== 'rejected' || again.outcome !== 'amount_mismatch') {
+      throw new Failed(`the reprocessed underpayment ended ${again.status}/${again.outcome}, not rejected/amount_mismatch again`);
+    }
+    const afterPaid = await this.order(paid.order.id);
+    const afterRejected = await this.order(rejected.order.id);
+    if (!isDeepStrictEqual(afterPaid, beforePaid)) throw new Failed(`order ${paid.order.id} changed on reprocess: ${diff(beforePaid, afterPaid)}`);
+    if (!isDeepStrictEqual(afterRejected, beforeRejected)) {
+      throw new Failed(`order ${rejected.order.id} changed on reprocess: ${diff(beforeRejected, afterRejected)}`);
+    }
+    return `both 202; the paid order keeps shipment ${afterPaid.fulfillment?.shipmentId} and is unchanged; the underpayment ran again, rejected/amount_mismatch, no shipment`;
+  }
+
+  private async reserialised(): Promise<string> {
+    const payment = this.newPayment();
+    const signed = this.signed('ignored', payment);
+    const compact = JSON.stringify(JSON.parse(signed.body));
+    const answer = await deliver({ ...signed, body: compact }, this.o.requestTimeoutMs);
+    if (answer.status === 401 && answer.json?.error === 'invalid_signature') {
+      const rows = await this.rows(signed.eventId);
+      if (rows.length !== 0) throw new Failed(`401, yet the archive holds ${rows.length} deliveries of event ${signed.eventId}`);
+      return `the signed body re-serialised (${signed.body.length} → ${compact.length} bytes): 401 invalid_signature, nothing recorded`;
+    }
+    throw new Failed(
+      `a body re-serialised after signing answered ${describeAnswer(answer)}, not 401 invalid_signature`,
+      answer.status >= 200 && answer.status < 300
+        ? 'the service verifies the signature over a parsed and serialised body instead of the raw bytes (or something in front answers for it): a forged body that parses the same would pass'
+        : 'a signature that does not match the bytes must answer 401 invalid_signature',
+    );
+  }
+
+  private async reconciliation(): Promise<string> {
+    const { delivery, payment, row, order } = this.paid!;
+    const neverSent = { eventId: newEventId(this.o.provider), resourceId: newResourceId(this.o.provider) };
+    const answer = await this.http('POST', '/admin/reconciliation', {
+      provider: this.o.provider,
+      merchantAccountId: row.merchantAccountId,
+      eventIds: [delivery.eventId, neverSent.eventId],
+      paidResourceIds: [payment.resourceId, neverSent.resourceId],
+    });
+    if (answer.status !== 200 || !answer.json) throw new Failed(`POST /admin/reconciliation answered ${describeAnswer(answer)}`);
+    const report = answer.json as { missingEvents?: unknown; missingPaidPayments?: unknown; duplicateEffects?: unknown };
+    const ours = [order.id, this.concurrentOrder?.id].filter(Boolean);
+    const doubled = Array.isArray(report.duplicateEffects) ? report.duplicateEffects.filter((id) => ours.includes(id)) : [];
+    if (!isDeepStrictEqual(report.missingEvents, [neverSent.eventId]) || !isDeepStrictEqual(report.missingPaidPayments, [neverSent.resourceId])) {
+      throw new Failed(
+        `missingEvents ${JSON.stringify(report.missingEvents)}, missingPaidPayments ${JSON.stringify(report.missingPaidPayments)}; expected exactly the never-sent ${neverSent.eventId} and ${neverSent.resourceId}`,
+      );
+    }
+    if (doubled.length > 0) throw new Failed(`duplicateEffects names ${doubled.join(', ')}: more than one shipment for one order`);
+    return `names the never-sent ${neverSent.eventId} and ${neverSent.resourceId} only; no duplicate effects for the orders paid here`;
+  }
+
+  // --- building blocks ----------------------------------------------------------------------
+
+  private newPayment(orderId?: string): PaymentRef {
+    return {
+      resourceId: newResourceId(this.o.provider),
+      orderId,
+      amount: ORDER_AMOUNT,
+      currency: CURRENCY,
+      ...(this.o.merchant ? { account: this.o.merchant } : {}),
+    };
+  }
+
+  private sign(eventId: string, body: string, timestamp?: number): Delivery {
+    return signDelivery(this.o.provider, webhookUrl(this.o.url, this.o.endpoint), eventId, body, {
+      secrets: this.o.secrets,
+      timestamp,
+      deliveryId: this.o.provider === 'factuarea' ? newEventId('factuarea') : undefined,
+    });
+  }
+
+  private signed(kind: EventKind, payment: PaymentRef): Delivery {
+    const event = providerEvent(this.o.provider, kind, payment);
+    return this.sign(event.eventId, wireBody(event.body));
+  }
+
+  private async deliverExpecting(delivery: Delivery, word: 'accepted' | 'duplicate'): Promise<Answer> {
+    const answer = await deliver(delivery, this.o.requestTimeoutMs);
+    if (!isAnswer(answer, word, delivery.eventId)) {
+      throw new Failed(`${eventTypeOf(delivery)} ${delivery.eventId} answered ${describeAnswer(answer)}, not 200 ${word}`);
+    }
+    return answer;
+  }
+
+  private async createOrder(): Promise<Order> {
+    this.orders += 1;
+    const answer = await this.http('POST', '/orders', {
+      reference: `conformance-${this.run_}-${this.orders}`,
+      amount: ORDER_AMOUNT,
+      currency: CURRENCY,
+      ...(this.o.carrier ? { carrier: this.o.carrier } : {}),
+      shipTo: { name: 'Conformance Check', line1: '1 Test Street', city: 'Madrid', postalCode: '28001', country: 'ES' },
+      items: [{ sku: 'CONFORMANCE-1', quantity: 1 }],
+    });
+    if (answer.status !== 201 || typeof answer.json?.id !== 'string') {
+      throw new NotRun(`POST /orders answered ${describeAnswer(answer)}${answer.json?.details ? ` ${JSON.stringify(answer.json.details)}` : ''}`);
+    }
+    return answer.json as unknown as Order;
+  }
+
+  private async registerPayment(order: Order): Promise<PaymentRef> {
+    const payment = this.newPayment(order.id);
+    const answer = await this.http('POST', `/orders/${order.id}/payments`, {
+      provider: this.o.provider,
+      providerPaymentId: payment.resourceId,
+      ...(this.o.merchant ? { merchantAccountId: this.o.merchant } : {}),
+    });
+    if (answer.status !== 201) {
+      throw new NotRun(
+        `POST /orders/${order.id}/payments answered ${describeAnswer(answer)}${answer.json?.details ? ` ${JSON.stringify(answer.json.details)}` : ''}` +
+          (this.o.merchant ? '' : ' (pass --merchant <account> when the provider has several merchant accounts)'),
+      );
+    }
+    return payment;
+  }
+
+  private async order(id: string): Promise<Order> {
+    const answer = await this.http('GET', `/orders/${id}`);
+    if (answer.status !== 200 || !answer.json) throw new Failed(`GET /orders/${id} answered ${describeAnswer(answer)}`);
+    return answer.json as unknown as Order;
+  }
+
+  private async rows(eventId: string): Promise<ArchiveItem[]> {
+    const answer = await this.http('GET', `/admin/webhook-deliveries?eventId=${encodeURIComponent(eventId)}&limit=100`);
+    if (answer.status !== 200 || !Array.isArray(answer.json?.items)) {
+      throw new Failed(`GET /admin/webhook-deliveries?eventId=${eventId} answered ${describeAnswer(answer)}`);
+    }
+    return (answer.json.items as ArchiveItem[]).filter((item) => item.eventId === eventId);
+  }
+
+  /** The delivery's row once its processing has ended (not `received`). */
+  private settled(eventId: string): Promise<ArchiveItem> {
+    return this.poll(`event ${eventId} to be processed`, async () => {
+      const rows = await this.rows(eventId);
+      if (rows.length > 1) throw new Failed(`the archive holds ${rows.length} deliveries of event ${eventId}, not 1`);
+      return rows[0] && rows[0].status !== 'received' ? rows[0] : undefined;
+    }, 'the delivery is recorded but not processed: are the workers running (RUN_WORKERS=true somewhere, the same Redis and QUEUE_PREFIX)?');
+  }
+
+  private fulfilled(orderId: string): Promise<Order> {
+    return this.poll(`order ${orderId} to be fulfilled`, async () => {
+      const order = await this.order(orderId);
+      return order.status === 'fulfilled' && order.fulfillment?.shipmentId ? order : undefined;
+    }, 'the order is paid but not fulfilled: look at GET /admin/outbox (a carrier that refuses or does not answer: CARRIERS / CARRIER_URL)');
+  }
+
+  private async poll<T>(what: string, probe: () => Promise<T | undefined>, hint?: string): Promise<T> {
+    const deadline = Date.now() + this.o.waitMs;
+    for (;;) {
+      const value = await probe();
+      if (value !== undefined) return value;
+      if (Date.now() > deadline) throw new Failed(`waited ${Math.round(this.o.waitMs / 1000)} s for ${what}`, hint);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  private http(method: string, path: string, body?: unknown): Promise<Answer> {
+    return send(
+      joinUrl(this.o.url, path),
+      {
+        method,
+        headers: { authorization: `Bearer ${this.o.adminToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      },
+      this.o.requestTimeoutMs,
+    );
+  }
+}
+
+/** The contract's answer to a delivery (§2 rows 8 and 9), naming the event sent. */
+function isAnswer(answer: Answer, word: 'accepted' | 'duplicate', eventId: string): boolean {
+  return answer.status === 200 && answer.json?.status === word && answer.json?.eventId === eventId;
+}
+
+function isContractAnswer(answer: Answer): boolean {
+  return answer.status === 200 && (answer.json?.status === 'accepted' || answer.json?.status === 'duplicate') && typeof answer.json?.eventId === 'string';
+}
+
+function tallyAnswers(answers: Answer[]): string {
+  const counts = new Map<string, number>();
+  for (const a of answers) counts.set(describeAnswer(a), (counts.get(describeAnswer(a)) ?? 0) + 1);
+  return [...counts].map(([word, n]) => `${n} × ${word}`).join(', ');
+}
+
+function eventTypeOf(delivery: Delivery): string {
+  return String((JSON.parse(delivery.body) as { type?: unknown }).type);
+}
+
+function hintFor(row: ArchiveItem): string | undefined {
+  switch (row.outcome) {
+    case 'account_mismatch':
+      return "the account the body declares is not the endpoint's: pass --merchant with the endpoint's merchant account";
+    case 'payment_not_found':
+      return 'the service did not match the event to the order registered for it';
+    default:
+      return row.status === 'failed' ? 'processing failed: GET /admin/webhook-deliveries/{id} shows the last error' : undefined;
+  }
+}
+
+function diff(before: Record<string, unknown>, after: Record<string, unknown>): string {
+  const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((k) => !isDeepStrictEqual(before[k], after[k]));
+  return keys.map((k) => `${k} ${truncate(JSON.stringify(before[k]))} → ${truncate(JSON.stringify(after[k]))}`).join('; ');
+}
+
+function truncate(text: string, max = 120): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
