@@ -1,0 +1,213 @@
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { CarrierSimulator } from '../../tools/carrier-sim';
+import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
+import { HttpProxy } from '../support/http-proxy';
+import { api, emptyDir, freePort, ServiceProcess, waitForHttp } from '../support/process';
+
+/**
+ * `payment-webhooks conformance` (CONTRACT §8) against the built service, as a team runs it against
+ * staging: all checks pass against the service itself, on every provider; through a gateway that
+ * re-serialises JSON, with a wrong secret, or behind a proxy that answers for the service, the
+ * signature check fails, says what to look at, and the command exits 1.
+ */
+
+const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
+const ADMIN = 'conformance-admin-token';
+const PREFIX = '/pay';
+const FACTUAREA_ACCOUNT = '6f1c2d3e-0000-4000-8000-000000000c0f';
+const ENDPOINTS = [
+  { id: 'paymos-main', provider: 'paymos', secrets: ['conf-paymos-secret'], merchantAccountId: 'acc_conf' },
+  { id: 'factuarea-main', provider: 'factuarea', secrets: ['whsec_conf_factuarea'], merchantAccountId: FACTUAREA_ACCOUNT },
+  { id: 'stripe-main', provider: 'stripe', secrets: ['whsec_conf_stripe_new', 'whsec_conf_stripe_old'], merchantAccountId: 'acct_conf' },
+  { id: 'stripe-connect', provider: 'stripe', secrets: ['whsec_conf_connect'], merchantAccountIds: ['*'] },
+  { id: 'standard-main', provider: 'standard', secrets: ['whsec_Y29uZm9ybWFuY2Utc3RhbmRhcmQta2V5'], merchantAccountId: 'acc_conf' },
+];
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Async: the proxy answers from this process, so the command must not block it. */
+function run(args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, 'conformance', ...args], { cwd: emptyDir(), env: { PATH: process.env.PATH ?? '' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+interface Report {
+  passed: number;
+  total: number;
+  checks: Array<{ check: string; pass: boolean; detail: string; hint?: string }>;
+}
+
+describe('payment-webhooks conformance', () => {
+  const sim = new CarrierSimulator();
+  let service: ServiceProcess;
+  let port: number;
+  let base: string;
+
+  beforeAll(async () => {
+    await sim.start();
+    port = await freePort();
+    service = new ServiceProcess({
+      DATABASE_URL: TEST_DATABASE_URL,
+      REDIS_URL: TEST_REDIS_URL,
+      QUEUE_PREFIX: `pw-conf-${randomUUID().slice(0, 8)}`,
+      PORT: String(port),
+      ADMIN_TOKEN: ADMIN,
+      ROUTE_PREFIX: PREFIX,
+      CARRIER_URL: sim.url,
+      WEBHOOK_ENDPOINTS: JSON.stringify(ENDPOINTS),
+    });
+    base = `http://127.0.0.1:${port}${PREFIX}`;
+    await waitForHttp(service, `${base}/health`);
+  });
+  afterAll(async () => {
+    service?.kill('SIGTERM');
+    await service?.exited().catch(() => undefined);
+    await sim.stop();
+  });
+
+  const args = (url: string, endpoint: string, provider: string, secrets: string[], extra: string[] = []) => [
+    '--url',
+    url,
+    '--endpoint',
+    endpoint,
+    '--provider',
+    provider,
+    ...secrets.flatMap((s) => ['--secret', s]),
+    '--admin-token',
+    ADMIN,
+    '--wait',
+    '20',
+    ...extra,
+  ];
+
+  it.each([
+    ['paymos', 'paymos-main', ['conf-paymos-secret'], []],
+    ['factuarea', 'factuarea-main', ['whsec_conf_factuarea'], []],
+    // Stripe has two endpoints of different accounts here: payments are registered under --merchant.
+    ['stripe, signed with both secrets of a rotation', 'stripe-main', ['whsec_conf_stripe_new', 'whsec_conf_stripe_old'], ['--merchant', 'acct_conf']],
+    ['stripe, a Connect endpoint of any account', 'stripe-connect', ['whsec_conf_connect'], ['--merchant', 'acct_conf_connected']],
+    ['standard', 'standard-main', ['whsec_Y29uZm9ybWFuY2Utc3RhbmRhcmQta2V5'], []],
+  ])('%s: every check passes against the service', async (_name, endpoint, secrets, extra) => {
+    const provider = ENDPOINTS.find((e) => e.id === endpoint)!.provider;
+    const shipmentsBefore = sim.shipments.length;
+    const out = await run([...args(base, endpoint, provider, secrets, extra), '--json']);
+    const report = JSON.parse(out.stdout) as Report;
+    expect(report.checks.filter((c) => !c.pass)).toEqual([]);
+    expect(report.checks.map((c) => c.check)).toEqual([
+      'reachable',
+      'signature',
+      'delivery',
+      'duplicate',
+      'concurrent',
+      'stale',
+      'amount',
+      'reprocess',
+      'reserialised',
+      'reconciliation',
+    ]);
+    expect([report.passed, report.total]).toEqual([10, 10]);
+    expect(out.code).toBe(0);
+    // Two orders paid (the delivery and the concurrent check), one shipment each; the underpaid one none.
+    expect(sim.shipments.length - shipmentsBefore).toBe(2);
+    for (const secret of secrets) expect(out.stdout + out.stderr).not.toContain(secret);
+    expect(out.stdout + out.stderr).not.toContain(ADMIN);
+  });
+
+  it('the text output: one PASS line per check, then the count', async () => {
+    const out = await run(args(base, 'paymos-main', 'paymos', ['conf-paymos-secret']));
+    const lines = out.stdout.trim().split('\n');
+    expect(lines).toHaveLength(11);
+    for (const line of lines.slice(0, 10)) expect(line).toMatch(/^PASS [a-z]+ — \S/);
+    expect(lines[10]).toBe('conformance: 10/10 checks pass');
+    expect(out.code).toBe(0);
+  });
+
+  describe('what a deployment can get wrong', () => {
+    let gateway: HttpProxy;
+    let acknowledging: HttpProxy;
+    beforeAll(async () => {
+      gateway = new HttpProxy(port, { reserialise: true });
+      acknowledging = new HttpProxy(port, { acknowledgeWebhooks: true });
+      await gateway.start();
+      await acknowledging.start();
+    });
+    afterAll(async () => {
+      await gateway?.stop();
+      await acknowledging?.stop();
+    });
+
+    it('a gateway that re-serialises JSON: the signature check fails and says so; exit 1', async () => {
+      const out = await run(args(`${gateway.url}${PREFIX}`, 'paymos-main', 'paymos', ['conf-paymos-secret']));
+      const lines = out.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^PASS reachable — /);
+      expect(lines[1]).toMatch(/^FAIL signature — pretty-printed body: 401 invalid_signature; compact body: 200 accepted/);
+      expect(lines[1]).toContain('parses and serialises JSON bodies again');
+      expect(lines.filter((l) => l.startsWith('FAIL'))).toHaveLength(8);
+      expect(lines.filter((l) => /^FAIL \w+ — not run: needs /.test(l))).toHaveLength(7);
+      expect(lines[10]).toBe('conformance: 2/10 checks pass');
+      expect(out.code).toBe(1);
+      expect(gateway.rewritten).toBeGreaterThan(0);
+    });
+
+    it('a wrong secret: the signature check fails naming the secret, nothing is recorded; exit 1', async () => {
+      const before = await api(base, ADMIN, 'GET', '/admin/webhook-deliveries?endpointId=paymos-main&limit=100');
+      const out = await run([...args(base, 'paymos-main', 'paymos', ['not-the-paymos-secret']), '--json']);
+      const report = JSON.parse(out.stdout) as Report;
+      const signature = report.checks.find((c) => c.check === 'signature')!;
+      expect(signature.pass).toBe(false);
+      expect(signature.detail).toBe('pretty-printed body: 401 invalid_signature; compact body: 401 invalid_signature');
+      expect(signature.hint).toContain('--secret is not one of endpoint "paymos-main"\'s secrets');
+      expect([report.passed, report.total]).toEqual([2, 10]);
+      expect(out.code).toBe(1);
+      expect(out.stdout).not.toContain('not-the-paymos-secret');
+      const after = await api(base, ADMIN, 'GET', '/admin/webhook-deliveries?endpointId=paymos-main&limit=100');
+      expect(after.body.items.length).toBe(before.body.items.length);
+    });
+
+    it('a proxy that answers 200 for the service: the signature check says the event would be lost; exit 1', async () => {
+      const out = await run([...args(`${acknowledging.url}${PREFIX}`, 'stripe-main', 'stripe', ['whsec_conf_stripe_new'], ['--merchant', 'acct_conf']), '--json']);
+      const report = JSON.parse(out.stdout) as Report;
+      const signature = report.checks.find((c) => c.check === 'signature')!;
+      expect(signature.pass).toBe(false);
+      expect(signature.detail).toContain('a 2xx that is not the service\'s answer ({"ok":true})');
+      expect(signature.hint).toContain('something in front of the service answers for it');
+      const reserialised = report.checks.find((c) => c.check === 'reserialised')!;
+      expect(reserialised.pass).toBe(false);
+      expect(out.code).toBe(1);
+    });
+  });
+
+  it.each([
+    ['no --secret', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paymos', '--admin-token', 't'], /^payment-webhooks: conformance: --secret required/],
+    ['an unknown provider', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paypal', '--secret', 's', '--admin-token', 't'], /--provider must be one of paymos, factuarea, stripe, standard/],
+    ['a URL that is not http', ['--url', 'ftp://x', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 't'], /--url must be an http/],
+    ['an unknown option', ['--bogus'], /^payment-webhooks: conformance: Unknown option '--bogus'/],
+  ])('%s: exit 2 with one line saying why', async (_name, argv, message) => {
+    const out = await run(argv as string[]);
+    expect(out.stderr).toMatch(message);
+    expect(out.stdout).toBe('');
+    expect(out.code).toBe(2);
+  });
+
+  it('a service that is not there: reachable fails, exit 1', async () => {
+    const closed = await freePort();
+    const out = await run(['--url', `http://127.0.0.1:${closed}`, '--endpoint', 'x', '--provider', 'paymos', '--secret', 'secret-x', '--admin-token', 't', '--json']);
+    const report = JSON.parse(out.stdout) as Report;
+    expect(report.checks[0]).toMatchObject({ check: 'reachable', pass: false });
+    expect(report.checks[0].detail).toContain('ECONNREFUSED');
+    expect(report.passed).toBe(0);
+    expect(out.code).toBe(1);
+  });
+});
