@@ -7,6 +7,14 @@
 import 'reflect-metadata';
 import { CliExit, EXIT, runCli } from './cli';
 
+// A reader that went away (`… | head`) ends the command quietly, as any Unix tool.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT.failure);
+    throw err;
+  });
+}
+
 runCli(process.argv.slice(2), process.env).then(
   (code) => process.exit(code),
   (err: unknown) => {
