@@ -1,0 +1,131 @@
+import type { Answer } from './delivery';
+
+/**
+ * The retry schedules of the senders `payment-webhooks simulate` plays (CONTRACT §8): how many
+ * attempts a provider makes, how long it waits between them, and which answers it retries. Pure:
+ * the random source is passed in, so a seeded run waits the same, and tests never sleep.
+ */
+
+export const SCHEDULE_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
+export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** What a retry decision needs of an answer: its status (0 when there was none) and why there was none. */
+export type Outcome = Pick<Answer, 'status' | 'error'>;
+
+export interface RetrySchedule {
+  name: ScheduleName;
+  /** The nominal wait before attempt n + 2 (index 0: between the first and the second attempt). Attempts = waits + 1. */
+  waitsMs: readonly number[];
+  /** Each wait is drawn uniformly in nominal × [1 − jitter, 1 + jitter]; 0 for none. */
+  jitter: number;
+  /** Whether the sender tries again after this answer (never asked about a 2xx, which ends the delivery). */
+  retryable(outcome: Outcome): boolean;
+  /** One line for the usage text and the summary. */
+  describe: string;
+}
+
+export function isSuccess(outcome: Outcome): boolean {
+  return outcome.status >= 200 && outcome.status < 300;
+}
+
+/** Paymos, Stripe, Standard Webhooks: anything but a 2xx, no answer included, is tried again. */
+const anyFailure = (outcome: Outcome): boolean => !isSuccess(outcome);
+
+/**
+ * Factuarea tries again only what a retry can fix: no answer (a timeout, a refused or cut
+ * connection), 5xx, 408 Request Timeout, 425 Too Early and 429 Too Many Requests. Any other answer
+ * (another 4xx, and a 3xx, since it follows no redirect) is the receiver's final word: it gives up.
+ */
+const FACTUAREA_RETRIED = new Set([408, 425, 429]);
+const factuareaRetryable = (outcome: Outcome): boolean =>
+  outcome.status === 0 || outcome.status >= 500 || FACTUAREA_RETRIED.has(outcome.status);
+
+/** Stripe retries for up to 3 days: waits doubling from 1 minute, capped at 12 hours, while the total stays within 3 days. */
+function stripeWaits(): number[] {
+  const waits: number[] = [];
+  let total = 0;
+  for (let wait = MINUTE; ; wait = Math.min(wait * 2, 12 * HOUR)) {
+    if (total + wait > 3 * DAY) return waits;
+    waits.push(wait);
+    total += wait;
+  }
+}
+
+export const SCHEDULES: Record<ScheduleName, RetrySchedule> = {
+  // Published: 11 attempts over about 16 hours, from 1 minute to 8 hours apart (no jitter published).
+  paymos: {
+    name: 'paymos',
+    waitsMs: [1, 2, 5, 10, 20, 40].map((m) => m * MINUTE).concat([1, 2, 4, 8].map((h) => h * HOUR)),
+    jitter: 0,
+    retryable: anyFailure,
+    describe: '11 attempts over 16.3 h, waits 1m 2m 5m 10m 20m 40m 1h 2h 4h 8h; retries any non-2xx',
+  },
+  // Published: 8 attempts, waits 1 min, 5 min, 30 min, 2 h, 12 h, 1 day, 3 days, each ±10 %.
+  factuarea: {
+    name: 'factuarea',
+    waitsMs: [MINUTE, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 12 * HOUR, DAY, 3 * DAY],
+    jitter: 0.1,
+    retryable: factuareaRetryable,
+    describe: '8 attempts, waits 1m 5m 30m 2h 12h 1d 3d ±10 %; retries 5xx, 408, 425, 429 and no answer, gives up on any other answer',
+  },
+  // Published: "up to 3 days with exponential backoff"; the exact waits are ours (see stripeWaits).
+  stripe: {
+    name: 'stripe',
+    waitsMs: stripeWaits(),
+    jitter: 0,
+    retryable: anyFailure,
+    describe: '15 attempts over 65 h, waits doubling from 1m, capped at 12h, within 3 days; retries any non-2xx',
+  },
+  // Svix's published schedule: immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h after the previous attempt.
+  standard: {
+    name: 'standard',
+    waitsMs: [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR],
+    jitter: 0,
+    retryable: anyFailure,
+    describe: '8 attempts, waits 5s 5m 30m 2h 5h 10h 10h (Svix); retries any non-2xx',
+  },
+};
+
+export function attemptsOf(schedule: RetrySchedule): number {
+  return schedule.waitsMs.length + 1;
+}
+
+/**
+ * The wait after attempt `attempt` (1-based) failed, in real milliseconds: the nominal wait with
+ * its jitter, divided by `timeScale`; `undefined` when that was the last attempt. `random` is in [0, 1).
+ */
+export function waitAfter(schedule: RetrySchedule, attempt: number, timeScale: number, random: () => number): number | undefined {
+  const nominal = schedule.waitsMs[attempt - 1];
+  if (nominal === undefined) return undefined;
+  const factor = schedule.jitter === 0 ? 1 : 1 + schedule.jitter * (2 * random() - 1);
+  return (nominal * factor) / timeScale;
+}
+
+/** A seeded source of numbers in [0, 1) (mulberry32): the same seed gives the same jitter, picks and shuffles. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** `16.3 h`, `2.5 s`, `450 ms`: a duration as a summary reads it. */
+export function formatDuration(ms: number): string {
+  if (ms < SECOND) return `${Math.round(ms)} ms`;
+  if (ms < MINUTE) return `${trim(ms / SECOND)} s`;
+  if (ms < HOUR) return `${trim(ms / MINUTE)} min`;
+  return `${trim(ms / HOUR)} h`;
+}
+
+function trim(value: number): string {
+  return String(Math.round(value * 10) / 10);
+}

@@ -1,0 +1,637 @@
+import { createHmac } from 'node:crypto';
+import { CliExit, EXIT } from './context';
+import type { Answer, Delivery } from './remote/delivery';
+import { SCHEDULES, ScheduleName, seededRandom } from './remote/schedules';
+import type { RemoteProvider } from './remote/events';
+import {
+  Clock,
+  failure,
+  formatProgress,
+  formatSummary,
+  parseSimulateArgs,
+  paymentCount,
+  planRun,
+  PlannedPayment,
+  ProgressLine,
+  RunInfo,
+  Simulation,
+  SimulationReport,
+  summaryJson,
+  totals,
+} from './simulate.command';
+
+/**
+ * `payment-webhooks simulate` (CONTRACT §8) without a network or a real clock: a virtual clock
+ * that jumps to the next timer once everything else has settled, and an in-memory receiver.
+ */
+
+const T0 = 1_800_000_000_000;
+const MIN = 60_000;
+
+class VirtualClock implements Clock {
+  private t = T0;
+  private seq = 0;
+  private timers: Array<{ at: number; seq: number; resolve: () => void }> = [];
+
+  now(): number {
+    return this.t;
+  }
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.timers.push({ at: this.t + ms, seq: this.seq++, resolve }));
+  }
+
+  /** Runs `work` to its end: whenever nothing but timers is left, time jumps to the earliest one. */
+  async drive<T>(work: Promise<T>): Promise<T> {
+    let settled: { value?: T; error?: unknown } | undefined;
+    work.then(
+      (value) => (settled = { value }),
+      (error: unknown) => (settled = { error }),
+    );
+    for (;;) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (settled) {
+        if ('error' in settled && settled.error !== undefined) throw settled.error;
+        return settled.value as T;
+      }
+      if (this.timers.length === 0) throw new Error('the simulation waits for nothing and never ends');
+      this.timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
+      const next = this.timers.shift()!;
+      this.t = next.at;
+      next.resolve();
+    }
+  }
+}
+
+const answer = (status: number, json?: Record<string, unknown>): Answer => ({ status, json, ms: 1 });
+const UNAVAILABLE = answer(503, { error: 'unavailable' });
+
+interface Received {
+  at: number;
+  delivery: Delivery;
+}
+
+/** A receiver: idempotent by event id unless told otherwise, unavailable until `downUntil`, with a latency in virtual ms. */
+class FakeService {
+  readonly received: Received[] = [];
+  readonly seen = new Set<string>();
+  inFlight = 0;
+  maxInFlight = 0;
+  unavailable = 0;
+
+  constructor(
+    private readonly clock: VirtualClock,
+    private readonly options: {
+      downUntil?: number;
+      latencyMs?: number;
+      answer?: (d: Delivery, now: number) => Answer | undefined;
+      /** Answers accepted every time: a broken deduplication. */
+      naive?: boolean;
+      /** Called as each request arrives. */
+      onRequest?: () => void;
+    } = {},
+  ) {}
+
+  transport = async (delivery: Delivery): Promise<Answer> => {
+    const now = this.clock.now();
+    this.received.push({ at: now, delivery });
+    this.options.onRequest?.();
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.options.latencyMs) await this.clock.sleep(this.options.latencyMs);
+      const forced = this.options.answer?.(delivery, now);
+      if (forced) return forced;
+      if (this.options.downUntil !== undefined && now < this.options.downUntil) {
+        this.unavailable += 1;
+        return UNAVAILABLE;
+      }
+      const duplicate = !this.options.naive && this.seen.has(delivery.eventId);
+      this.seen.add(delivery.eventId);
+      return answer(200, { status: duplicate ? 'duplicate' : 'accepted', eventId: delivery.eventId });
+    } finally {
+      this.inFlight -= 1;
+    }
+  };
+
+  of(eventId: string): Received[] {
+    return this.received.filter((r) => r.delivery.eventId === eventId);
+  }
+}
+
+interface Setup {
+  provider?: RemoteProvider;
+  schedule?: ScheduleName;
+  events?: number;
+  duplicates?: number;
+  outOfOrder?: number;
+  copies?: number;
+  concurrency?: number;
+  timeScale?: number;
+  secrets?: string[];
+  seed?: number;
+  service?: ConstructorParameters<typeof FakeService>[1];
+}
+
+function setup(s: Setup = {}) {
+  const provider = s.provider ?? 'factuarea';
+  const clock = new VirtualClock();
+  const service = new FakeService(clock, s.service);
+  const random = seededRandom(s.seed ?? 1);
+  const payments = planRun({ provider, events: s.events ?? 9, duplicates: s.duplicates ?? 0, outOfOrder: s.outOfOrder ?? 0 }, random);
+  const simulation = new Simulation(
+    {
+      provider,
+      url: 'http://service.test/webhooks/main',
+      secrets: s.secrets ?? ['whsec_current'],
+      schedule: SCHEDULES[s.schedule ?? provider],
+      timeScale: s.timeScale ?? 1,
+      copies: s.copies ?? 1,
+      concurrency: s.concurrency ?? 8,
+      payments,
+    },
+    { transport: service.transport, clock, random },
+  );
+  const run = () => clock.drive(simulation.run());
+  return { clock, service, payments, simulation, run };
+}
+
+const gaps = (received: Received[]) => received.slice(1).map((r, i) => r.at - received[i].at);
+const allEvents = (payments: PlannedPayment[]) => payments.flatMap((p) => p.events);
+
+describe('Simulation (the provider played against a receiver)', () => {
+  it('Factuarea against a receiver down for its first minute: every event retried on the schedule, then accepted exactly once', async () => {
+    const { service, payments, run } = setup({ events: 9, service: { downUntil: T0 + MIN } });
+    const report = await run();
+
+    expect(totals(report)).toMatchObject({ events: 9, sent: 9, accepted: 9, acceptedMoreThanOnce: 0, gaveUp: 0, giveUps: 0, unfinished: 0 });
+    expect(report.answers['503 unavailable']).toBe(service.unavailable);
+    expect(service.unavailable).toBeGreaterThanOrEqual(9);
+    expect(report.answers['200 accepted']).toBe(9);
+    expect(report.retries).toBe(report.attempts - 9);
+    expect(report.requests).toBe(service.received.length);
+    for (const event of allEvents(payments)) {
+      const tries = service.of(event.eventId);
+      expect(tries.at(-1)!.at).toBeGreaterThanOrEqual(T0 + MIN);
+      // Each wait is the schedule's for that attempt, ±10 %.
+      gaps(tries).forEach((gap, i) => {
+        expect(gap).toBeGreaterThanOrEqual(SCHEDULES.factuarea.waitsMs[i] * 0.9);
+        expect(gap).toBeLessThanOrEqual(SCHEDULES.factuarea.waitsMs[i] * 1.1);
+      });
+    }
+    expect(failure(report)).toBeUndefined();
+  });
+
+  it('Paymos against a receiver that never answers 2xx: 11 attempts 1 min to 8 h apart, 16.3 h in all, then a give-up', async () => {
+    const { service, payments, run } = setup({ provider: 'paymos', events: 1, service: { downUntil: Infinity } });
+    const report = await run();
+
+    const tries = service.of(payments[0].events[0].eventId);
+    expect(tries).toHaveLength(11);
+    expect(gaps(tries)).toEqual([1, 2, 5, 10, 20, 40, 60, 120, 240, 480].map((m) => m * MIN));
+    expect(tries.at(-1)!.at - T0).toBe(978 * MIN);
+    expect(report.giveUps).toEqual([
+      { eventId: payments[0].events[0].eventId, type: 'invoice.paid', delivery: 'first', attempts: 11, lastAnswer: '503 unavailable', reason: 'schedule_exhausted' },
+    ]);
+    expect(totals(report)).toMatchObject({ gaveUp: 1, accepted: 0, retries: 10 });
+    expect(failure(report)).toBe('simulate: 1 delivery gave up (1× 503 unavailable)');
+  });
+
+  it('the time scale divides every wait: Paymos at 120× is over in 8.15 min', async () => {
+    const { service, run } = setup({ provider: 'paymos', events: 1, timeScale: 120, service: { downUntil: Infinity } });
+    await run();
+    expect(gaps(service.received)).toEqual([1, 2, 5, 10, 20, 40, 60, 120, 240, 480].map((m) => (m * MIN) / 120));
+    expect(service.received.at(-1)!.at - T0).toBe((978 * MIN) / 120);
+  });
+
+  it('Factuarea stops at once on a 401 (not retried): one attempt per event, every event a give-up', async () => {
+    const { service, run } = setup({ events: 6, service: { answer: () => answer(401, { error: 'invalid_signature' }) } });
+    const report = await run();
+    expect(service.received).toHaveLength(6);
+    expect(totals(report)).toMatchObject({ sent: 6, gaveUp: 6, giveUps: 6, retries: 0, accepted: 0 });
+    expect(report.giveUps.every((g) => g.attempts === 1 && g.reason === 'not_retried' && g.lastAnswer === '401 invalid_signature')).toBe(true);
+    expect(report.answers).toEqual({ '401 invalid_signature': 6 });
+    expect(failure(report)).toBe('simulate: 6 deliveries gave up (6× 401 invalid_signature)');
+  });
+
+  it('Factuarea retries 429 and no answer; Stripe retries a 401 too', async () => {
+    let n = 0;
+    const flaky = () => [answer(429, { error: 'rate_limited' }), { status: 0, error: 'timeout', cause: 'no answer within 10000 ms', ms: 10_000 } as Answer][n++];
+    const f = setup({ events: 1, service: { answer: flaky } });
+    const report = await f.run();
+    expect(f.service.received).toHaveLength(3);
+    expect(report.answers).toEqual({ '200 accepted': 1, '429 rate_limited': 1, timeout: 1 });
+
+    let m = 0;
+    const s = setup({ provider: 'stripe', events: 1, service: { answer: () => (m++ < 2 ? answer(401, { error: 'invalid_signature' }) : undefined) } });
+    expect(totals(await s.run())).toMatchObject({ accepted: 1, retries: 2, giveUps: 0 });
+  });
+
+  it('a give-up on no answer names why there was none', async () => {
+    const { run } = setup({ events: 1, service: { answer: () => ({ status: 0, error: 'connection', cause: 'ECONNREFUSED', ms: 1 }) } });
+    const report = await run();
+    expect(report.giveUps[0]).toMatchObject({ attempts: 8, lastAnswer: 'connection (ECONNREFUSED)', reason: 'schedule_exhausted' });
+  });
+
+  it("every attempt signs again with the clock's time, over the same bytes, the same event id and delivery id; every secret signs", async () => {
+    const secrets = ['whsec_new', 'whsec_old'];
+    const { service, payments, run } = setup({ events: 3, secrets, service: { downUntil: T0 + 10 * MIN } });
+    await run();
+    for (const event of allEvents(payments)) {
+      const tries = service.of(event.eventId);
+      expect(tries.length).toBeGreaterThanOrEqual(3);
+      const timestamps = new Set<string>();
+      for (const { at, delivery } of tries) {
+        expect(delivery.body).toBe(event.body);
+        expect(delivery.headers['factuarea-event-id']).toBe(event.eventId);
+        expect(delivery.headers['factuarea-delivery-id']).toBe(event.deliveryId);
+        const [t, ...v1] = delivery.headers['factuarea-signature'].split(',');
+        expect(t).toBe(`t=${Math.floor(at / 1000)}`);
+        const ts = t.slice(2);
+        expect(v1).toEqual(secrets.map((s) => `v1=${createHmac('sha256', s).update(`${ts}.${event.body}`).digest('hex')}`));
+        timestamps.add(ts);
+      }
+      expect(timestamps.size).toBe(tries.length);
+    }
+    const deliveryIds = allEvents(payments).map((e) => e.deliveryId);
+    expect(new Set(deliveryIds).size).toBe(3);
+  });
+
+  it('duplicates: the share asked is sent again once acknowledged, within the first wait, and answered duplicate', async () => {
+    const { service, payments, run } = setup({ events: 20, duplicates: 0.25 });
+    const report = await run();
+    const again = allEvents(payments).filter((e) => e.redeliver);
+    expect(again).toHaveLength(5);
+    expect(report.redeliveries).toBe(5);
+    expect(report.answers).toEqual({ '200 accepted': 20, '200 duplicate': 5 });
+    expect(totals(report)).toMatchObject({ sent: 20, accepted: 20, acceptedMoreThanOnce: 0, duplicateOnly: 0, redeliveries: 5, retries: 0 });
+    for (const e of again) {
+      const [first, second] = service.of(e.eventId);
+      expect(second.delivery.body).toBe(first.delivery.body);
+      expect(second.at - first.at).toBeLessThanOrEqual(SCHEDULES.factuarea.waitsMs[0]);
+    }
+    expect(report.events.filter((e) => e.redelivered).map((e) => e.eventId).sort()).toEqual(again.map((e) => e.eventId).sort());
+  });
+
+  it('a receiver that answers accepted twice for one event id is caught: counted, named, and the run fails', async () => {
+    const { payments, run } = setup({ events: 10, duplicates: 0.2, service: { naive: true } });
+    const report = await run();
+    expect(totals(report)).toMatchObject({ accepted: 10, acceptedMoreThanOnce: 2, giveUps: 0 });
+    expect(failure(report)).toBe('simulate: the service answered accepted more than once for 2 event(s): a broken deduplication');
+    const lines = formatSummary(runInfo(), report);
+    expect(lines).toContain('accepted more than once: 2  <- SERVICE BUG: an event id must be accepted once');
+    for (const e of allEvents(payments).filter((x) => x.redeliver)) expect(lines).toContain(`  accepted 2 times: ${e.eventId} (${e.type})`);
+  });
+
+  it('an event acknowledged only as duplicate (its first answer lost) is not a failure, and is counted apart', async () => {
+    let first = true;
+    const { service, run } = setup({
+      events: 1,
+      service: {
+        answer: (d) => {
+          if (!first) return undefined;
+          first = false;
+          service.seen.add(d.eventId); // recorded, but the answer never came back
+          return { status: 0, error: 'timeout', ms: 10_000 };
+        },
+      },
+    });
+    const report = await run();
+    expect(totals(report)).toMatchObject({ accepted: 0, duplicateOnly: 1, gaveUp: 0 });
+    expect(failure(report)).toBeUndefined();
+  });
+
+  it('copies: the first attempt goes as k copies at once (one accepted, the others duplicate); retries go alone', async () => {
+    const { service, payments, run } = setup({ events: 3, copies: 3, concurrency: 3, service: { latencyMs: 50, downUntil: T0 + 1_000 } });
+    const report = await run();
+    for (const e of allEvents(payments)) {
+      const tries = service.of(e.eventId);
+      expect(tries.slice(0, 3).map((r) => r.at)).toEqual([tries[0].at, tries[0].at, tries[0].at]);
+      expect(tries).toHaveLength(4);
+    }
+    expect(service.maxInFlight).toBe(3);
+    expect(report.answers).toEqual({ '200 accepted': 3, '503 unavailable': 9 });
+    expect(totals(report)).toMatchObject({ requests: 12, attempts: 6, retries: 3, accepted: 3, acceptedMoreThanOnce: 0 });
+
+    const ok = setup({ events: 3, copies: 4, concurrency: 4, service: { latencyMs: 5 } });
+    const r = await ok.run();
+    expect(r.answers).toEqual({ '200 accepted': 3, '200 duplicate': 9 });
+    expect(totals(r).acceptedMoreThanOnce).toBe(0);
+  });
+
+  it('concurrency bounds the requests in flight only: retries waiting hold no slot', async () => {
+    let maxWaiting = 0;
+    const onRequest = () => (maxWaiting = Math.max(maxWaiting, simulation.progress().waiting));
+    const { service, simulation, run } = setup({ events: 60, concurrency: 4, service: { latencyMs: 20, downUntil: T0 + 2 * MIN, onRequest } });
+    const report = await run();
+    expect(service.maxInFlight).toBe(4);
+    expect(maxWaiting).toBeGreaterThan(4);
+    expect(totals(report)).toMatchObject({ accepted: 60, giveUps: 0 });
+  });
+
+  it("lifecycles: a payment's next event goes once the previous one's first attempt is answered; reversed ones last first", async () => {
+    const inOrder = setup({ provider: 'standard', events: 6, service: { latencyMs: 10 } });
+    await inOrder.run();
+    for (const p of inOrder.payments) {
+      const firsts = p.events.map((e) => inOrder.service.of(e.eventId)[0].at);
+      expect(p.events.map((e) => e.type)).toEqual(['payment.pending', 'payment.processing', 'payment.succeeded']);
+      expect(gaps(firsts.map((at) => ({ at }) as Received))).toEqual([10, 10]);
+    }
+
+    const reversed = setup({ provider: 'standard', events: 6, outOfOrder: 1, service: { latencyMs: 10 } });
+    await reversed.run();
+    for (const p of reversed.payments) {
+      expect(p.reversed).toBe(true);
+      const sentOrder = [...reversed.service.received].filter((r) => p.events.some((e) => e.eventId === r.delivery.eventId));
+      expect(sentOrder.map((r) => JSON.parse(r.delivery.body).type)).toEqual(['payment.succeeded', 'payment.processing', 'payment.pending']);
+    }
+  });
+
+  it('a delivery retrying does not hold back the next event of its payment', async () => {
+    const { service, payments, run } = setup({ events: 3, service: { answer: (d) => (d.eventId === payments[0].events[0].eventId && service.of(d.eventId).length < 3 ? UNAVAILABLE : undefined) } });
+    await run();
+    const [created, sent, paid] = payments[0].events.map((e) => service.of(e.eventId));
+    expect(created).toHaveLength(3);
+    expect(sent[0].at).toBe(T0);
+    expect(paid[0].at).toBe(T0);
+  });
+
+  it('interrupted: nothing more is sent, no retry waits on; the unfinished are counted and the run fails', async () => {
+    const onRequest = () => service.received.length === 12 && simulation.interrupt();
+    const { service, simulation, run } = setup({ events: 9, concurrency: 2, service: { downUntil: Infinity, latencyMs: 5, onRequest } });
+    const report = await run();
+    // The 12th request interrupts as it arrives: it and the one in flight beside it are answered, nothing follows.
+    expect(service.received).toHaveLength(12);
+    expect(report.interrupted).toBe(true);
+    const t = totals(report);
+    expect(t.unfinished).toBe(9);
+    expect(t.giveUps).toBe(0);
+    expect(failure(report)).toBe('simulate: interrupted with 9 of 9 events unfinished');
+  });
+});
+
+describe('planRun', () => {
+  it.each([
+    ['factuarea', 10, [3, 3, 3, 1]],
+    ['factuarea', 9, [3, 3, 3]],
+    ['paymos', 2, [2]],
+    ['stripe', 10, [2, 2, 2, 2, 2]],
+    ['standard', 1, [1]],
+  ] as const)('%s, --events %i: whole lifecycles of distinct events, %j', (provider, events, lengths) => {
+    const plan = planRun({ provider, events, duplicates: 0, outOfOrder: 0 }, seededRandom(3));
+    expect(paymentCount(provider, events)).toBe(lengths.length);
+    expect(plan.map((p) => p.events.length)).toEqual(lengths);
+    const ids = allEvents(plan).map((e) => e.eventId);
+    expect(new Set(ids).size).toBe(events);
+    // Every payment ends paid, the one cut short included.
+    for (const p of plan) expect(p.events.at(-1)!.kind).toBe('succeeded');
+  });
+
+  it('the bodies carry the order ids given (one per payment), the amount and the declared account', () => {
+    const plan = planRun({ provider: 'factuarea', events: 6, duplicates: 0, outOfOrder: 0, merchant: 'acct_M', orderIds: ['o-1', 'o-2'] }, seededRandom(1));
+    const bodies = allEvents(plan).map((e) => JSON.parse(e.body));
+    expect(bodies.map((b) => b.data.object.metadata.order_id)).toEqual(['o-1', 'o-1', 'o-1', 'o-2', 'o-2', 'o-2']);
+    expect(bodies.map((b) => b.type)).toEqual(['invoice.created', 'invoice.sent', 'invoice.paid', 'invoice.created', 'invoice.sent', 'invoice.paid']);
+    expect(bodies.every((b) => b.data.object.total === '49.90' && b.data.object.currency === 'EUR' && b.account.id === 'acct_M')).toBe(true);
+    expect(allEvents(plan).every((e) => e.body.startsWith('{\n  "id"'))).toBe(true);
+  });
+
+  it('without orders, each payment names a fresh order id; Factuarea alone has delivery ids', () => {
+    const plan = planRun({ provider: 'paymos', events: 6, duplicates: 0, outOfOrder: 0 }, seededRandom(1));
+    expect(new Set(plan.map((p) => p.orderId)).size).toBe(2);
+    expect(allEvents(plan).every((e) => e.deliveryId === undefined)).toBe(true);
+  });
+
+  it('shares are rounded; the same seed picks the same events and lifecycles, with fresh ids each time', () => {
+    const shape = (plan: PlannedPayment[]) => plan.map((p) => [p.reversed, p.events.map((e) => e.redeliver)]);
+    const a = planRun({ provider: 'factuarea', events: 30, duplicates: 0.33, outOfOrder: 0.5 }, seededRandom(9));
+    const b = planRun({ provider: 'factuarea', events: 30, duplicates: 0.33, outOfOrder: 0.5 }, seededRandom(9));
+    expect(allEvents(a).filter((e) => e.redeliver)).toHaveLength(10);
+    expect(a.filter((p) => p.reversed)).toHaveLength(5);
+    expect(shape(b)).toEqual(shape(a));
+    expect(allEvents(b).map((e) => e.eventId)).not.toEqual(allEvents(a).map((e) => e.eventId));
+    expect(shape(planRun({ provider: 'factuarea', events: 30, duplicates: 0.33, outOfOrder: 0.5 }, seededRandom(10)))).not.toEqual(shape(a));
+  });
+
+  it('a lifecycle of one event is never counted as reversed', () => {
+    const plan = planRun({ provider: 'factuarea', events: 4, duplicates: 0, outOfOrder: 1 }, seededRandom(1));
+    expect(plan.map((p) => p.reversed)).toEqual([true, false]);
+  });
+});
+
+describe('parseSimulateArgs', () => {
+  const REQUIRED = ['--url', 'http://127.0.0.1:3000/pay', '--endpoint', 'fac-main', '--provider', 'factuarea', '--secret', 'whsec_SeCrEt1'];
+
+  function exitOf(args: string[]): CliExit {
+    try {
+      parseSimulateArgs(args);
+    } catch (err) {
+      if (err instanceof CliExit) return err;
+      throw err;
+    }
+    throw new Error('no CliExit');
+  }
+
+  it('the defaults', () => {
+    const o = parseSimulateArgs(REQUIRED);
+    expect({ ...o, seed: undefined }).toEqual({
+      url: 'http://127.0.0.1:3000/pay',
+      endpoint: 'fac-main',
+      provider: 'factuarea',
+      secrets: ['whsec_SeCrEt1'],
+      events: 10,
+      duplicates: 0,
+      copies: 1,
+      outOfOrder: 0,
+      concurrency: 8,
+      schedule: 'factuarea',
+      timeScale: 1,
+      timeoutMs: 10_000,
+      merchant: undefined,
+      adminToken: undefined,
+      adminUrl: 'http://127.0.0.1:3000/pay',
+      seed: undefined,
+      json: false,
+    });
+    expect(Number.isInteger(o.seed)).toBe(true);
+  });
+
+  it('every option', () => {
+    const o = parseSimulateArgs([
+      ...REQUIRED,
+      ...['--secret', 'whsec_old', '--events', '40', '--duplicates', '0.25', '--copies', '3', '--out-of-order', '.5', '--concurrency', '16'],
+      ...['--schedule', 'paymos', '--time-scale', '120', '--timeout', '2500', '--merchant', 'acct_1', '--admin-token', 'adm-token-1'],
+      ...['--admin-url', 'http://10.0.0.2:3000', '--seed', '42', '--json'],
+    ]);
+    expect(o).toMatchObject({
+      secrets: ['whsec_SeCrEt1', 'whsec_old'],
+      events: 40,
+      duplicates: 0.25,
+      copies: 3,
+      outOfOrder: 0.5,
+      concurrency: 16,
+      schedule: 'paymos',
+      timeScale: 120,
+      timeoutMs: 2500,
+      merchant: 'acct_1',
+      adminToken: 'adm-token-1',
+      adminUrl: 'http://10.0.0.2:3000',
+      seed: 42,
+      json: true,
+    });
+  });
+
+  it('missing required options: exit 2, the reason, then the usage', () => {
+    const e = exitOf(['--url', 'http://x']);
+    expect(e.code).toBe(EXIT.couldNotRun);
+    expect(e.message.split('\n')[0]).toBe('simulate: --url, --endpoint, --provider and --secret are required');
+    expect(e.message).toContain('usage: payment-webhooks simulate');
+  });
+
+  it.each([
+    [['--events', '0'], 'simulate: --events must be a whole number from 1 to 1000000, got "0"'],
+    [['--events', '1e3'], 'simulate: --events must be a whole number from 1 to 1000000, got "1e3"'],
+    [['--events', 'ten'], 'simulate: --events must be a whole number from 1 to 1000000, got "ten"'],
+    [['--duplicates', '1.5'], 'simulate: --duplicates must be a ratio from 0 to 1, got "1.5"'],
+    [['--duplicates=-0.1'], 'simulate: --duplicates must be a ratio from 0 to 1, got "-0.1"'],
+    [['--out-of-order', 'half'], 'simulate: --out-of-order must be a ratio from 0 to 1, got "half"'],
+    [['--time-scale', '0'], 'simulate: --time-scale must be a positive number, got "0"'],
+    [['--time-scale=-5'], 'simulate: --time-scale must be a positive number, got "-5"'],
+    [['--time-scale', 'fast'], 'simulate: --time-scale must be a positive number, got "fast"'],
+    [['--concurrency', '0'], 'simulate: --concurrency must be a whole number from 1 to 10000, got "0"'],
+    [['--copies', '9'], 'simulate: --copies (9) must not exceed --concurrency (8): the copies are sent at once'],
+    [['--timeout', '0'], 'simulate: --timeout must be a whole number from 1 to 2147483647, got "0"'],
+    [['--schedule', 'adyen'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, got "adyen"'],
+    [['--seed=-1'], 'simulate: --seed must be a whole number from 0 to 4294967295, got "-1"'],
+    [['--admin-url', 'http://10.0.0.2'], 'simulate: --admin-url needs --admin-token'],
+    [['--admin-token', ''], 'simulate: --admin-token must not be empty'],
+  ])('%j: exit 2 with one line', (extra, message) => {
+    const e = exitOf([...REQUIRED, ...extra]);
+    expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
+  });
+
+  it.each([
+    [['--url', 'ftp://host', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be an http(s) URL, e.g. http://127.0.0.1:3000'],
+    [['--url', 'localhost:3000', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be an http(s) URL, e.g. http://127.0.0.1:3000'],
+    [['--url', 'http://h/?x=1', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be a base URL, without a query or fragment'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'adyen', '--secret', 's'], 'simulate: --provider must be one of paymos, factuarea, stripe, standard, got "adyen"'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's', '--merchant', 'm'], 'simulate: --merchant does not apply to paymos: its bodies declare no account'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'standard', '--secret', 'not-base64!'], 'simulate: --secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)'],
+  ])('%j: exit 2 with one line, never the secret', (args, message) => {
+    const e = exitOf(args);
+    expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
+  });
+
+  it('an unknown option: exit 2 (strict parsing)', () => {
+    const e = exitOf([...REQUIRED, '--retries', '3']);
+    expect(e.code).toBe(EXIT.couldNotRun);
+    expect(e.message.split('\n')[0]).toMatch(/^simulate: Unknown option '--retries'/);
+  });
+});
+
+function runInfo(over: Partial<RunInfo> = {}): RunInfo {
+  return {
+    provider: 'factuarea',
+    endpoint: 'fac-main',
+    url: 'http://user:hunter2@127.0.0.1:3000/pay',
+    schedule: 'factuarea',
+    timeScale: 120,
+    seed: 7,
+    copies: 1,
+    concurrency: 8,
+    orders: [],
+    ...over,
+  };
+}
+
+describe('the summary', () => {
+  async function reportOf(s: Setup): Promise<SimulationReport> {
+    return setup(s).run();
+  }
+
+  it('answers by status, attempts, retries, give-ups named with their last answer; never a secret or a password', async () => {
+    const report = await reportOf({ events: 3, secrets: ['whsec_TopSecret'], service: { answer: () => answer(401, { error: 'invalid_signature' }) } });
+    const lines = formatSummary(runInfo(), report);
+    expect(lines.slice(0, 2)).toEqual([
+      'simulate factuarea → http://127.0.0.1:3000/pay endpoint fac-main',
+      'schedule factuarea (8 attempts), time scale 120, seed 7, concurrency 8, copies 1',
+    ]);
+    expect(lines).toContain('events: 3 sent of 3, 0 accepted, 0 acknowledged as duplicate only, 0 acknowledged otherwise, 3 gave up');
+    expect(lines).toContain('accepted more than once: 0');
+    expect(lines).toContain('requests: 3 (3 attempts, 0 retries, 0 redeliveries)');
+    expect(lines).toContain('  401 invalid_signature: 3');
+    expect(lines).toContain('give-ups: 3');
+    for (const g of report.giveUps) expect(lines).toContain(`  gave up: ${g.eventId} (${g.type}) after 1 attempt(s): 401 invalid_signature (not retried)`);
+    const json = JSON.stringify(summaryJson(runInfo(), report));
+    for (const text of [lines.join('\n'), json]) {
+      expect(text).not.toContain('TopSecret');
+      expect(text).not.toContain('hunter2');
+    }
+  });
+
+  it('the JSON summary: totals, answers, give-ups, orders and every event', async () => {
+    const report = await reportOf({ events: 4, duplicates: 0.5, service: { downUntil: T0 + 1 } });
+    const json = summaryJson(runInfo({ orders: ['o1', 'o2'] }), report) as any; // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(json.totals).toEqual({
+      events: 4,
+      sent: 4,
+      accepted: 4,
+      acceptedMoreThanOnce: 0,
+      duplicateOnly: 0,
+      acknowledgedOtherwise: 0,
+      gaveUp: 0,
+      unfinished: 0,
+      requests: 10,
+      attempts: 10,
+      retries: 4,
+      redeliveries: 2,
+      giveUps: 0,
+    });
+    expect(json.answers).toEqual({ '200 accepted': 4, '200 duplicate': 2, '503 unavailable': 4 });
+    expect(json.orders).toEqual(['o1', 'o2']);
+    expect(json.run).toEqual({ provider: 'factuarea', endpoint: 'fac-main', url: 'http://127.0.0.1:3000/pay', schedule: 'factuarea', timeScale: 120, seed: 7, copies: 1, concurrency: 8 });
+    expect(json.events).toHaveLength(4);
+    expect(json.events[0]).toMatchObject({ state: 'acknowledged', attempts: 2, accepted: 1 });
+  });
+
+  it('the progress line', () => {
+    expect(formatProgress({ events: 20, sent: 18, acknowledged: 12, gaveUp: 1, waiting: 4, inFlight: 1, requests: 33, elapsedMs: 2_500 })).toBe(
+      'simulate: 12/20 events acknowledged, 1 gave up, 5 pending (4 waiting to retry, 1 in flight), 33 requests, 2.5 s',
+    );
+  });
+});
+
+describe('ProgressLine', () => {
+  function line(tty: boolean) {
+    let now = 0;
+    const written: string[] = [];
+    const progress = new ProgressLine((t) => written.push(t), tty, () => now);
+    return { written, progress, at: (ms: number) => (now = ms) };
+  }
+
+  it('on a terminal: redrawn in place, at most once a second, cleared at the end', () => {
+    const { written, progress, at } = line(true);
+    for (const t of [200, 999, 1_000, 1_500, 2_100, 2_200]) {
+      at(t);
+      progress.tick(`at ${t}`);
+    }
+    progress.end();
+    expect(written).toEqual(['\r\x1b[Kat 1000', '\r\x1b[Kat 2100', '\r\x1b[K']);
+  });
+
+  it('elsewhere (a log): a plain line every 5 s; nothing to clear', () => {
+    const { written, progress, at } = line(false);
+    for (let t = 1_000; t <= 12_000; t += 1_000) {
+      at(t);
+      progress.tick(`at ${t}`);
+    }
+    progress.end();
+    expect(written).toEqual(['at 5000\n', 'at 10000\n']);
+  });
+
+  it('a run shorter than the first tick writes nothing', () => {
+    const { written, progress } = line(true);
+    progress.end();
+    expect(written).toEqual([]);
+  });
+});
