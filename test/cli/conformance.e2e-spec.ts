@@ -8,7 +8,7 @@ import { api, emptyDir, freePort, ServiceProcess, waitForHttp } from '../support
 
 /**
  * `payment-webhooks conformance` (CONTRACT §8) against the built service, as a team runs it against
- * staging: all checks pass against the service itself, on every provider; through a gateway that
+ * staging: all checks pass against the service itself, on every provider and both platforms; through a gateway that
  * re-serialises JSON, with a wrong secret, or behind a proxy that answers for the service, the
  * signature check fails, says what to look at, and the command exits 1.
  */
@@ -49,7 +49,7 @@ interface Report {
   checks: Array<{ check: string; pass: boolean; detail: string; hint?: string }>;
 }
 
-describe('payment-webhooks conformance', () => {
+describe.each(['express', 'fastify'])('payment-webhooks conformance against the service on %s', (platform) => {
   const sim = new CarrierSimulator();
   let service: ServiceProcess;
   let port: number;
@@ -65,6 +65,7 @@ describe('payment-webhooks conformance', () => {
       PORT: String(port),
       ADMIN_TOKEN: ADMIN,
       ROUTE_PREFIX: PREFIX,
+      HTTP_ADAPTER: platform,
       CARRIER_URL: sim.url,
       WEBHOOK_ENDPOINTS: JSON.stringify(ENDPOINTS),
     });
