@@ -13,8 +13,8 @@ const USAGE = [
   "  provider's published schedule (shrunk by --time-scale), and prints what the service answered.",
   '  --url <base URL>         the service, with any route prefix (http://127.0.0.1:3000/pay)',
   '  --secret <s>             repeatable: every secret signs, one v1 each, as during a rotation',
-  "  --events N               distinct events to send (default 10), as whole payment lifecycles of the provider's",
-  '                           (the last payment may miss its first steps; every payment ends paid)',
+  "  --events N               distinct events (default 10), in the provider's payment lifecycles (Factuarea: created,",
+  '                           sent, paid); the last payment may lack its first steps, every payment ends paid',
   '  --duplicates <0..1>      share of events the provider sends again on its own once acknowledged (default 0);',
   '                           re-signed, the answer must be `duplicate`',
   "  --copies <k>             each event's first attempt goes as k concurrent copies (default 1; at most --concurrency)",
@@ -23,7 +23,7 @@ const USAGE = [
   "  --schedule <name>        paymos|factuarea|stripe|standard (default: the provider's own)",
   '  --time-scale X           divides every wait between attempts by X (default 1, real time; 120 makes 1 min 0.5 s)',
   '  --timeout <ms>           per request, not scaled (default 10000)',
-  '  --merchant <account>     the account the bodies declare (stripe, factuarea, standard; for multi-account endpoints)',
+  '  --merchant <account>     the account the bodies declare (not paymos; an endpoint of many accounts needs one)',
   "  --admin-token <t>        create one order per payment first (POST /orders), so the events pay real orders;",
   '                           without it the events name random order ids and end `unmatched`',
   '  --admin-url <base URL>   where the orders are created (default --url)',
@@ -35,6 +35,8 @@ const USAGE = [
   '  (schedule exhausted, or an answer the schedule does not retry) or was interrupted, 2 could not run.',
 ].join('\n');
 
+/** The simulator checks a receiver's behaviour; `npm run bench` measures its throughput. */
+const MAX_EVENTS = 100_000;
 const ORDER_AMOUNT = '49.90';
 const ORDER_CURRENCY = 'EUR';
 
@@ -94,6 +96,8 @@ function baseUrl(name: string, value: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(`--${name} must be an http(s) URL, e.g. http://127.0.0.1:3000`);
   if (url.search || url.hash) usageError(`--${name} must be a base URL, without a query or fragment`);
+  // fetch refuses such a URL, and no provider sends credentials that way.
+  if (url.username || url.password) usageError(`--${name} must not carry a user name or password`);
   return value;
 }
 
@@ -148,7 +152,8 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
     endpoint: v.endpoint,
     provider,
     secrets,
-    events: wholeNumber('events', v.events, 10, 1, 1_000_000),
+    // Every body is built before the first is sent: a bound that keeps the plan within memory.
+    events: wholeNumber('events', v.events, 10, 1, MAX_EVENTS),
     duplicates: ratio('duplicates', v.duplicates),
     copies,
     outOfOrder: ratio('out-of-order', v['out-of-order']),
@@ -164,14 +169,6 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
   };
 }
 
-/** The URL as printed: without any user name or password it carries. */
-export function printableUrl(url: string): string {
-  const u = new URL(url);
-  u.username = '';
-  u.password = '';
-  return u.toString().replace(/\/$/, '');
-}
-
 // ---------------------------------------------------------------------------------------------
 // The plan: which events, in which order, which ones sent again
 
@@ -185,6 +182,8 @@ export interface PlannedEvent {
   deliveryId?: string;
   /** Sent again by the provider on its own, once acknowledged. */
   redeliver: boolean;
+  /** Seeds this event's own jitter and redelivery wait, so a seed gives the same waits whatever order the answers come in. */
+  seed: number;
   orderId?: string;
   resourceId: string;
 }
@@ -252,6 +251,7 @@ export function planRun(input: PlanInput, random: () => number): PlannedPayment[
         body: wireBody(event.body),
         deliveryId: input.provider === 'factuarea' ? randomUUID() : undefined,
         redeliver: redelivered.has(n++),
+        seed: Math.floor(random() * 4_294_967_296),
         orderId,
         resourceId,
       };
@@ -297,8 +297,6 @@ export interface SimulationDeps {
   /** Sends one request (the real one: `deliver` with the timeout). */
   transport(delivery: Delivery): Promise<Answer>;
   clock: Clock;
-  /** Jitter and the redelivery waits. */
-  random(): number;
 }
 
 export type EventState = 'not_sent' | 'pending' | 'acknowledged' | 'gave_up' | 'interrupted';
@@ -333,7 +331,7 @@ export interface GiveUp {
 
 export interface SimulationReport {
   events: EventRecord[];
-  /** Answers by `describeAnswer`: `200 accepted`, `503 unavailable`, `timeout`, `connection`. */
+  /** Answers by `answerKey`: `200 accepted`, `503 unavailable`, `timeout`, `connection (ECONNREFUSED)`. */
   answers: Record<string, number>;
   requests: number;
   attempts: number;
@@ -349,10 +347,15 @@ export interface Progress {
   sent: number;
   acknowledged: number;
   gaveUp: number;
+  /** Deliveries waiting for their next attempt. */
   waiting: number;
+  /** Acknowledged events waiting to be sent again. */
+  toRedeliver: number;
   inFlight: number;
   requests: number;
   elapsedMs: number;
+  /** Answers so far, by `answerKey`. */
+  answers: Record<string, number>;
 }
 
 /** A weighted FIFO semaphore: the k copies of an attempt take k slots together, so they really go at once. */
@@ -385,6 +388,15 @@ function describeWithCause(answer: Answer): string {
 }
 
 /**
+ * How an answer is counted: `describeAnswer`, and for a failed connection its cause too
+ * (`connection (ECONNREFUSED)`), since a refused, a reset and an unresolved host call for
+ * different fixes; a timeout's cause is only the timeout.
+ */
+export function answerKey(answer: Answer): string {
+  return answer.error === 'connection' ? describeWithCause(answer) : describeAnswer(answer);
+}
+
+/**
  * Plays the provider: each payment's events go in lifecycle order (the next one's first attempt
  * once the previous one's first attempt is answered, as events happen one after another), every
  * delivery retries on its own timer, so a failed event never holds the others back; only
@@ -394,9 +406,10 @@ function describeWithCause(answer: Answer): string {
 export class Simulation {
   private readonly gate: Gate;
   private readonly records = new Map<string, EventRecord>();
+  private readonly randoms = new Map<string, () => number>();
   private readonly answers = new Map<string, number>();
   private readonly giveUps: GiveUp[] = [];
-  private counts = { requests: 0, attempts: 0, retries: 0, redeliveries: 0, waiting: 0, inFlight: 0 };
+  private counts = { requests: 0, attempts: 0, retries: 0, redeliveries: 0, waiting: 0, toRedeliver: 0, inFlight: 0 };
   private stopped = false;
   /** The retries waiting: an interruption wakes them all (a set, not a race on one promise, so a long run holds only the live ones). */
   private readonly wakers = new Set<() => void>();
@@ -409,6 +422,7 @@ export class Simulation {
     this.gate = new Gate(plan.concurrency);
     for (const payment of plan.payments) {
       for (const e of payment.events) {
+        this.randoms.set(e.eventId, seededRandom(e.seed));
         this.records.set(e.eventId, {
           eventId: e.eventId,
           type: e.type,
@@ -445,9 +459,11 @@ export class Simulation {
       acknowledged: records.filter((r) => r.state === 'acknowledged').length,
       gaveUp: records.filter((r) => r.state === 'gave_up').length,
       waiting: this.counts.waiting,
+      toRedeliver: this.counts.toRedeliver,
       inFlight: this.counts.inFlight,
       requests: this.counts.requests,
       elapsedMs: this.deps.clock.now() - this.startedAt,
+      answers: this.sortedAnswers(),
     };
   }
 
@@ -480,7 +496,7 @@ export class Simulation {
         return;
       }
       const retried = answers.some((a) => schedule.retryable(a));
-      const wait = retried ? waitAfter(schedule, attempt, timeScale, this.deps.random) : undefined;
+      const wait = retried ? waitAfter(schedule, attempt, timeScale, this.randoms.get(event.eventId)!) : undefined;
       if (wait === undefined) {
         const last = answers.find((a) => !schedule.retryable(a)) ?? answers[0];
         this.giveUps.push({
@@ -494,14 +510,14 @@ export class Simulation {
         if (which === 'first') record.state = 'gave_up';
         return;
       }
-      if (!(await this.sleep(wait))) return this.interrupted(record, which);
+      if (!(await this.sleep(wait, 'waiting'))) return this.interrupted(record, which);
     }
   }
 
   /** The provider sends an acknowledged event again on its own, some time within its first retry wait. */
   private async redeliver(event: PlannedEvent): Promise<void> {
     const within = this.plan.schedule.waitsMs[0] / this.plan.timeScale;
-    if (!(await this.sleep(this.deps.random() * within))) return;
+    if (!(await this.sleep(this.randoms.get(event.eventId)!() * within, 'toRedeliver'))) return;
     this.records.get(event.eventId)!.redelivered = true;
     this.counts.redeliveries += 1;
     await this.delivery(event, 'redelivery');
@@ -511,10 +527,10 @@ export class Simulation {
     if (which === 'first') record.state = 'interrupted';
   }
 
-  /** Waits for a retry; false when the run was interrupted meanwhile. */
-  private async sleep(ms: number): Promise<boolean> {
+  /** Waits for a retry or a redelivery (counted as `what`); false when the run was interrupted meanwhile. */
+  private async sleep(ms: number, what: 'waiting' | 'toRedeliver'): Promise<boolean> {
     if (this.stopped) return false;
-    this.counts.waiting += 1;
+    this.counts[what] += 1;
     let wake!: () => void;
     try {
       await new Promise<void>((resolve) => {
@@ -525,7 +541,7 @@ export class Simulation {
       return !this.stopped;
     } finally {
       this.wakers.delete(wake);
-      this.counts.waiting -= 1;
+      this.counts[what] -= 1;
     }
   }
 
@@ -555,10 +571,10 @@ export class Simulation {
   }
 
   private record(event: PlannedEvent, answer: Answer): void {
-    const described = describeAnswer(answer);
-    this.answers.set(described, (this.answers.get(described) ?? 0) + 1);
+    const key = answerKey(answer);
+    this.answers.set(key, (this.answers.get(key) ?? 0) + 1);
     const record = this.records.get(event.eventId)!;
-    record.lastAnswer = described;
+    record.lastAnswer = key;
     if (!isSuccess(answer)) return;
     const word = answer.json?.status;
     if (word === 'accepted') record.accepted += 1;
@@ -566,10 +582,14 @@ export class Simulation {
     else record.otherAcknowledged += 1;
   }
 
+  private sortedAnswers(): Record<string, number> {
+    return Object.fromEntries([...this.answers].sort(([a], [b]) => a.localeCompare(b)));
+  }
+
   private report(): SimulationReport {
     return {
       events: [...this.records.values()],
-      answers: Object.fromEntries([...this.answers].sort(([a], [b]) => a.localeCompare(b))),
+      answers: this.sortedAnswers(),
       requests: this.counts.requests,
       attempts: this.counts.attempts,
       retries: this.counts.retries,
@@ -656,7 +676,7 @@ export function formatSummary(run: RunInfo, report: SimulationReport): string[] 
   const t = totals(report);
   const s = SCHEDULES[run.schedule];
   const lines = [
-    `simulate ${run.provider} → ${printableUrl(run.url)} endpoint ${run.endpoint}`,
+    `simulate ${run.provider} → ${webhookUrl(run.url, run.endpoint)}`,
     `schedule ${run.schedule} (${attemptsOf(s)} attempts), time scale ${run.timeScale}, seed ${run.seed}, concurrency ${run.concurrency}, copies ${run.copies}`,
   ];
   if (run.orders.length) lines.push(`orders created: ${run.orders.length}`);
@@ -676,7 +696,7 @@ export function formatSummary(run: RunInfo, report: SimulationReport): string[] 
 
 export function summaryJson(run: RunInfo, report: SimulationReport): Record<string, unknown> {
   return {
-    run: { ...run, url: printableUrl(run.url), orders: undefined },
+    run: { ...run, orders: undefined },
     totals: totals(report),
     answers: report.answers,
     giveUps: report.giveUps,
@@ -690,7 +710,9 @@ export function summaryJson(run: RunInfo, report: SimulationReport): Record<stri
 export function formatProgress(p: Progress): string {
   return (
     `simulate: ${p.acknowledged}/${p.events} events acknowledged, ${p.gaveUp} gave up, ${p.sent - p.acknowledged - p.gaveUp} pending` +
-    ` (${p.waiting} waiting to retry, ${p.inFlight} in flight), ${p.requests} requests, ${formatDuration(p.elapsedMs)}`
+    ` (${p.waiting} waiting to retry, ${p.inFlight} in flight)${p.toRedeliver ? `, ${p.toRedeliver} to be sent again` : ''}` +
+    `, ${p.requests} requests, ${formatDuration(p.elapsedMs)}` +
+    (p.requests ? `; ${Object.entries(p.answers).map(([answer, n]) => `${answer}: ${n}`).join(', ')}` : '')
   );
 }
 
@@ -754,7 +776,7 @@ async function createOrders(options: SimulateOptions, count: number, run: string
   await Promise.all(Array.from({ length: Math.min(options.concurrency, count) }, worker));
   if (failed !== undefined) {
     const made = ids.filter(Boolean).length;
-    throw new CliExit(EXIT.couldNotRun, `simulate: POST ${printableUrl(url)} answered ${failed}; ${made} of ${count} orders created, no event sent`);
+    throw new CliExit(EXIT.couldNotRun, `simulate: POST ${url} answered ${failed}; ${made} of ${count} orders created, no event sent`);
   }
   return ids;
 }
@@ -790,7 +812,7 @@ export const simulateCommand: CliCommand = {
         concurrency: options.concurrency,
         payments,
       },
-      { transport: (d) => deliver(d, options.timeoutMs), clock: realClock, random },
+      { transport: (d) => deliver(d, options.timeoutMs), clock: realClock },
     );
     const progress = new ProgressLine((text) => process.stderr.write(text), process.stderr.isTTY === true, Date.now);
     const ticker = setInterval(() => progress.tick(formatProgress(simulation.progress())), 1_000);

@@ -150,7 +150,7 @@ function setup(s: Setup = {}) {
       concurrency: s.concurrency ?? 8,
       payments,
     },
-    { transport: service.transport, clock, random },
+    { transport: service.transport, clock },
   );
   const run = () => clock.drive(simulation.run());
   return { clock, service, payments, simulation, run };
@@ -204,6 +204,30 @@ describe('Simulation (the provider played against a receiver)', () => {
     expect(service.received.at(-1)!.at - T0).toBe((978 * MIN) / 120);
   });
 
+  it("a seed fixes each event's waits, whatever order the answers come in", async () => {
+    /** The waits of each event (by its place in the plan) when event i takes latencyOf(i) ms to be answered. */
+    const waitsOf = async (latencyOf: (index: number) => number): Promise<number[][]> => {
+      const clock = new VirtualClock();
+      const events = allEvents(planRun({ provider: 'factuarea', events: 6, duplicates: 0, outOfOrder: 0 }, seededRandom(11)));
+      const sentAt = events.map((): number[] => []);
+      const transport = async (d: Delivery): Promise<Answer> => {
+        const i = events.findIndex((e) => e.eventId === d.eventId);
+        sentAt[i].push(clock.now());
+        await clock.sleep(latencyOf(i));
+        return UNAVAILABLE;
+      };
+      const payments = [{ resourceId: 'r', reversed: false, events }];
+      const plan = { provider: 'factuarea' as const, url: 'http://x/webhooks/e', secrets: ['s'], schedule: SCHEDULES.factuarea, timeScale: 1, copies: 1, concurrency: 8, payments };
+      await clock.drive(new Simulation(plan, { transport, clock }).run());
+      return sentAt.map((times, i) => gaps(times.map((at) => ({ at }) as Received)).map((gap) => gap - latencyOf(i)));
+    };
+    const inOrder = await waitsOf(() => 1);
+    const otherOrder = await waitsOf((i) => ((i * 5) % 6) * 1_000 + 1);
+    expect(inOrder.map((w) => w.length)).toEqual([7, 7, 7, 7, 7, 7]);
+    expect(otherOrder).toEqual(inOrder);
+    expect(new Set(inOrder.map((w) => w[0])).size).toBe(6);
+  });
+
   it('Factuarea stops at once on a 401 (not retried): one attempt per event, every event a give-up', async () => {
     const { service, run } = setup({ events: 6, service: { answer: () => answer(401, { error: 'invalid_signature' }) } });
     const report = await run();
@@ -227,10 +251,16 @@ describe('Simulation (the provider played against a receiver)', () => {
     expect(totals(await s.run())).toMatchObject({ accepted: 1, retries: 2, giveUps: 0 });
   });
 
-  it('a give-up on no answer names why there was none', async () => {
+  it('no answer: a failed connection is counted with its cause, a timeout as a timeout; a give-up names both', async () => {
     const { run } = setup({ events: 1, service: { answer: () => ({ status: 0, error: 'connection', cause: 'ECONNREFUSED', ms: 1 }) } });
     const report = await run();
     expect(report.giveUps[0]).toMatchObject({ attempts: 8, lastAnswer: 'connection (ECONNREFUSED)', reason: 'schedule_exhausted' });
+    expect(report.answers).toEqual({ 'connection (ECONNREFUSED)': 8 });
+
+    const slow = setup({ events: 1, service: { answer: () => ({ status: 0, error: 'timeout', cause: 'no answer within 10000 ms', ms: 10_000 }) } });
+    const late = await slow.run();
+    expect(late.answers).toEqual({ timeout: 8 });
+    expect(late.giveUps[0].lastAnswer).toBe('timeout (no answer within 10000 ms)');
   });
 
   it("every attempt signs again with the clock's time, over the same bytes, the same event id and delivery id; every secret signs", async () => {
@@ -489,9 +519,9 @@ describe('parseSimulateArgs', () => {
   });
 
   it.each([
-    [['--events', '0'], 'simulate: --events must be a whole number from 1 to 1000000, got "0"'],
-    [['--events', '1e3'], 'simulate: --events must be a whole number from 1 to 1000000, got "1e3"'],
-    [['--events', 'ten'], 'simulate: --events must be a whole number from 1 to 1000000, got "ten"'],
+    [['--events', '0'], 'simulate: --events must be a whole number from 1 to 100000, got "0"'],
+    [['--events', '1e3'], 'simulate: --events must be a whole number from 1 to 100000, got "1e3"'],
+    [['--events', 'ten'], 'simulate: --events must be a whole number from 1 to 100000, got "ten"'],
     [['--duplicates', '1.5'], 'simulate: --duplicates must be a ratio from 0 to 1, got "1.5"'],
     [['--duplicates=-0.1'], 'simulate: --duplicates must be a ratio from 0 to 1, got "-0.1"'],
     [['--out-of-order', 'half'], 'simulate: --out-of-order must be a ratio from 0 to 1, got "half"'],
@@ -514,6 +544,8 @@ describe('parseSimulateArgs', () => {
     [['--url', 'ftp://host', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be an http(s) URL, e.g. http://127.0.0.1:3000'],
     [['--url', 'localhost:3000', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be an http(s) URL, e.g. http://127.0.0.1:3000'],
     [['--url', 'http://h/?x=1', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be a base URL, without a query or fragment'],
+    [['--url', 'http://u:hunter2@h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must not carry a user name or password'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's', '--admin-token', 'tok', '--admin-url', 'http://u:p@h'], 'simulate: --admin-url must not carry a user name or password'],
     [['--url', 'http://h', '--endpoint', 'e', '--provider', 'adyen', '--secret', 's'], 'simulate: --provider must be one of paymos, factuarea, stripe, standard, got "adyen"'],
     [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's', '--merchant', 'm'], 'simulate: --merchant does not apply to paymos: its bodies declare no account'],
     [['--url', 'http://h', '--endpoint', 'e', '--provider', 'standard', '--secret', 'not-base64!'], 'simulate: --secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)'],
@@ -533,7 +565,7 @@ function runInfo(over: Partial<RunInfo> = {}): RunInfo {
   return {
     provider: 'factuarea',
     endpoint: 'fac-main',
-    url: 'http://user:hunter2@127.0.0.1:3000/pay',
+    url: 'http://127.0.0.1:3000/pay',
     schedule: 'factuarea',
     timeScale: 120,
     seed: 7,
@@ -549,11 +581,11 @@ describe('the summary', () => {
     return setup(s).run();
   }
 
-  it('answers by status, attempts, retries, give-ups named with their last answer; never a secret or a password', async () => {
+  it('answers by status, attempts, retries, give-ups named with their last answer; never a secret', async () => {
     const report = await reportOf({ events: 3, secrets: ['whsec_TopSecret'], service: { answer: () => answer(401, { error: 'invalid_signature' }) } });
     const lines = formatSummary(runInfo(), report);
     expect(lines.slice(0, 2)).toEqual([
-      'simulate factuarea → http://127.0.0.1:3000/pay endpoint fac-main',
+      'simulate factuarea → http://127.0.0.1:3000/pay/webhooks/fac-main',
       'schedule factuarea (8 attempts), time scale 120, seed 7, concurrency 8, copies 1',
     ]);
     expect(lines).toContain('events: 3 sent of 3, 0 accepted, 0 acknowledged as duplicate only, 0 acknowledged otherwise, 3 gave up');
@@ -563,10 +595,7 @@ describe('the summary', () => {
     expect(lines).toContain('give-ups: 3');
     for (const g of report.giveUps) expect(lines).toContain(`  gave up: ${g.eventId} (${g.type}) after 1 attempt(s): 401 invalid_signature (not retried)`);
     const json = JSON.stringify(summaryJson(runInfo(), report));
-    for (const text of [lines.join('\n'), json]) {
-      expect(text).not.toContain('TopSecret');
-      expect(text).not.toContain('hunter2');
-    }
+    for (const text of [lines.join('\n'), json]) expect(text).not.toContain('TopSecret');
   });
 
   it('the JSON summary: totals, answers, give-ups, orders and every event', async () => {
@@ -595,8 +624,12 @@ describe('the summary', () => {
   });
 
   it('the progress line', () => {
-    expect(formatProgress({ events: 20, sent: 18, acknowledged: 12, gaveUp: 1, waiting: 4, inFlight: 1, requests: 33, elapsedMs: 2_500 })).toBe(
-      'simulate: 12/20 events acknowledged, 1 gave up, 5 pending (4 waiting to retry, 1 in flight), 33 requests, 2.5 s',
+    const answers = { '200 accepted': 12, '401 invalid_signature': 1, '503 unavailable': 20 };
+    expect(formatProgress({ events: 20, sent: 18, acknowledged: 12, gaveUp: 1, waiting: 4, toRedeliver: 2, inFlight: 1, requests: 33, elapsedMs: 2_500, answers })).toBe(
+      'simulate: 12/20 events acknowledged, 1 gave up, 5 pending (4 waiting to retry, 1 in flight), 2 to be sent again, 33 requests, 2.5 s; 200 accepted: 12, 401 invalid_signature: 1, 503 unavailable: 20',
+    );
+    expect(formatProgress({ events: 20, sent: 0, acknowledged: 0, gaveUp: 0, waiting: 0, toRedeliver: 0, inFlight: 0, requests: 0, elapsedMs: 900, answers: {} })).toBe(
+      'simulate: 0/20 events acknowledged, 0 gave up, 0 pending (0 waiting to retry, 0 in flight), 0 requests, 900 ms',
     );
   });
 });

@@ -207,7 +207,7 @@ describe('payment-webhooks simulate', () => {
     const out = await run(['--url', nowhere, '--endpoint', 'x', '--provider', 'factuarea', '--secret', SECRET, '--events', '2', '--time-scale', '1000000', '--json']);
     expect(out.code).toBe(1);
     const summary: Summary = JSON.parse(out.stdout);
-    expect(summary.answers).toEqual({ connection: 16 });
+    expect(summary.answers).toEqual({ 'connection (ECONNREFUSED)': 16 });
     expect(summary.giveUps.map((g: Row) => [g.attempts, g.reason, g.lastAnswer])).toEqual([
       [8, 'schedule_exhausted', 'connection (ECONNREFUSED)'],
       [8, 'schedule_exhausted', 'connection (ECONNREFUSED)'],
