@@ -3,22 +3,8 @@ import { CliExit, EXIT } from './context';
 import type { Answer, Delivery } from './remote/delivery';
 import { SCHEDULES, ScheduleName, seededRandom } from './remote/schedules';
 import type { RemoteProvider } from './remote/events';
-import {
-  Clock,
-  failure,
-  formatProgress,
-  formatSummary,
-  parseSimulateArgs,
-  paymentCount,
-  planRun,
-  PlannedPayment,
-  ProgressLine,
-  RunInfo,
-  Simulation,
-  SimulationReport,
-  summaryJson,
-  totals,
-} from './simulate.command';
+import { Clock, paymentCount, planRun, PlannedPayment, Simulation, SimulationReport } from './remote/simulation';
+import { failure, formatProgress, formatSummary, parseSimulateArgs, ProgressLine, RunInfo, summaryJson, totals } from './simulate.command';
 
 /**
  * `payment-webhooks simulate` (CONTRACT §8) without a network or a real clock: a virtual clock
