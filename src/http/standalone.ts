@@ -8,6 +8,13 @@ import { configurePaymentWebhooksApp } from '../configure-app';
 const JSON_LIMIT_BYTES = 1_048_576;
 
 /**
+ * Fastify answers a path parameter longer than its `maxParamLength` (100 by default) with its own
+ * `414`, before any route runs; an endpoint id that long is simply unknown (`404 unknown_endpoint`,
+ * CONTRACT §2). A whole request line is already bounded by Node's header limit (16 KiB).
+ */
+export const FASTIFY_MAX_PARAM_LENGTH = 16_384;
+
+/**
  * The standalone service's HTTP app on Express or Fastify (`HTTP_ADAPTER`): JSON bodies only (a
  * form post from another site never reaches a route), every error answered with a code, and the
  * module's webhook and docs handling. A host composes its own app instead and calls
@@ -47,5 +54,5 @@ export async function fastifyAdapter(): Promise<import('@nestjs/platform-fastify
   } catch {
     throw new Error('HTTP_ADAPTER=fastify needs the @nestjs/platform-fastify package (npm install @nestjs/platform-fastify)');
   }
-  return new platform.FastifyAdapter({ bodyLimit: JSON_LIMIT_BYTES });
+  return new platform.FastifyAdapter({ bodyLimit: JSON_LIMIT_BYTES, maxParamLength: FASTIFY_MAX_PARAM_LENGTH });
 }

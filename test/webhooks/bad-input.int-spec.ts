@@ -42,6 +42,8 @@ function cases(now: number): Case[] {
     { name: 'unknown endpoint', endpoint: 'nope', body, headers: good, status: 404, answer: { error: 'unknown_endpoint' } },
     { name: 'no endpoint id (/webhooks/)', endpoint: '', body, headers: good, status: 404, answer: { error: 'unknown_endpoint' } },
     { name: 'a path below an endpoint', endpoint: 'paymos-a/extra', body, headers: good, status: 404, answer: { error: 'unknown_endpoint' } },
+    // Longer than Fastify's default maxParamLength (100), which would answer its own 414.
+    { name: 'an endpoint id of 300 characters', endpoint: 'a'.repeat(300), body, headers: good, status: 404, answer: { error: 'unknown_endpoint' } },
     {
       name: 'body over the limit',
       endpoint: 'paymos-a',
