@@ -135,16 +135,14 @@ const STATE_CHANGING = new Set(['post', 'put', 'patch', 'delete']);
 
 /**
  * The document says what the guard does: the API routes take the bearer token only (basic auth is
- * for the docs, which the document does not list, so it declares no basic scheme; a controller's
- * `@ApiBasicAuth` is dropped), and every state-changing route but the webhook
- * answers 415 to a body that is not JSON.
+ * for the docs, which the document does not list, so it declares no basic scheme), and every
+ * state-changing route but the webhook answers 415 to a body that is not JSON.
  */
 function apiOnlyBearer(doc: OpenAPIObject, webhooks: string): OpenAPIObject {
   const unsupported = SHARED_ERROR_DOCS[415]!;
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item as Record<string, { security?: Array<Record<string, string[]>>; responses?: Record<string, unknown> }>)) {
       if (!op || typeof op !== 'object' || !Array.isArray(op.security)) continue;
-      op.security = op.security.filter((requirement) => !('adminBasic' in requirement));
       const guarded = op.security.length > 0;
       if (guarded && STATE_CHANGING.has(method) && !path.startsWith(webhooks) && op.responses && !op.responses['415']) {
         op.responses['415'] = {

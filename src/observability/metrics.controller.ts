@@ -1,5 +1,5 @@
 import { Controller, Get, Header, UseFilters, UseGuards } from '@nestjs/common';
-import { ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiErrorResponses } from '../common/api-docs';
 import { ApiExceptionFilter } from '../common/api-errors';
@@ -7,7 +7,6 @@ import { MetricsService } from './metrics.service';
 
 @ApiTags('operations')
 // The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
-@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('metrics')
 @UseGuards(AdminGuard)

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AdminGuard } from '../common/admin.guard';
@@ -28,7 +28,6 @@ import { RetentionService } from './retention.service';
 /** The operator's routes (CONTRACT §4): the archive, replay, the outbox, reconciliation, retention. */
 @ApiTags('admin')
 // The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
-@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('admin')
 @UseGuards(AdminGuard)

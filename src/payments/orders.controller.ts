@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiBasicAuth, ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
 import { ApiErrorResponses, conflict, fieldError } from '../common/api-docs';
@@ -20,7 +20,6 @@ export const uuidParam = new ParseUUIDPipe({
 
 @ApiTags('orders')
 // The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
-@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('orders')
 @UseGuards(AdminGuard)

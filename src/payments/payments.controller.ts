@@ -1,5 +1,5 @@
 import { Controller, Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../common/admin.guard';
 import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
 import { ApiErrorResponses, fieldError } from '../common/api-docs';
@@ -10,7 +10,6 @@ import { OrdersService } from './orders.service';
 
 @ApiTags('payments')
 // The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
-@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('payments')
 @UseGuards(AdminGuard)

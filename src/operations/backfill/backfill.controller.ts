@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBasicAuth, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../../common/admin.guard';
 import { ApiErrorResponses, conflict, fieldError } from '../../common/api-docs';
 import { ApiExceptionFilter, apiValidationPipe } from '../../common/api-errors';
@@ -9,7 +9,6 @@ import { BackfillService } from './backfill.service';
 
 /** Backfill from Stripe's Events API (CONTRACT §4): events missed during an outage longer than the provider's retries. */
 @ApiTags('admin')
-@ApiBasicAuth('adminBasic')
 @ApiBearerAuth('admin')
 @Controller('admin/backfill')
 @UseGuards(AdminGuard)
