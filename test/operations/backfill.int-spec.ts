@@ -172,6 +172,19 @@ describe('backfill from the Stripe events API', () => {
     expect(await d.count(`SELECT 1 FROM webhook_inbox`)).toBe(0);
   });
 
+  it('a page over the read bound (32 MiB): the download is cut there and the backfill fails saying so; nothing recorded', async () => {
+    await ordersWithEvents(2);
+    stub.oversizeNext(256 * 1024 * 1024);
+    const res = await start({ endpointId: 'stripe-backfill', since: since() });
+    const failed = await finished(res.body.id);
+    expect(failed).toMatchObject({ status: 'failed', listed: 0, accepted: 0, duplicates: 0 });
+    expect(failed.error).toBe('Stripe events API: a page of events: the answer exceeded 32 MiB and was not read further');
+    // One request (not retried), cut near the bound: far less than the 256 MiB offered.
+    expect(stub.requests.map((r) => r.status)).toEqual([200]);
+    expect(stub.oversizeWritten).toBeLessThan(64 * 1024 * 1024);
+    expect(await d.count(`SELECT 1 FROM webhook_inbox`)).toBe(0);
+  });
+
   it('one backfill per endpoint at a time: a second while one runs is 409 backfill_running; another endpoint may run', async () => {
     await ordersWithEvents(2);
     let held = false;

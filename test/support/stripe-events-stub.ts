@@ -40,6 +40,10 @@ export class StripeEventsStub {
   /** Events per account ('' = the platform's own, listed without Stripe-Account). */
   private readonly events = new Map<string, StubEvent[]>();
   private rateLimited = 0;
+  /** Bytes of padding the next list answer streams (0: none). */
+  private oversize = 0;
+  /** Bytes of the last oversized answer the client took before it hung up. */
+  oversizeWritten = 0;
   private held: { count: number; after: number; waiting: Array<() => void>; onHeld?: () => void } = { count: 0, after: 0, waiting: [] };
 
   constructor(
@@ -107,6 +111,15 @@ export class StripeEventsStub {
     return event;
   }
 
+  /**
+   * The next list request answers 200 with a page padded to `bytes` (streamed in 64 KiB chunks, as
+   * fast as the client reads), as a misbehaving API could; `oversizeWritten` says how much was taken.
+   */
+  oversizeNext(bytes: number): void {
+    this.oversize = bytes;
+    this.oversizeWritten = 0;
+  }
+
   /** The next `count` list requests answer 429 (rate limited), as Stripe does under load. */
   failNext(count: number): void {
     this.rateLimited += count;
@@ -164,6 +177,12 @@ export class StripeEventsStub {
         error: { type: 'invalid_request_error', code: 'rate_limit', message: 'Too many requests hit the API too quickly.' },
       });
     }
+    if (this.oversize > 0) {
+      const bytes = this.oversize;
+      this.oversize = 0;
+      seen.status = 200;
+      return void this.streamOversized(res, bytes);
+    }
     const respond = () => answer(200, this.page(seen.stripeAccount ?? '', query));
     if (this.held.count > 0 && this.held.after > 0) {
       this.held.after--;
@@ -174,6 +193,19 @@ export class StripeEventsStub {
       return;
     }
     respond();
+  }
+
+  private async streamOversized(res: ServerResponse, bytes: number): Promise<void> {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(65_536, 0x20); // whitespace: still valid JSON, were it read whole
+    res.write('{"object":"list","has_more":false,"url":"/v1/events","data":[]');
+    let written = 0;
+    while (written < bytes && !res.destroyed) {
+      if (!res.write(chunk)) await new Promise<void>((resolve) => { res.once('drain', resolve); res.once('close', resolve); });
+      written += chunk.length;
+      this.oversizeWritten = written;
+    }
+    if (!res.destroyed) res.end('}');
   }
 
   private page(account: string, query: Record<string, string>) {

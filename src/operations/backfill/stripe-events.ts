@@ -17,6 +17,43 @@ const RATE_LIMIT_RETRIES = 6;
 const RATE_LIMIT_BASE_MS = 500;
 const RATE_LIMIT_CAP_MS = 10_000;
 const TIMEOUT_MS = 30_000;
+/**
+ * The most bytes of one page of events ever read: 100 events of Stripe's (each object as it is on
+ * the API, a few KiB, an invoice with many lines some hundreds) fit many times over. Past it the
+ * download is cancelled and the backfill ends `failed`, rather than this process holding whatever
+ * a misbehaving API (or whatever answers at `apiBaseUrl`) sends.
+ */
+export const PAGE_READ_LIMIT_BYTES = 32 * 1024 * 1024;
+
+/** A page of events longer than PAGE_READ_LIMIT_BYTES: not read past the bound. */
+class PageTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the answer exceeded ${limit / (1024 * 1024)} MiB and was not read further`);
+  }
+}
+
+/**
+ * `fetch`, with the body of every answer cut at `limit` bytes: stripe-node reads it whole
+ * (`text()`), so the bound sits in the stream it reads; past it the stream errors, which cancels
+ * the download.
+ */
+function boundedFetch(limit: number): typeof fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    let seen = 0;
+    const bounded = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen > limit) controller.error(new PageTooLarge(limit));
+          else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(bounded, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
 
 export interface EventsPage {
   events: Array<Record<string, unknown> & { id: string }>;
@@ -38,6 +75,7 @@ export class StripeEventsClient {
   constructor(
     private readonly apiKey: string,
     apiBaseUrl: string = DEFAULT_STRIPE_API,
+    readLimitBytes: number = PAGE_READ_LIMIT_BYTES,
   ) {
     const base = new URL(apiBaseUrl);
     const protocol = base.protocol === 'http:' ? 'http' : 'https';
@@ -48,6 +86,7 @@ export class StripeEventsClient {
       maxNetworkRetries: CLIENT_RETRIES,
       timeout: TIMEOUT_MS,
       telemetry: false,
+      httpClient: Stripe.createFetchHttpClient(boundedFetch(readLimitBytes)),
       appInfo: { name: 'nestjs-payment-webhooks backfill' },
     });
   }
@@ -75,6 +114,8 @@ export class StripeEventsClient {
           await new Promise((r) => setTimeout(r, retryDelayMs(attempt, RATE_LIMIT_BASE_MS, RATE_LIMIT_CAP_MS)));
           continue;
         }
+        const cause = (err as { detail?: { exception?: unknown } }).detail?.exception;
+        if (cause instanceof PageTooLarge) throw new EventsApiError(`Stripe events API: a page of events: ${cause.message}`);
         throw new EventsApiError(this.describe(err, status));
       }
     }
