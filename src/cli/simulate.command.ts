@@ -36,14 +36,17 @@ const USAGE = [
   '  --timeout <ms>           per request, not scaled (default 10000)',
   '  --merchant <account>     the account the bodies declare (not paymos; an endpoint of many accounts needs one)',
   "  --admin-token <t>        create one order per payment first (POST /orders), so the events pay real orders;",
-  '                           without it the events name random order ids and end `unmatched`',
+  '                           without it the events name random order ids and end `unmatched`; with it, the run',
+  '                           ends by checking that every order was fulfilled (within --wait seconds, default 30)',
   '  --admin-url <base URL>   where the orders are created (default --url)',
   '  --seed <n>               reproducible jitter and picks (default random, printed)',
   '  --json                   the summary as JSON on stdout',
   '  Schedules:',
   ...SCHEDULE_NAMES.map((name) => `    ${name.padEnd(10)} ${SCHEDULES[name].describe}`),
-  '  Progress goes to stderr. Exit 0 every event answered 2xx and none accepted twice, 1 a delivery gave up',
-  '  (schedule exhausted, or an answer the schedule does not retry) or was interrupted, 2 could not run.',
+  '  Progress goes to stderr. Exit 0 every event acknowledged by the service (200 accepted or duplicate), none',
+  '  accepted twice and, with --admin-token, every order fulfilled; 1 a delivery gave up (schedule exhausted, or an',
+  "  answer the schedule does not retry), a 2xx that is not the service's answer, an order not fulfilled, or an",
+  '  interrupted run (Ctrl-C, SIGTERM: the summary is printed); 2 could not run.',
 ].join('\n');
 
 /** The simulator checks a receiver's behaviour; `npm run bench` measures its throughput. */
@@ -68,6 +71,8 @@ export interface SimulateOptions {
   merchant?: string;
   adminToken?: string;
   adminUrl: string;
+  /** With --admin-token: how long the orders may take to be fulfilled once every event is acknowledged. */
+  waitMs: number;
   seed: number;
   json: boolean;
 }
@@ -133,14 +138,15 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
     merchant: { type: 'string' },
     'admin-token': { type: 'string' },
     'admin-url': { type: 'string' },
+    wait: { type: 'string' },
     seed: { type: 'string' },
     json: { type: 'boolean' },
   });
-  if (!v.url || !v.endpoint || !v.provider || !v.secret?.length) {
-    throw new CliExit(EXIT.couldNotRun, `simulate: --url, --endpoint, --provider and --secret are required\n${USAGE}`);
-  }
-  const provider = oneOf('provider', v.provider, PROVIDERS);
-  const secrets = v.secret;
+  const missing = (['url', 'endpoint', 'provider', 'secret'] as const).filter((k) => !v[k] || v[k]?.length === 0);
+  if (missing.length > 0) throw new CliExit(EXIT.couldNotRun, `simulate: ${missing.map((k) => `--${k}`).join(', ')} required\n${USAGE}`);
+  if (v.wait !== undefined && v['admin-token'] === undefined) usageError('--wait needs --admin-token (it bounds the wait for the orders)');
+  const provider = oneOf('provider', v.provider!, PROVIDERS);
+  const secrets = v.secret!;
   if (secrets.some((s) => s.length === 0)) usageError('--secret must not be empty');
   if (provider === 'standard' && secrets.some((s) => !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(s))) {
     usageError('--secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)');
@@ -157,8 +163,8 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
   if (!(timeScale > 0 && Number.isFinite(timeScale))) usageError(`--time-scale must be a positive number, got "${v['time-scale']}"`);
 
   return {
-    url: baseUrl('url', v.url),
-    endpoint: v.endpoint,
+    url: baseUrl('url', v.url!),
+    endpoint: v.endpoint!,
     provider,
     secrets,
     // Every body is built before the first is sent: a bound that keeps the plan within memory.
@@ -172,7 +178,8 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
     timeoutMs: wholeNumber('timeout', v.timeout, 10_000, 1, 2_147_483_647),
     merchant: v.merchant,
     adminToken: v['admin-token'],
-    adminUrl: baseUrl('admin-url', v['admin-url'] ?? v.url),
+    adminUrl: baseUrl('admin-url', v['admin-url'] ?? v.url!),
+    waitMs: wholeNumber('wait', v.wait, 30, 1, 3600) * 1000,
     seed: wholeNumber('seed', v.seed, randomBytes(4).readUInt32BE(0), 0, 4_294_967_295),
     json: v.json ?? false,
   };
@@ -222,9 +229,15 @@ export function totals(report: SimulationReport): Totals {
 }
 
 /** Why the run failed, in one line; undefined when it succeeded (every delivery answered 2xx, none accepted twice). */
-export function failure(report: SimulationReport): string | undefined {
+export function failure(report: SimulationReport, orders?: OrdersCheck): string | undefined {
   const t = totals(report);
   const reasons: string[] = [];
+  if (t.acknowledgedOtherwise > 0) {
+    reasons.push(
+      `${t.acknowledgedOtherwise} event(s) acknowledged with a 2xx that is not the service's answer (neither accepted nor duplicate): ` +
+        'something in front of the service answers for it, and a provider would never send those events again',
+    );
+  }
   if (t.acceptedMoreThanOnce > 0) reasons.push(`the service answered accepted more than once for ${t.acceptedMoreThanOnce} event(s): a broken deduplication`);
   if (t.giveUps > 0) {
     const byAnswer = new Map<string, number>();
@@ -233,6 +246,13 @@ export function failure(report: SimulationReport): string | undefined {
     reasons.push(`${t.giveUps} deliver${t.giveUps === 1 ? 'y' : 'ies'} gave up (${answers})`);
   }
   if (report.interrupted) reasons.push(`interrupted with ${t.unfinished} of ${t.events} events unfinished`);
+  if (orders && orders.fulfilled < orders.total) {
+    const first = orders.notFulfilled[0];
+    reasons.push(
+      `${orders.total - orders.fulfilled} of ${orders.total} orders not fulfilled within ${Math.round(orders.waitedMs / 1000)} s ` +
+        `(order ${first.id} is ${first.status}): look at the archive, GET /admin/webhook-deliveries?status=rejected or ?status=unmatched`,
+    );
+  }
   return reasons.length ? `simulate: ${reasons.join('; ')}` : undefined;
 }
 
@@ -249,7 +269,7 @@ export interface RunInfo {
 }
 
 /** The summary table: answers by status, retries, give-ups, and the accepted counts the idempotency check rests on. */
-export function formatSummary(run: RunInfo, report: SimulationReport): string[] {
+export function formatSummary(run: RunInfo, report: SimulationReport, orders?: OrdersCheck): string[] {
   const t = totals(report);
   const s = SCHEDULES[run.schedule];
   const lines = [
@@ -260,19 +280,29 @@ export function formatSummary(run: RunInfo, report: SimulationReport): string[] 
   lines.push(
     `events: ${t.sent} sent of ${t.events}, ${t.accepted} accepted, ${t.duplicateOnly} acknowledged as duplicate only, ${t.acknowledgedOtherwise} acknowledged otherwise, ${t.gaveUp} gave up${t.unfinished ? `, ${t.unfinished} unfinished` : ''}`,
     `accepted more than once: ${t.acceptedMoreThanOnce}${t.acceptedMoreThanOnce ? '  <- SERVICE BUG: an event id must be accepted once' : ''}`,
-    `requests: ${t.requests} (${t.attempts} attempts, ${t.retries} retries, ${t.redeliveries} redeliveries)`,
+    `requests: ${t.requests} (${t.attempts} attempts, ${t.retries} retries, ${t.redeliveries} redeliveries${t.requests > t.attempts ? `, ${t.requests - t.attempts} extra concurrent copies` : ''})`,
     'answers:',
     ...Object.entries(report.answers).map(([answer, n]) => `  ${answer}: ${n}`),
     `give-ups: ${t.giveUps}`,
     ...report.giveUps.map((g) => `  gave up: ${g.eventId} (${g.type}${g.delivery === 'redelivery' ? ', redelivery' : ''}) after ${g.attempts} attempt(s): ${g.lastAnswer}${g.reason === 'not_retried' ? ' (not retried)' : ''}`),
     ...report.events.filter((e) => e.accepted > 1).map((e) => `  accepted ${e.accepted} times: ${e.eventId} (${e.type})`),
+    ...(orders
+      ? [
+          `orders fulfilled: ${orders.fulfilled}/${orders.total}`,
+          ...orders.notFulfilled.slice(0, 10).map((o) => `  not fulfilled: order ${o.id} is ${o.status}`),
+        ]
+      : []),
     `took ${formatDuration(report.durationMs)}`,
   );
   return lines;
 }
 
-export function summaryJson(run: RunInfo, report: SimulationReport): Record<string, unknown> {
+export function summaryJson(run: RunInfo, report: SimulationReport, orders?: OrdersCheck): Record<string, unknown> {
+  const why = failure(report, orders);
   return {
+    ok: why === undefined,
+    ...(why ? { failure: why } : {}),
+    ...(orders ? { ordersFulfilled: { fulfilled: orders.fulfilled, total: orders.total, notFulfilled: orders.notFulfilled } } : {}),
     run: { ...run, orders: undefined },
     totals: totals(report),
     answers: report.answers,
@@ -327,6 +357,40 @@ export class ProgressLine {
 // Orders
 
 const SHIP_TO = { name: 'Simulated Buyer', line1: '1 Test Street', city: 'Madrid', postalCode: '28001', country: 'ES' };
+
+/** With --admin-token: whether the orders the events paid were fulfilled (what the run is for). */
+export interface OrdersCheck {
+  total: number;
+  fulfilled: number;
+  notFulfilled: Array<{ id: string; status: string }>;
+  waitedMs: number;
+}
+
+/**
+ * Polls the orders (GET /orders/{id}) until each is fulfilled or `waitMs` has passed. Every event
+ * was acknowledged; processing and the carrier follow off the request, so they get a while.
+ */
+async function checkOrders(options: SimulateOptions, ids: string[]): Promise<OrdersCheck> {
+  const started = Date.now();
+  const status = new Map<string, string>(ids.map((id) => [id, 'unknown']));
+  for (;;) {
+    const open = ids.filter((id) => status.get(id) !== 'fulfilled');
+    for (let i = 0; i < open.length; i += options.concurrency) {
+      await Promise.all(
+        open.slice(i, i + options.concurrency).map(async (id) => {
+          const answer = await send(joinUrl(options.adminUrl, `/orders/${id}`), { method: 'GET', headers: { authorization: `Bearer ${options.adminToken}` } }, options.timeoutMs);
+          status.set(id, typeof answer.json?.status === 'string' ? answer.json.status : describeWithCause(answer));
+        }),
+      );
+    }
+    const notFulfilled = ids.filter((id) => status.get(id) !== 'fulfilled').map((id) => ({ id, status: status.get(id)! }));
+    const waitedMs = Date.now() - started;
+    if (notFulfilled.length === 0 || waitedMs >= options.waitMs) {
+      return { total: ids.length, fulfilled: ids.length - notFulfilled.length, notFulfilled, waitedMs };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
 
 /**
  * One order per payment, through the host API, so the events pay real orders. Each request
@@ -395,14 +459,17 @@ export const simulateCommand: CliCommand = {
     const ticker = setInterval(() => progress.tick(formatProgress(simulation.progress())), 1_000);
     ticker.unref();
     // The first Ctrl-C stops and prints what was answered so far; a second one ends the process at once.
+    // SIGTERM (what a CI job's timeout sends) does the same, so its log keeps the summary.
     const onInterrupt = () => simulation.interrupt();
     process.once('SIGINT', onInterrupt);
+    process.once('SIGTERM', onInterrupt);
     let report: SimulationReport;
     try {
       report = await simulation.run();
     } finally {
       clearInterval(ticker);
       process.removeListener('SIGINT', onInterrupt);
+      process.removeListener('SIGTERM', onInterrupt);
       progress.end();
     }
 
@@ -417,11 +484,15 @@ export const simulateCommand: CliCommand = {
       concurrency: options.concurrency,
       orders: orderIds ?? [],
     };
-    if (options.json) ctx.out(JSON.stringify(summaryJson(info, report), null, 2));
-    else for (const line of formatSummary(info, report)) ctx.out(line);
-    const why = failure(report);
+    // Only worth waiting for when every event reached the service as it should have.
+    const orders = orderIds && failure(report) === undefined ? await checkOrders(options, orderIds) : undefined;
+    if (options.json) ctx.out(JSON.stringify(summaryJson(info, report, orders), null, 2));
+    else for (const line of formatSummary(info, report, orders)) ctx.out(line);
+    const why = failure(report, orders);
     if (why) throw new CliExit(EXIT.failure, why);
-    if (!options.json) ctx.out(`ok: all ${report.events.length} events acknowledged, each accepted at most once`);
+    if (!options.json) {
+      ctx.out(`ok: all ${report.events.length} events acknowledged, each accepted at most once${orders ? `, all ${orders.total} orders fulfilled` : ''}`);
+    }
     return EXIT.ok;
   },
 };

@@ -183,6 +183,28 @@ describe('Simulation (the provider played against a receiver)', () => {
     expect(failure(report)).toBe('simulate: 1 delivery gave up (1× 503 unavailable)');
   });
 
+  it("a proxy that answers 200 itself (not the service's answer): acknowledged, yet a failure that says the events are lost", async () => {
+    const { run } = setup({ events: 3, service: { answer: () => answer(200, { ok: true }) } });
+    const report = await run();
+    expect(totals(report)).toMatchObject({ events: 3, accepted: 0, acknowledgedOtherwise: 3, gaveUp: 0 });
+    expect(failure(report)).toBe(
+      "simulate: 3 event(s) acknowledged with a 2xx that is not the service's answer (neither accepted nor duplicate): " +
+        'something in front of the service answers for it, and a provider would never send those events again',
+    );
+  });
+
+  it('orders not fulfilled after every event was acknowledged (events rejected, say): a failure naming one', async () => {
+    const { run } = setup({ events: 3 });
+    const report = await run();
+    expect(failure(report)).toBeUndefined();
+    const orders = { total: 1, fulfilled: 0, notFulfilled: [{ id: 'ord_1', status: 'awaiting_payment' }], waitedMs: 30_000 };
+    expect(failure(report, orders)).toBe(
+      'simulate: 1 of 1 orders not fulfilled within 30 s (order ord_1 is awaiting_payment): look at the archive, ' +
+        'GET /admin/webhook-deliveries?status=rejected or ?status=unmatched',
+    );
+    expect(failure(report, { ...orders, fulfilled: 1, notFulfilled: [] })).toBeUndefined();
+  });
+
   it('the time scale divides every wait: Paymos at 120× is over in 8.15 min', async () => {
     const { service, run } = setup({ provider: 'paymos', events: 1, timeScale: 120, service: { downUntil: Infinity } });
     await run();
@@ -466,6 +488,7 @@ describe('parseSimulateArgs', () => {
       merchant: undefined,
       adminToken: undefined,
       adminUrl: 'http://127.0.0.1:3000/pay',
+      waitMs: 30_000,
       seed: undefined,
       json: false,
     });
@@ -500,7 +523,7 @@ describe('parseSimulateArgs', () => {
   it('missing required options: exit 2, the reason, then the usage', () => {
     const e = exitOf(['--url', 'http://x']);
     expect(e.code).toBe(EXIT.couldNotRun);
-    expect(e.message.split('\n')[0]).toBe('simulate: --url, --endpoint, --provider and --secret are required');
+    expect(e.message.split('\n')[0]).toBe('simulate: --endpoint, --provider, --secret required');
     expect(e.message).toContain('usage: payment-webhooks simulate');
   });
 

@@ -202,6 +202,40 @@ describe('payment-webhooks simulate', () => {
     expect(await deliveries('factuarea-wrong')).toEqual([]);
   });
 
+  it("a proxy that answers 200 itself: every event acknowledged, none by the service; exit 1 saying the events would be lost", async () => {
+    const acknowledging = await proxy({ acknowledgeWebhooks: true });
+    const out = await run([
+      ...['--url', acknowledging.url, '--endpoint', 'factuarea-sim', '--provider', 'factuarea', '--secret', SECRET],
+      ...['--events', '3', '--time-scale', String(TIME_SCALE), '--json'],
+    ]);
+    expect(out.code).toBe(1);
+    const summary: Summary = JSON.parse(out.stdout);
+    expect(summary.answers).toEqual({ '200': 3 });
+    expect(summary.totals).toMatchObject({ sent: 3, accepted: 0, acknowledgedOtherwise: 3, gaveUp: 0 });
+    expect(summary.ok).toBe(false);
+    expect(onlyProgress(out.stderr)).toEqual([
+      "payment-webhooks: simulate: 3 event(s) acknowledged with a 2xx that is not the service's answer (neither accepted nor duplicate): " +
+        'something in front of the service answers for it, and a provider would never send those events again',
+    ]);
+  });
+
+  it('events the service accepts and rejects (another merchant account): the orders are not fulfilled; exit 1 naming one', async () => {
+    const out = await run([
+      ...['--url', direct, '--endpoint', 'factuarea-sim', '--provider', 'factuarea', '--secret', SECRET, '--merchant', randomUUID()],
+      ...['--events', '3', '--time-scale', String(TIME_SCALE), '--admin-token', ADMIN, '--wait', '3'],
+    ]);
+    expect(out.code).toBe(1);
+    const lines = out.stdout.trim().split('\n');
+    expect(lines).toContain('accepted more than once: 0');
+    expect(lines).toContain('orders fulfilled: 0/1');
+    expect(lines.filter((l) => /^ {2}not fulfilled: order [0-9a-f-]{36} is awaiting_payment$/.test(l))).toHaveLength(1);
+    expect(onlyProgress(out.stderr)[0]).toMatch(
+      /^payment-webhooks: simulate: 1 of 1 orders not fulfilled within 3 s \(order [0-9a-f-]{36} is awaiting_payment\): look at the archive/,
+    );
+    const rejected = (await deliveries('factuarea-sim')).filter((r) => r.outcome === 'account_mismatch');
+    expect(rejected).toHaveLength(3);
+  });
+
   it('no service at all: every attempt of the schedule is made (a connection failure is retried), then a give-up; exit 1', async () => {
     const nowhere = `http://127.0.0.1:${await freePort()}`;
     const out = await run(['--url', nowhere, '--endpoint', 'x', '--provider', 'factuarea', '--secret', SECRET, '--events', '2', '--time-scale', '1000000', '--json']);
@@ -216,7 +250,7 @@ describe('payment-webhooks simulate', () => {
   });
 
   it.each([
-    ['no --url', ['--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET], 'simulate: --url, --endpoint, --provider and --secret are required'],
+    ['no --url', ['--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET], 'simulate: --url required'],
     ['a time scale of 0', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--time-scale', '0'], 'simulate: --time-scale must be a positive number, got "0"'],
     ['an unknown schedule', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--schedule', 'weekly'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, got "weekly"'],
     ['a ratio above 1', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--duplicates', '2'], 'simulate: --duplicates must be a ratio from 0 to 1, got "2"'],
