@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { PROVIDER_NAMES } from '../config/options';
 import { parseCommandArgs } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
@@ -52,10 +54,19 @@ export const conformanceCommand: CliCommand = {
       throw new CliExit(EXIT.couldNotRun, 'conformance: --url must be an http:// or https:// base URL, e.g. http://127.0.0.1:3000');
     }
     if (url.search || url.hash) throw new CliExit(EXIT.couldNotRun, 'conformance: --url is a base URL: no query or fragment');
+    // fetch refuses such a URL, and the evidence (--json) must not carry a password.
+    if (url.username || url.password) throw new CliExit(EXIT.couldNotRun, 'conformance: --url must not carry a user name or password');
+    if (/\/webhooks(\/|$)/.test(url.pathname)) {
+      throw new CliExit(
+        EXIT.couldNotRun,
+        'conformance: --url is the base URL of the service (with its route prefix), not the webhook URL: drop /webhooks/… and pass the endpoint id with --endpoint',
+      );
+    }
     const wait = values.wait === undefined ? 30 : Number(values.wait);
     if (!Number.isFinite(wait) || wait <= 0 || wait > 3600) throw new CliExit(EXIT.couldNotRun, 'conformance: --wait must be a number of seconds, 1–3600');
 
     const json = values.json === true;
+    const startedAt = new Date().toISOString();
     const results: CheckResult[] = await runConformance({
       url: url.toString(),
       endpoint: values.endpoint!,
@@ -70,7 +81,23 @@ export const conformanceCommand: CliCommand = {
     });
     const passed = results.filter((r) => r.pass).length;
     if (json) {
-      ctx.out(JSON.stringify({ url: url.toString(), endpoint: values.endpoint, provider: values.provider, passed, total: results.length, checks: results }, null, 2));
+      ctx.out(
+        JSON.stringify(
+          {
+            tool: `nestjs-payment-webhooks ${packageVersion()} conformance`,
+            startedAt,
+            finishedAt: new Date().toISOString(),
+            url: url.toString(),
+            endpoint: values.endpoint,
+            provider: values.provider,
+            passed,
+            total: results.length,
+            checks: results,
+          },
+          null,
+          2,
+        ),
+      );
     } else {
       ctx.out(`conformance: ${passed}/${results.length} checks pass`);
     }
@@ -80,4 +107,17 @@ export const conformanceCommand: CliCommand = {
 
 export function formatResult(r: CheckResult): string {
   return `${r.pass ? 'PASS' : 'FAIL'} ${r.check} — ${r.detail}${r.hint ? ` — look at: ${r.hint}` : ''}`;
+}
+
+/** This package's version, for the evidence a run leaves (the nearest package.json of this package). */
+function packageVersion(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'nestjs-payment-webhooks') return pkg.version ?? 'unknown';
+    } catch {
+      // not here: one level up
+    }
+    if (dirname(dir) === dir) return 'unknown';
+  }
 }

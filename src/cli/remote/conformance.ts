@@ -70,8 +70,15 @@ const ORDER_AMOUNT = '49.90';
 const WRONG_AMOUNT = '4.99';
 const CURRENCY = 'EUR';
 
-/** A check that could not run because one it builds on failed. */
-class NotRun extends Error {}
+/** A check that could not run: one it builds on failed, or the service refused what it needs to set up. */
+class NotRun extends Error {
+  constructor(
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+  }
+}
 /** A check's failure, with what to look at. */
 class Failed extends Error {
   constructor(
@@ -118,6 +125,8 @@ class ConformanceRun {
   private paid: PaidOrder | undefined;
   private rejected: { order: Order; row: ArchiveItem } | undefined;
   private concurrentOrder: Order | undefined;
+  /** Set when a 2xx came that is not the service's: what follows cannot tell the service's answers from a proxy's. */
+  private foreignAnswers = false;
 
   constructor(private readonly o: ConformanceOptions) {}
 
@@ -145,7 +154,7 @@ class ConformanceRun {
         result = { check, pass: true, detail: await body() };
       } catch (err) {
         if (err instanceof Failed) result = { check, pass: false, detail: err.message, ...(err.hint ? { hint: err.hint } : {}) };
-        else if (err instanceof NotRun) result = { check, pass: false, detail: `not run: ${err.message}` };
+        else if (err instanceof NotRun) result = { check, pass: false, detail: `not run: ${err.message}`, ...(err.hint ? { hint: err.hint } : {}) };
         else result = { check, pass: false, detail: `the check itself failed: ${(err as Error).message}` };
       }
     }
@@ -160,7 +169,11 @@ class ConformanceRun {
     if (health.status !== 200) {
       throw new Failed(
         `GET ${joinUrl(this.o.url, '/health')} answered ${describeAnswer(health)}${health.cause ? ` (${health.cause})` : ''}`,
-        'is --url the base URL of the service, its route prefix included (http://host:3000/pay)? Is the service up?',
+        health.status >= 500
+          ? 'something answers at --url but not well: the service (its logs, GET /health/ready for the database and Redis) or the proxy in front of it'
+          : health.status === 0
+            ? 'nothing answers at --url: is the service up, and reachable from here (host, port, TLS)?'
+            : 'is --url the base URL of the service, its route prefix included (http://host:3000/pay)?',
       );
     }
     const list = await this.http('GET', '/orders?limit=1');
@@ -181,10 +194,11 @@ class ConformanceRun {
     const okA = isAnswer(a, 'accepted', pretty.eventId);
     const okB = isAnswer(b, 'accepted', compact.eventId);
     const evidence = `pretty-printed body: ${describeAnswer(a)}; compact body: ${describeAnswer(b)}`;
-    if (okA && okB) return `${evidence} (a ${eventTypeOf(pretty)} event, recorded and ignored)`;
+    if (okA && okB) return `${evidence} (events of type ${eventTypeOf(pretty)}, recorded and ignored)`;
     const answers = [a, b];
     const has = (word: string) => answers.some((x) => x.json?.error === word);
     if (answers.some((x) => x.status >= 200 && x.status < 300 && !isContractAnswer(x))) {
+      this.foreignAnswers = true;
       throw new Failed(
         `${evidence}; a 2xx that is not the service's answer (${truncate(answers.find((x) => x.status < 300)?.text ?? '')})`,
         'something in front of the service answers for it (a proxy, a load balancer, a mock left in place): a provider stops retrying on that 2xx and the event is lost; route /webhooks/* to the service',
@@ -342,6 +356,7 @@ class ConformanceRun {
   }
 
   private async reserialised(): Promise<string> {
+    if (this.foreignAnswers) throw new NotRun("the webhook answers are not the service's (see signature)");
     const payment = this.newPayment();
     const signed = this.signed('ignored', payment);
     const compact = JSON.stringify(JSON.parse(signed.body));
@@ -425,7 +440,13 @@ class ConformanceRun {
       items: [{ sku: 'CONFORMANCE-1', quantity: 1 }],
     });
     if (answer.status !== 201 || typeof answer.json?.id !== 'string') {
-      throw new NotRun(`POST /orders answered ${describeAnswer(answer)}${answer.json?.details ? ` ${JSON.stringify(answer.json.details)}` : ''}`);
+      const carrier = fieldsOf(answer).includes('carrier');
+      throw new NotRun(
+        `POST /orders answered ${describeAnswer(answer)}${answer.json?.details ? ` ${JSON.stringify(answer.json.details)}` : ''}`,
+        carrier
+          ? `--carrier "${this.o.carrier}" names no carrier the service has (CARRIERS)`
+          : "the service refused the order the checks create (49.90 EUR, one item, a Madrid address): is it this contract's API?",
+      );
     }
     return answer.json as unknown as Order;
   }
@@ -438,9 +459,14 @@ class ConformanceRun {
       ...(this.o.merchant ? { merchantAccountId: this.o.merchant } : {}),
     });
     if (answer.status !== 201) {
+      const merchant = fieldsOf(answer).includes('merchantAccountId');
       throw new NotRun(
-        `POST /orders/${order.id}/payments answered ${describeAnswer(answer)}${answer.json?.details ? ` ${JSON.stringify(answer.json.details)}` : ''}` +
-          (this.o.merchant ? '' : ' (pass --merchant <account> when the provider has several merchant accounts)'),
+        `POST /orders/${order.id}/payments answered ${describeAnswer(answer)}${answer.json?.details ? ` ${JSON.stringify(answer.json.details)}` : ''}`,
+        !merchant
+          ? undefined
+          : this.o.merchant
+            ? `--merchant "${this.o.merchant}" is not an account of any ${this.o.provider} endpoint of the service (WEBHOOK_ENDPOINTS): pass the endpoint's merchant account`
+            : `the service has ${this.o.provider} endpoints of several merchant accounts (or one of many): pass --merchant <account>`,
       );
     }
     return payment;
@@ -497,6 +523,12 @@ class ConformanceRun {
       this.o.requestTimeoutMs,
     );
   }
+}
+
+/** The fields a `400 validation_failed` names. */
+function fieldsOf(answer: Answer): string[] {
+  const details = answer.json?.details;
+  return Array.isArray(details) ? details.map((d) => String((d as { field?: unknown })?.field)) : [];
 }
 
 /** The contract's answer to a delivery (§2 rows 8 and 9), naming the event sent. */
