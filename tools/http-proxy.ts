@@ -32,6 +32,7 @@ export class HttpProxy {
   constructor(
     private readonly targetPort: number,
     private readonly options: HttpProxyOptions = {},
+    private readonly targetHost = '127.0.0.1',
   ) {}
 
   get url(): string {
@@ -80,7 +81,7 @@ export class HttpProxy {
       }
     }
     this.forwarded += 1;
-    const upstream = request({ host: '127.0.0.1', port: this.targetPort, method: req.method, path: req.url, headers }, (answer) => {
+    const upstream = request({ host: this.targetHost, port: this.targetPort, method: req.method, path: req.url, headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
     });
@@ -92,25 +93,55 @@ export class HttpProxy {
   }
 }
 
+const USAGE = `usage: node dist/tools/http-proxy.js [--target [host:]port] [--port port] [--reserialise] [--unavailable-for-ms N] [--acknowledge-webhooks]
+  A proxy in front of the service that plays what a deployment can get wrong (run from a clone, after npm run build):
+  --target [host:]port       the service (default 127.0.0.1:3000)
+  --port port                where the proxy listens, on 127.0.0.1 (default 3001)
+  --reserialise              parse JSON request bodies and serialise them again, compact (a body-mapping gateway)
+  --unavailable-for-ms N     answer 503 itself for N ms, counted from the first request it receives (a restart)
+  --acknowledge-webhooks     answer 200 {"ok":true} to every /webhooks/ request itself, forwarding nothing`;
+
 if (require.main === module) {
-  const { values } = parseArgs({
-    options: {
-      target: { type: 'string', default: '3000' },
-      port: { type: 'string', default: '3001' },
-      reserialise: { type: 'boolean', default: false },
-      'unavailable-for-ms': { type: 'string' },
-      'acknowledge-webhooks': { type: 'boolean', default: false },
-    },
-  });
-  const proxy = new HttpProxy(Number(values.target), {
+  let values;
+  try {
+    values = parseArgs({
+      options: {
+        target: { type: 'string', default: '3000' },
+        port: { type: 'string', default: '3001' },
+        reserialise: { type: 'boolean', default: false },
+        'unavailable-for-ms': { type: 'string' },
+        'acknowledge-webhooks': { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    }).values;
+  } catch (err) {
+    console.error(`http-proxy: ${(err as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  const match = /^(?:([^:]+):)?(\d{1,5})$/.exec(values.target);
+  const port = Number(values.port);
+  const unavailable = values['unavailable-for-ms'] === undefined ? undefined : Number(values['unavailable-for-ms']);
+  if (!match || !Number.isInteger(port) || (unavailable !== undefined && !(unavailable >= 0))) {
+    console.error(`http-proxy: --target is [host:]port, --port a port, --unavailable-for-ms a number of ms\n${USAGE}`);
+    process.exit(2);
+  }
+  const proxy = new HttpProxy(Number(match[2]), {
     reserialise: values.reserialise,
-    unavailableForMs: values['unavailable-for-ms'] === undefined ? undefined : Number(values['unavailable-for-ms']),
+    unavailableForMs: unavailable,
     acknowledgeWebhooks: values['acknowledge-webhooks'],
-  });
-  void proxy.start(Number(values.port)).then(() => {
-    const modes = [values.reserialise && 're-serialising JSON bodies', values['acknowledge-webhooks'] && 'answering webhooks itself']
+  }, match[1] ?? '127.0.0.1');
+  void proxy.start(port).then(() => {
+    const modes = [
+      values.reserialise && 're-serialising JSON bodies',
+      unavailable !== undefined && `answering 503 for ${unavailable} ms from the first request`,
+      values['acknowledge-webhooks'] && 'answering webhooks itself',
+    ]
       .filter(Boolean)
       .join(', ');
-    console.log(`http proxy on ${proxy.url} → 127.0.0.1:${values.target}${modes ? ` (${modes})` : ''}`);
+    console.log(`http proxy on ${proxy.url} → ${match[1] ?? '127.0.0.1'}:${match[2]}${modes ? ` (${modes})` : ''}`);
   });
 }
