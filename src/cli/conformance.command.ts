@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PROVIDER_NAMES } from '../config/options';
-import { parseCommandArgs } from './args';
+import { isWebhookUrl, parseCommandArgs, refuseControlCharacters } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
 import { CHECK_SUMMARIES, CHECKS, CheckResult, runConformance } from './remote/conformance';
 import type { RemoteProvider } from './remote/events';
@@ -56,14 +56,19 @@ export const conformanceCommand: CliCommand = {
     if (url.search || url.hash) throw new CliExit(EXIT.couldNotRun, 'conformance: --url is a base URL: no query or fragment');
     // fetch refuses such a URL, and the evidence (--json) must not carry a password.
     if (url.username || url.password) throw new CliExit(EXIT.couldNotRun, 'conformance: --url must not carry a user name or password');
-    if (/\/webhooks(\/|$)/.test(url.pathname)) {
+    if (isWebhookUrl(url, values.endpoint!)) {
       throw new CliExit(
         EXIT.couldNotRun,
         'conformance: --url is the base URL of the service (with its route prefix), not the webhook URL: drop /webhooks/… and pass the endpoint id with --endpoint',
       );
     }
     const wait = values.wait === undefined ? 30 : Number(values.wait);
-    if (!Number.isFinite(wait) || wait <= 0 || wait > 3600) throw new CliExit(EXIT.couldNotRun, 'conformance: --wait must be a number of seconds, 1–3600');
+    if (!/^\d+$/.test(values.wait ?? '30') || wait < 1 || wait > 3600) {
+      throw new CliExit(EXIT.couldNotRun, 'conformance: --wait must be a whole number of seconds, 1–3600');
+    }
+    if (values.secret!.some((s) => s.length === 0)) throw new CliExit(EXIT.couldNotRun, 'conformance: --secret must not be empty');
+    refuseControlCharacters('conformance', 'secret', values.secret!);
+    refuseControlCharacters('conformance', 'admin-token', [values['admin-token']]);
 
     const json = values.json === true;
     const startedAt = new Date().toISOString();

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { parseCommandArgs } from './args';
+import { isWebhookUrl, parseCommandArgs, refuseControlCharacters } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
 import { deliver, joinUrl, send, webhookUrl } from './remote/delivery';
 import type { RemoteProvider } from './remote/events';
@@ -148,6 +148,11 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
   const provider = oneOf('provider', v.provider!, PROVIDERS);
   const secrets = v.secret!;
   if (secrets.some((s) => s.length === 0)) usageError('--secret must not be empty');
+  refuseControlCharacters('simulate', 'secret', secrets);
+  refuseControlCharacters('simulate', 'admin-token', [v['admin-token']]);
+  if (URL.canParse(v.url!) && isWebhookUrl(new URL(v.url!), v.endpoint!)) {
+    usageError('--url is the base URL of the service (with its route prefix), not the webhook URL: drop /webhooks/… and pass the endpoint id with --endpoint');
+  }
   if (provider === 'standard' && secrets.some((s) => !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(s))) {
     usageError('--secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)');
   }
@@ -370,7 +375,7 @@ export interface OrdersCheck {
  * Polls the orders (GET /orders/{id}) until each is fulfilled or `waitMs` has passed. Every event
  * was acknowledged; processing and the carrier follow off the request, so they get a while.
  */
-async function checkOrders(options: SimulateOptions, ids: string[]): Promise<OrdersCheck> {
+async function checkOrders(options: SimulateOptions, ids: string[], stopped: () => boolean): Promise<OrdersCheck> {
   const started = Date.now();
   const status = new Map<string, string>(ids.map((id) => [id, 'unknown']));
   for (;;) {
@@ -385,7 +390,7 @@ async function checkOrders(options: SimulateOptions, ids: string[]): Promise<Ord
     }
     const notFulfilled = ids.filter((id) => status.get(id) !== 'fulfilled').map((id) => ({ id, status: status.get(id)! }));
     const waitedMs = Date.now() - started;
-    if (notFulfilled.length === 0 || waitedMs >= options.waitMs) {
+    if (notFulfilled.length === 0 || waitedMs >= options.waitMs || stopped()) {
       return { total: ids.length, fulfilled: ids.length - notFulfilled.length, notFulfilled, waitedMs };
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -439,60 +444,70 @@ export const simulateCommand: CliCommand = {
     const random = seededRandom(options.seed);
     const count = paymentCount(options.provider, options.events);
     const run = randomUUID().slice(0, 8);
-    const orderIds = options.adminToken ? await createOrders(options, count, run) : undefined;
-    const payments = planRun({ ...options, orderIds }, random);
 
-    const simulation = new Simulation(
-      {
-        provider: options.provider,
-        url: webhookUrl(options.url, options.endpoint),
-        secrets: options.secrets,
-        schedule: SCHEDULES[options.schedule],
-        timeScale: options.timeScale,
-        copies: options.copies,
-        concurrency: options.concurrency,
-        payments,
-      },
-      { transport: (d) => deliver(d, options.timeoutMs), clock: realClock },
-    );
-    const progress = new ProgressLine((text) => process.stderr.write(text), process.stderr.isTTY === true, Date.now);
-    const ticker = setInterval(() => progress.tick(formatProgress(simulation.progress())), 1_000);
-    ticker.unref();
-    // The first Ctrl-C stops and prints what was answered so far; a second one ends the process at once.
-    // SIGTERM (what a CI job's timeout sends) does the same, so its log keeps the summary.
-    const onInterrupt = () => simulation.interrupt();
+    // The first Ctrl-C stops and prints what was answered so far; a second one ends the process at
+    // once. SIGTERM (what a CI job's timeout sends) does the same, so its log keeps the summary.
+    const stop = { requested: false, simulation: undefined as Simulation | undefined };
+    const onInterrupt = () => {
+      stop.requested = true;
+      stop.simulation?.interrupt();
+    };
     process.once('SIGINT', onInterrupt);
     process.once('SIGTERM', onInterrupt);
-    let report: SimulationReport;
     try {
-      report = await simulation.run();
+      const orderIds = options.adminToken ? await createOrders(options, count, run) : undefined;
+      if (stop.requested) throw new CliExit(EXIT.failure, 'simulate: interrupted before any event was sent');
+      const payments = planRun({ ...options, orderIds }, random);
+
+      const simulation = new Simulation(
+        {
+          provider: options.provider,
+          url: webhookUrl(options.url, options.endpoint),
+          secrets: options.secrets,
+          schedule: SCHEDULES[options.schedule],
+          timeScale: options.timeScale,
+          copies: options.copies,
+          concurrency: options.concurrency,
+          payments,
+        },
+        { transport: (d) => deliver(d, options.timeoutMs), clock: realClock },
+      );
+      stop.simulation = simulation;
+      const progress = new ProgressLine((text) => process.stderr.write(text), process.stderr.isTTY === true, Date.now);
+      const ticker = setInterval(() => progress.tick(formatProgress(simulation.progress())), 1_000);
+      ticker.unref();
+      let report: SimulationReport;
+      try {
+        report = await simulation.run();
+      } finally {
+        clearInterval(ticker);
+        progress.end();
+      }
+
+      const info: RunInfo = {
+        provider: options.provider,
+        endpoint: options.endpoint,
+        url: options.url,
+        schedule: options.schedule,
+        timeScale: options.timeScale,
+        seed: options.seed,
+        copies: options.copies,
+        concurrency: options.concurrency,
+        orders: orderIds ?? [],
+      };
+      // Only worth waiting for when every event reached the service as it should have.
+      const orders = orderIds && failure(report) === undefined ? await checkOrders(options, orderIds, () => stop.requested) : undefined;
+      if (options.json) ctx.out(JSON.stringify(summaryJson(info, report, orders), null, 2));
+      else for (const line of formatSummary(info, report, orders)) ctx.out(line);
+      const why = failure(report, orders);
+      if (why) throw new CliExit(EXIT.failure, why);
+      if (!options.json) {
+        ctx.out(`ok: all ${report.events.length} events acknowledged, each accepted at most once${orders ? `, all ${orders.total} orders fulfilled` : ''}`);
+      }
+      return EXIT.ok;
     } finally {
-      clearInterval(ticker);
       process.removeListener('SIGINT', onInterrupt);
       process.removeListener('SIGTERM', onInterrupt);
-      progress.end();
     }
-
-    const info: RunInfo = {
-      provider: options.provider,
-      endpoint: options.endpoint,
-      url: options.url,
-      schedule: options.schedule,
-      timeScale: options.timeScale,
-      seed: options.seed,
-      copies: options.copies,
-      concurrency: options.concurrency,
-      orders: orderIds ?? [],
-    };
-    // Only worth waiting for when every event reached the service as it should have.
-    const orders = orderIds && failure(report) === undefined ? await checkOrders(options, orderIds) : undefined;
-    if (options.json) ctx.out(JSON.stringify(summaryJson(info, report, orders), null, 2));
-    else for (const line of formatSummary(info, report, orders)) ctx.out(line);
-    const why = failure(report, orders);
-    if (why) throw new CliExit(EXIT.failure, why);
-    if (!options.json) {
-      ctx.out(`ok: all ${report.events.length} events acknowledged, each accepted at most once${orders ? `, all ${orders.total} orders fulfilled` : ''}`);
-    }
-    return EXIT.ok;
   },
 };

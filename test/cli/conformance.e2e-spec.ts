@@ -175,7 +175,13 @@ describe.each(['express', 'fastify'])('payment-webhooks conformance against the 
       expect(signature.pass).toBe(false);
       expect(signature.detail).toBe('pretty-printed body: 401 invalid_signature; compact body: 401 invalid_signature');
       expect(signature.hint).toContain('--secret is not one of endpoint "paymos-main"\'s secrets');
-      expect([report.passed, report.total]).toEqual([2, 10]);
+      // Nothing verified, so the re-serialised probe's refusal would prove nothing: not run.
+      expect(report.checks.find((c) => c.check === 'reserialised')).toEqual({
+        check: 'reserialised',
+        pass: false,
+        detail: 'not run: no correctly signed delivery was accepted (see signature)',
+      });
+      expect([report.passed, report.total]).toEqual([1, 10]);
       expect(out.code).toBe(1);
       expect(out.stdout).not.toContain('not-the-paymos-secret');
       const after = await api(base, ADMIN, 'GET', '/admin/webhook-deliveries?endpointId=paymos-main&limit=100');
@@ -202,6 +208,7 @@ describe.each(['express', 'fastify'])('payment-webhooks conformance against the 
     ['a URL that is not http', ['--url', 'ftp://x', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 't'], /--url must be an http/],
     ['an unknown option', ['--bogus'], /^payment-webhooks: conformance: Unknown option '--bogus'/],
     ['a URL with a password', ['--url', 'http://user:pw-secret@127.0.0.1:1', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 't'], /--url must not carry a user name or password/],
+    ['a token with a newline (read from a file)', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 'pw-secret-token\n'], /--admin-token must not contain control characters/],
     ['the webhook URL instead of the base URL', ['--url', 'http://127.0.0.1:1/pay/webhooks/x', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 't'], /--url is the base URL of the service \(with its route prefix\), not the webhook URL/],
   ])('%s: exit 2 with one line saying why', async (_name, argv, message) => {
     const out = await run(argv as string[]);

@@ -232,8 +232,9 @@ describe('payment-webhooks simulate', () => {
     expect(onlyProgress(out.stderr)[0]).toMatch(
       /^payment-webhooks: simulate: 1 of 1 orders not fulfilled within 3 s \(order [0-9a-f-]{36} is awaiting_payment\): look at the archive/,
     );
-    const rejected = (await deliveries('factuarea-sim')).filter((r) => r.outcome === 'account_mismatch');
-    expect(rejected).toHaveLength(3);
+    // Processed off the request: the three rejections, once they are all there (and no more).
+    await until('three deliveries rejected', async () => (await deliveries('factuarea-sim')).filter((r) => r.outcome === 'account_mismatch').length >= 3);
+    expect((await deliveries('factuarea-sim')).filter((r) => r.outcome === 'account_mismatch')).toHaveLength(3);
   });
 
   it('no service at all: every attempt of the schedule is made (a connection failure is retried), then a give-up; exit 1', async () => {

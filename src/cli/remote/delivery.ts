@@ -84,6 +84,10 @@ export async function send(
   } catch (err) {
     const e = err as Error & { cause?: { code?: string; message?: string } };
     const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError';
+    // A request fetch refused to build (a header value it rejects) would quote the value: a token.
+    if (e instanceof TypeError && !e.cause) {
+      return { status: 0, error: 'connection', cause: 'the request could not be built (a header or the URL is invalid)', ms: performance.now() - started };
+    }
     return {
       status: 0,
       error: timedOut ? 'timeout' : 'connection',
