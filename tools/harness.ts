@@ -17,8 +17,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Polls `probe` until it holds; throws after `timeoutMs`. */
-export async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs: number, interval = 50): Promise<void> {
+/** Polls `probe` until it holds; throws after `timeoutMs` (no sleeps to wait for workers). */
+export async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000, interval = 50): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

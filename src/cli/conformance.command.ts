@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PROVIDER_NAMES } from '../config/options';
-import { isWebhookUrl, parseCommandArgs, refuseControlCharacters } from './args';
+import { checkSecrets, parseBaseUrl, parseCommandArgs, refuseControlCharacters, requireOptions, wholeNumber } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
 import { CHECK_SUMMARIES, CHECKS, CheckResult, runConformance } from './remote/conformance';
 import type { RemoteProvider } from './remote/events';
@@ -41,33 +41,13 @@ export const conformanceCommand: CliCommand = {
       wait: { type: 'string' },
       json: { type: 'boolean' },
     });
-    const missing = (['url', 'endpoint', 'provider', 'secret', 'admin-token'] as const).filter((k) => !values[k] || values[k]?.length === 0);
-    if (missing.length > 0) throw new CliExit(EXIT.couldNotRun, `conformance: ${missing.map((k) => `--${k}`).join(', ')} required\n${USAGE}`);
+    requireOptions('conformance', USAGE, values, ['url', 'endpoint', 'provider', 'secret', 'admin-token']);
     if (!(PROVIDER_NAMES as readonly string[]).includes(values.provider!)) {
       throw new CliExit(EXIT.couldNotRun, `conformance: --provider must be one of ${PROVIDER_NAMES.join(', ')}`);
     }
-    let url: URL;
-    try {
-      url = new URL(values.url!);
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
-    } catch {
-      throw new CliExit(EXIT.couldNotRun, 'conformance: --url must be an http:// or https:// base URL, e.g. http://127.0.0.1:3000');
-    }
-    if (url.search || url.hash) throw new CliExit(EXIT.couldNotRun, 'conformance: --url is a base URL: no query or fragment');
-    // fetch refuses such a URL, and the evidence (--json) must not carry a password.
-    if (url.username || url.password) throw new CliExit(EXIT.couldNotRun, 'conformance: --url must not carry a user name or password');
-    if (isWebhookUrl(url, values.endpoint!)) {
-      throw new CliExit(
-        EXIT.couldNotRun,
-        'conformance: --url is the base URL of the service (with its route prefix), not the webhook URL: drop /webhooks/… and pass the endpoint id with --endpoint',
-      );
-    }
-    const wait = values.wait === undefined ? 30 : Number(values.wait);
-    if (!/^\d+$/.test(values.wait ?? '30') || wait < 1 || wait > 3600) {
-      throw new CliExit(EXIT.couldNotRun, 'conformance: --wait must be a whole number of seconds, 1–3600');
-    }
-    if (values.secret!.some((s) => s.length === 0)) throw new CliExit(EXIT.couldNotRun, 'conformance: --secret must not be empty');
-    refuseControlCharacters('conformance', 'secret', values.secret!);
+    const url = parseBaseUrl('conformance', 'url', values.url!, values.endpoint!);
+    const wait = wholeNumber('conformance', 'wait', values.wait, 30, 1, 3600);
+    checkSecrets('conformance', values.secret!);
     refuseControlCharacters('conformance', 'admin-token', [values['admin-token']]);
 
     const json = values.json === true;

@@ -1,10 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { isWebhookUrl, parseCommandArgs, refuseControlCharacters } from './args';
+import { checkSecrets, parseBaseUrl, parseCommandArgs, refuseControlCharacters, requireOptions, wholeNumber as wholeNumberOption } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
-import { deliver, joinUrl, send, webhookUrl } from './remote/delivery';
+import { deliver, describeWithCause, joinUrl, send, webhookUrl } from './remote/delivery';
 import type { RemoteProvider } from './remote/events';
 import {
-  describeWithCause,
   ORDER_AMOUNT,
   ORDER_CURRENCY,
   paymentCount,
@@ -81,12 +80,8 @@ function usageError(message: string): never {
   throw new CliExit(EXIT.couldNotRun, `simulate: ${message}`);
 }
 
-/** A whole number in [min, max], written as digits only (no `1e3`, no `0x10`, no `2.0`). */
 function wholeNumber(name: string, value: string | undefined, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  const n = /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < min || n > max) usageError(`--${name} must be a whole number from ${min} to ${max}, got "${value}"`);
-  return n;
+  return wholeNumberOption('simulate', name, value, fallback, min, max);
 }
 
 /** A decimal number written plainly (`0.25`, `120`, `.5`). */
@@ -101,17 +96,9 @@ function ratio(name: string, value: string | undefined): number {
   return n;
 }
 
-function baseUrl(name: string, value: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return usageError(`--${name} must be an http(s) URL, e.g. http://127.0.0.1:3000`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') usageError(`--${name} must be an http(s) URL, e.g. http://127.0.0.1:3000`);
-  if (url.search || url.hash) usageError(`--${name} must be a base URL, without a query or fragment`);
-  // fetch refuses such a URL, and no provider sends credentials that way.
-  if (url.username || url.password) usageError(`--${name} must not carry a user name or password`);
+/** As given (the summary prints it as typed), once checked. */
+function baseUrl(name: string, value: string, endpoint?: string): string {
+  parseBaseUrl('simulate', name, value, endpoint);
   return value;
 }
 
@@ -142,17 +129,12 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
     seed: { type: 'string' },
     json: { type: 'boolean' },
   });
-  const missing = (['url', 'endpoint', 'provider', 'secret'] as const).filter((k) => !v[k] || v[k]?.length === 0);
-  if (missing.length > 0) throw new CliExit(EXIT.couldNotRun, `simulate: ${missing.map((k) => `--${k}`).join(', ')} required\n${USAGE}`);
+  requireOptions('simulate', USAGE, v, ['url', 'endpoint', 'provider', 'secret']);
   if (v.wait !== undefined && v['admin-token'] === undefined) usageError('--wait needs --admin-token (it bounds the wait for the orders)');
   const provider = oneOf('provider', v.provider!, PROVIDERS);
   const secrets = v.secret!;
-  if (secrets.some((s) => s.length === 0)) usageError('--secret must not be empty');
-  refuseControlCharacters('simulate', 'secret', secrets);
+  checkSecrets('simulate', secrets);
   refuseControlCharacters('simulate', 'admin-token', [v['admin-token']]);
-  if (URL.canParse(v.url!) && isWebhookUrl(new URL(v.url!), v.endpoint!)) {
-    usageError('--url is the base URL of the service (with its route prefix), not the webhook URL: drop /webhooks/… and pass the endpoint id with --endpoint');
-  }
   if (provider === 'standard' && secrets.some((s) => !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(s))) {
     usageError('--secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)');
   }
@@ -168,7 +150,7 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
   if (!(timeScale > 0 && Number.isFinite(timeScale))) usageError(`--time-scale must be a positive number, got "${v['time-scale']}"`);
 
   return {
-    url: baseUrl('url', v.url!),
+    url: baseUrl('url', v.url!, v.endpoint!),
     endpoint: v.endpoint!,
     provider,
     secrets,

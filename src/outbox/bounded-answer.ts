@@ -61,3 +61,33 @@ export async function readBoundedAnswer(response: HasBody, limit = ANSWER_READ_L
 export async function discardAnswer(response: { readonly body: ReadableStream<Uint8Array> | null }): Promise<void> {
   await response.body?.cancel().catch(() => undefined);
 }
+
+/** An answer longer than its bound: not read past it. */
+export class AnswerTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`the answer exceeded ${limit / (1024 * 1024)} MiB and was not read further`);
+  }
+}
+
+/**
+ * `fetch` for a client that reads answers itself (stripe-node reads the whole `text()`): the body
+ * of every answer is cut at `limit` bytes in the stream that client reads; past it the stream errors
+ * with AnswerTooLarge, which cancels the download.
+ */
+export function boundedFetch(limit: number): typeof fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    if (!response.body) return response;
+    let seen = 0;
+    const bounded = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          seen += chunk.byteLength;
+          if (seen > limit) controller.error(new AnswerTooLarge(limit));
+          else controller.enqueue(chunk);
+        },
+      }),
+    );
+    return new Response(bounded, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}

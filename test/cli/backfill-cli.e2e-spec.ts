@@ -1,29 +1,17 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
-import { emptyDir, freePort, ServiceProcess, waitForHttp } from '../support/process';
+import { freePort, runCli, ServiceProcess, waitForHttp } from '../support/process';
 import { StripeEventsStub } from '../support/stripe-events-stub';
 
 /** `payment-webhooks backfill` (CONTRACT §8) against the built service and a local stub of Stripe's Events API. */
 
-const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
 const ADMIN = 'cli-admin-token';
 const SECRET = 'whsec_cli_backfill';
 const WRONG_KEY = 'sk_test_cliWrongKey4242';
 
 /** Async: the stub answers from this process, so the command must not block it. */
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: emptyDir(), env: { PATH: process.env.PATH ?? '', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = runCli;
 
 describe('payment-webhooks backfill', () => {
   const sim = new CarrierSimulator();

@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
-import { HttpProxy } from '../support/http-proxy';
-import { api, emptyDir, freePort, ServiceProcess, waitForHttp } from '../support/process';
+import { HttpProxy } from '../../tools/http-proxy';
+import { api, freePort, runCli, ServiceProcess, waitForHttp } from '../support/process';
 
 /**
  * `payment-webhooks conformance` (CONTRACT §8) against the built service, as a team runs it against
@@ -13,7 +11,6 @@ import { api, emptyDir, freePort, ServiceProcess, waitForHttp } from '../support
  * signature check fails, says what to look at, and the command exits 1.
  */
 
-const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
 const ADMIN = 'conformance-admin-token';
 const PREFIX = '/pay';
 const FACTUAREA_ACCOUNT = '6f1c2d3e-0000-4000-8000-000000000c0f';
@@ -25,23 +22,8 @@ const ENDPOINTS = [
   { id: 'standard-main', provider: 'standard', secrets: ['whsec_Y29uZm9ybWFuY2Utc3RhbmRhcmQta2V5'], merchantAccountId: 'acc_conf' },
 ];
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Async: the proxy answers from this process, so the command must not block it. */
-function run(args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'conformance', ...args], { cwd: emptyDir(), env: { PATH: process.env.PATH ?? '' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = (args: string[]) => runCli(['conformance', ...args]);
 
 interface Report {
   tool: string;

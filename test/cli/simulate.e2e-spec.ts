@@ -1,11 +1,9 @@
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import { Client } from 'pg';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
-import { HttpProxy } from '../support/http-proxy';
-import { api, emptyDir, freePort, ServiceProcess, until, waitForHttp } from '../support/process';
+import { HttpProxy } from '../../tools/http-proxy';
+import { api, freePort, runCli, ServiceProcess, until, waitForHttp } from '../support/process';
 
 /**
  * `payment-webhooks simulate` (CONTRACT §8) against the built service: the Factuarea schedule at a
@@ -13,7 +11,6 @@ import { api, emptyDir, freePort, ServiceProcess, until, waitForHttp } from '../
  * reversed lifecycles with a rotation in flight, a wrong secret, no service at all, bad arguments.
  */
 
-const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
 const ADMIN = 'sim-admin-token-0123';
 const SECRET = 'whsec_sim_factuarea';
 const OLD_SECRET = 'whsec_sim_rotated_old';
@@ -22,23 +19,8 @@ const NEW_SECRET = 'whsec_sim_rotated_new';
 const TIME_SCALE = 120;
 const UNAVAILABLE_MS = 60_000 / TIME_SCALE;
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Async: the proxy answers from this process, so the command must not block it. */
-function run(args: string[]): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, 'simulate', ...args], { cwd: emptyDir(), env: { PATH: process.env.PATH ?? '' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = (args: string[]) => runCli(['simulate', ...args]);
 
 /** stderr holds nothing but progress lines (a plain line every 5 s when not a terminal). */
 function onlyProgress(stderr: string): string[] {

@@ -6,7 +6,7 @@ import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_REDIS_URL, testPgConnection, TEST_DATABASE_URL } from '../support/env';
-import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
+import { freePort, ServiceProcess, stopProcesses, waitForHttp, api as adminApi, until } from '../support/process';
 import { SinkServer, sinkSecret } from '../events/support';
 
 /**
@@ -107,9 +107,7 @@ describe('scale-out: two HTTP-only and two worker-only processes, one worker kil
   }, 45_000);
 
   afterAll(async () => {
-    for (const p of processes) p.kill('SIGTERM');
-    await Promise.all(processes.map((p) => p.exited(10_000).catch(() => p.kill('SIGKILL'))));
-    for (const p of processes) p.kill('SIGKILL');
+    await stopProcesses(processes);
     await db.end().catch(() => undefined);
     await sink.stop();
     await sim.stop();

@@ -5,7 +5,7 @@ import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, testPgConnection } from '../support/env';
-import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
+import { freePort, ServiceProcess, stopProcesses, waitForHttp, api as adminApi, until } from '../support/process';
 
 /**
  * A worker killed mid-drain, with the DEFAULT tuning (no PW_TUNING: the lock and stall-check
@@ -76,9 +76,7 @@ describe('a worker killed mid-drain: a replacement takes its jobs over within 15
   }, 45_000);
 
   afterAll(async () => {
-    for (const p of processes) p.kill('SIGTERM');
-    await Promise.all(processes.map((p) => p.exited(10_000).catch(() => p.kill('SIGKILL'))));
-    for (const p of processes) p.kill('SIGKILL');
+    await stopProcesses(processes);
     await db.end().catch(() => undefined);
     await sim.stop();
     await deleteQueueKeys(prefix);

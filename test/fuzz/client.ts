@@ -1,4 +1,4 @@
-import { request } from 'node:http';
+import { IncomingMessage, request } from 'node:http';
 import type { HeaderLine } from './model';
 
 export interface Answer {
@@ -28,18 +28,7 @@ export function post(port: number, path: string, headers: HeaderLine[], body: Bu
       }
     };
     const req = request({ host: '127.0.0.1', port, method: 'POST', path, headers: raw as unknown as Record<string, string>, agent: false, setHost: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          // not JSON (Node's own 431 or 400)
-        }
-        finish({ status: res.statusCode ?? 0, body: parsed });
-      });
+      readAnswer(res, finish);
       res.on('error', (err) => finish({ status: res.statusCode ?? 0, body: null, error: err.message }));
     });
     req.setTimeout(timeoutMs, () => {
@@ -58,22 +47,25 @@ export function post(port: number, path: string, headers: HeaderLine[], body: Bu
 
 export function get(port: number, path: string, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, method: 'GET', path, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: unknown = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          // not JSON
-        }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
-      });
-    });
+    const req = request({ host: '127.0.0.1', port, method: 'GET', path, headers, agent: false }, (res) => readAnswer(res, resolve));
     req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10000 ms')));
     req.on('error', (err) => resolve({ status: 0, body: null, error: err.message }));
     req.end();
+  });
+}
+
+/** The answer's status and body: its JSON, or the raw text when it is not JSON (Node's own 431 or 400). */
+function readAnswer(res: IncomingMessage, done: (answer: Answer) => void): void {
+  const chunks: Buffer[] = [];
+  res.on('data', (c: Buffer) => chunks.push(c));
+  res.on('end', () => {
+    const text = Buffer.concat(chunks).toString('utf8');
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // not JSON
+    }
+    done({ status: res.statusCode ?? 0, body: parsed });
   });
 }

@@ -1,10 +1,14 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+// Ports and polls with a deadline: the same helpers the benchmark and the soak use.
+export { freePort, until } from '../../tools/harness';
+
 export const MAIN = join(__dirname, '..', '..', 'dist', 'src', 'main.js');
+/** The built `payment-webhooks` command. */
+export const CLI = join(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js');
 
 export interface Exited {
   code: number | null;
@@ -16,17 +20,6 @@ export interface Exited {
 /** A directory with no `.env`, so a developer's own file never leaks into a test. */
 export function emptyDir(): string {
   return mkdtempSync(join(tmpdir(), 'pw-e2e-'));
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The built service as its own process, with exactly `env` (plus PATH). */
@@ -75,15 +68,6 @@ export async function waitForHttp(service: ServiceProcess, url: string, timeoutM
   throw new Error(`no answer at ${url} after ${timeoutMs} ms; stderr: ${service.stderr}`);
 }
 
-/** Polls `probe` until it holds; throws after `timeoutMs` (no sleeps to wait for workers). */
-export async function until(what: string, probe: () => Promise<boolean> | boolean, timeoutMs = 30_000, intervalMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 /**
  * One JSON request to the module's API of a built service (a port on 127.0.0.1, or a base URL),
  * with the admin token: `{ status, body }`.
@@ -96,4 +80,33 @@ export async function api(target: number | string, token: string, method: string
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as any }; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** What a run of the command printed, and how it ended. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the built `payment-webhooks` command with exactly `env` (plus PATH), in a directory with no
+ * `.env`. Async, so a stub or proxy this process serves can answer it meanwhile.
+ */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: emptyDir(), env: { PATH: process.env.PATH ?? '', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A suite's teardown of its service processes: SIGTERM, up to 10 s each to exit, then SIGKILL. */
+export async function stopProcesses(processes: ServiceProcess[]): Promise<void> {
+  for (const p of processes) p.kill('SIGTERM');
+  await Promise.all(processes.map((p) => p.exited(10_000).catch(() => p.kill('SIGKILL'))));
+  for (const p of processes) p.kill('SIGKILL');
 }

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { Answer, deliver, Delivery, describeAnswer, joinUrl, send, signDelivery, webhookUrl } from './delivery';
+import { Answer, deliver, Delivery, describeAnswer, describeWithCause, joinUrl, send, signDelivery, webhookUrl } from './delivery';
 import { EventKind, newEventId, newResourceId, PaymentRef, providerEvent, RemoteProvider, wireBody } from './events';
 
 /**
@@ -70,15 +70,6 @@ const ORDER_AMOUNT = '49.90';
 const WRONG_AMOUNT = '4.99';
 const CURRENCY = 'EUR';
 
-/** A check that could not run: one it builds on failed, or the service refused what it needs to set up. */
-class NotRun extends Error {
-  constructor(
-    message: string,
-    readonly hint?: string,
-  ) {
-    super(message);
-  }
-}
 /** A check's failure, with what to look at. */
 class Failed extends Error {
   constructor(
@@ -88,6 +79,8 @@ class Failed extends Error {
     super(message);
   }
 }
+/** A check that could not run: one it builds on failed, or the service refused what it needs to set up. */
+class NotRun extends Failed {}
 
 interface Order {
   id: string;
@@ -157,9 +150,11 @@ class ConformanceRun {
       try {
         result = { check, pass: true, detail: await body() };
       } catch (err) {
-        if (err instanceof Failed) result = { check, pass: false, detail: err.message, ...(err.hint ? { hint: err.hint } : {}) };
-        else if (err instanceof NotRun) result = { check, pass: false, detail: `not run: ${err.message}`, ...(err.hint ? { hint: err.hint } : {}) };
-        else result = { check, pass: false, detail: `the check itself failed: ${(err as Error).message}` };
+        if (!(err instanceof Failed)) result = { check, pass: false, detail: `the check itself failed: ${(err as Error).message}` };
+        else {
+          const detail = err instanceof NotRun ? `not run: ${err.message}` : err.message;
+          result = { check, pass: false, detail, ...(err.hint ? { hint: err.hint } : {}) };
+        }
       }
     }
     this.results.push(result);
@@ -172,7 +167,7 @@ class ConformanceRun {
     const health = await this.http('GET', '/health');
     if (health.status !== 200) {
       throw new Failed(
-        `GET ${joinUrl(this.o.url, '/health')} answered ${describeAnswer(health)}${health.cause ? ` (${health.cause})` : ''}`,
+        `GET ${joinUrl(this.o.url, '/health')} answered ${describeWithCause(health)}`,
         health.status >= 500
           ? 'something answers at --url but not well: the service (its logs, GET /health/ready for the database and Redis) or the proxy in front of it'
           : health.status === 0

@@ -108,3 +108,9 @@ export function describeAnswer(answer: Answer): string {
   const word = answer.json?.status ?? answer.json?.error;
   return typeof word === 'string' ? `${answer.status} ${word}` : String(answer.status);
 }
+
+/** `describeAnswer`, and where there was no answer, why: `connection (ECONNREFUSED)`. */
+export function describeWithCause(answer: Answer): string {
+  const described = describeAnswer(answer);
+  return answer.status === 0 && answer.cause ? `${described} (${answer.cause})` : described;
+}

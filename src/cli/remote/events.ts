@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ProviderName } from '../../config/options';
+import { Money } from '../../payments/money';
 
 export type RemoteProvider = ProviderName;
 
@@ -32,48 +33,32 @@ export interface ProviderEvent {
   body: Record<string, unknown>;
 }
 
-const EXPONENT_3 = new Set(['BHD', 'IQD', 'JOD', 'KWD', 'LYD', 'OMR', 'TND']);
-const EXPONENT_0 = new Set(['BIF', 'CLP', 'DJF', 'GNF', 'ISK', 'JPY', 'KMF', 'KRW', 'PYG', 'RWF', 'UGX', 'VND', 'VUV', 'XAF', 'XOF', 'XPF']);
-
-export function currencyExponent(currency: string): number {
-  const code = currency.toUpperCase();
-  return EXPONENT_0.has(code) ? 0 : EXPONENT_3.has(code) ? 3 : 2;
+/** `"49.90"` EUR → 4990: Stripe's and Standard Webhooks' minor units, by the module's own Money. */
+export function minorUnits(amount: string, currency: string): number {
+  return Number(Money.parse(amount, currency).minor);
 }
 
-/** `"49.90"` EUR → 4990: Stripe's and Standard Webhooks' minor units. */
-export function minorUnits(amount: string, currency: string): number {
-  const exponent = currencyExponent(currency);
-  const [whole, fraction = ''] = amount.split('.');
-  return Number(whole) * 10 ** exponent + Number((fraction + '0'.repeat(exponent)).slice(0, exponent) || '0');
+/** Each provider's id shapes: a prefix and 24 hex digits, or (Factuarea) a bare UUID. */
+const ID_PREFIXES: Record<RemoteProvider, { resource: string; event: string } | null> = {
+  paymos: { resource: 'inv_', event: 'evt_' },
+  factuarea: null,
+  stripe: { resource: 'pi_', event: 'evt_' },
+  standard: { resource: 'pay_', event: 'msg_' },
+};
+
+function newId(provider: RemoteProvider, kind: 'resource' | 'event'): string {
+  const prefixes = ID_PREFIXES[provider];
+  return prefixes ? `${prefixes[kind]}${randomUUID().replace(/-/g, '').slice(0, 24)}` : randomUUID();
 }
 
 /** A fresh provider payment id in the provider's own shape. */
 export function newResourceId(provider: RemoteProvider): string {
-  const token = randomUUID().replace(/-/g, '').slice(0, 24);
-  switch (provider) {
-    case 'paymos':
-      return `inv_${token}`;
-    case 'factuarea':
-      return randomUUID();
-    case 'stripe':
-      return `pi_${token}`;
-    case 'standard':
-      return `pay_${token}`;
-  }
+  return newId(provider, 'resource');
 }
 
 /** A fresh event id in the provider's own shape (Standard Webhooks: the `webhook-id` message id). */
 export function newEventId(provider: RemoteProvider): string {
-  const token = randomUUID().replace(/-/g, '').slice(0, 24);
-  switch (provider) {
-    case 'paymos':
-    case 'stripe':
-      return `evt_${token}`;
-    case 'factuarea':
-      return randomUUID();
-    case 'standard':
-      return `msg_${token}`;
-  }
+  return newId(provider, 'event');
 }
 
 const TYPES: Record<RemoteProvider, Record<EventKind, string>> = {

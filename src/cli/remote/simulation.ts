@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Answer, describeAnswer, signDelivery, type Delivery } from './delivery';
+import { Answer, describeAnswer, describeWithCause, signDelivery, type Delivery } from './delivery';
 import { EventKind, lifecycleKinds, newEventId, newResourceId, providerEvent, RemoteProvider, wireBody } from './events';
 import { isSuccess, RetrySchedule, seededRandom, waitAfter } from './schedules';
 
@@ -226,10 +226,6 @@ class Gate {
   }
 }
 
-export function describeWithCause(answer: Answer): string {
-  const described = describeAnswer(answer);
-  return answer.status === 0 && answer.cause ? `${described} (${answer.cause})` : described;
-}
 
 /**
  * How an answer is counted: `describeAnswer`, and for a failed connection its cause too

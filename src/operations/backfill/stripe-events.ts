@@ -1,5 +1,6 @@
 import Stripe from 'stripe';
 import { retryDelayMs } from '../../common/backoff';
+import { AnswerTooLarge, boundedFetch } from '../../outbox/bounded-answer';
 
 /** Stripe's own API, where an endpoint names no `apiBaseUrl` (CONTRACT §1). */
 export const DEFAULT_STRIPE_API = 'https://api.stripe.com';
@@ -24,36 +25,6 @@ const TIMEOUT_MS = 30_000;
  * a misbehaving API (or whatever answers at `apiBaseUrl`) sends.
  */
 export const PAGE_READ_LIMIT_BYTES = 32 * 1024 * 1024;
-
-/** A page of events longer than PAGE_READ_LIMIT_BYTES: not read past the bound. */
-class PageTooLarge extends Error {
-  constructor(readonly limit: number) {
-    super(`the answer exceeded ${limit / (1024 * 1024)} MiB and was not read further`);
-  }
-}
-
-/**
- * `fetch`, with the body of every answer cut at `limit` bytes: stripe-node reads it whole
- * (`text()`), so the bound sits in the stream it reads; past it the stream errors, which cancels
- * the download.
- */
-function boundedFetch(limit: number): typeof fetch {
-  return async (input, init) => {
-    const response = await fetch(input, init);
-    if (!response.body) return response;
-    let seen = 0;
-    const bounded = response.body.pipeThrough(
-      new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          seen += chunk.byteLength;
-          if (seen > limit) controller.error(new PageTooLarge(limit));
-          else controller.enqueue(chunk);
-        },
-      }),
-    );
-    return new Response(bounded, { status: response.status, statusText: response.statusText, headers: response.headers });
-  };
-}
 
 export interface EventsPage {
   events: Array<Record<string, unknown> & { id: string }>;
@@ -115,7 +86,7 @@ export class StripeEventsClient {
           continue;
         }
         const cause = (err as { detail?: { exception?: unknown } }).detail?.exception;
-        if (cause instanceof PageTooLarge) throw new EventsApiError(`Stripe events API: a page of events: ${cause.message}`);
+        if (cause instanceof AnswerTooLarge) throw new EventsApiError(`Stripe events API: a page of events: ${cause.message}`);
         throw new EventsApiError(this.describe(err, status));
       }
     }
