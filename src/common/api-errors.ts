@@ -31,6 +31,8 @@ const HTTP_ANSWERS = {
   'DELIVERY.BUSY': { status: 409, error: 'processing_in_progress', withDetail: true },
   'ORDER.REFERENCE_TAKEN': { status: 409, error: 'reference_taken' },
   'PAYMENT.ALREADY_REGISTERED': { status: 409, error: 'payment_already_registered' },
+  'ORDER.ACCOUNT_MISMATCH': { status: 409, error: 'account_mismatch' },
+  'ORDER.TOO_MANY_PAYMENTS': { status: 409, error: 'too_many_payments' },
   'IDEMPOTENCY.KEY_REUSED': { status: 422, error: 'idempotency_key_reused' },
   'AUTH.UNAUTHORIZED': { status: 401, error: 'unauthorized' },
   'AUTH.ADMIN_DISABLED': { status: 503, error: 'admin_disabled' },

@@ -18,6 +18,9 @@ export const ERROR_CODES = {
   'DELIVERY.BUSY': { http: 'processing_in_progress' },
   'ORDER.REFERENCE_TAKEN': { http: 'reference_taken' },
   'PAYMENT.ALREADY_REGISTERED': { http: 'payment_already_registered' },
+  // A registration for an order that names another merchant account, or that holds the most payments.
+  'ORDER.ACCOUNT_MISMATCH': { http: 'account_mismatch' },
+  'ORDER.TOO_MANY_PAYMENTS': { http: 'too_many_payments' },
   'IDEMPOTENCY.KEY_REUSED': { http: 'idempotency_key_reused' },
   'AUTH.UNAUTHORIZED': { http: 'unauthorized' },
   'AUTH.ADMIN_DISABLED': { http: 'admin_disabled' },

@@ -69,6 +69,8 @@ export interface OrderSnapshot {
   amount: string;
   currency: string;
   carrier: string;
+  /** The merchant account whose payments the order accepts, or null when it names none. */
+  merchantAccountId: string | null;
   shipTo: ShipTo;
   items: OrderItem[];
   fulfillment: { id: string; status: FulfillmentStatus; carrier: string; shipmentId: string | null } | null;

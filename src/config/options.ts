@@ -188,9 +188,14 @@ export interface TuningOptions {
   httpKeepAliveTimeoutMs: number;
   /** The standalone HTTP server: most connections open at once; more are refused (Node's maxConnections). */
   httpMaxConnections: number;
-  /** Most bytes of webhook bodies being read but not yet verified, in one process, at once: past it a
-   * new delivery answers 503 `unavailable` at once, unread (the sender retries). */
+  /** Most bytes of webhook bodies that arrived but are not verified yet, in one process, at once
+   * (declared lengths count for nothing): past it a delivery answers 503 `unavailable` at once, the
+   * rest unread (the sender retries). */
   unverifiedBodyBudgetBytes: number;
+  /** Most of that budget one client (a remote address, over any number of connections) may hold: past
+   * it that client's delivery answers 503 `unavailable`. Unset: a quarter of the budget, never below
+   * `webhookMaxBodyBytes` (nor above the budget). Set it to the budget to turn per-client shares off. */
+  unverifiedBodyClientShareBytes: number;
 }
 
 export const DEFAULT_TUNING: TuningOptions = {
@@ -218,6 +223,8 @@ export const DEFAULT_TUNING: TuningOptions = {
   httpKeepAliveTimeoutMs: 5_000,
   httpMaxConnections: 4_096,
   unverifiedBodyBudgetBytes: 33_554_432,
+  // A quarter of the budget; resolveOptions derives it from the budget and body limit when unset.
+  unverifiedBodyClientShareBytes: 8_388_608,
 };
 
 export interface ResolvedOptions {

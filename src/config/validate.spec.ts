@@ -840,3 +840,35 @@ describe('tuning keys: own, known keys only; no prototype keys (issue 12 finding
     expect(Object.getPrototypeOf(resolved)).toBe(Object.prototype);
   });
 });
+
+describe('one client’s share of the unverified bytes', () => {
+  const base: PaymentWebhooksOptions = {
+    databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
+    redisUrl: 'redis://127.0.0.1:6379',
+  };
+  const share = (options: Partial<PaymentWebhooksOptions>) => resolveOptions({ ...base, ...options }).tuning.unverifiedBodyClientShareBytes;
+
+  it('unset, is a quarter of the budget, never below the body size limit nor above the budget', () => {
+    expect(share({})).toBe(8_388_608);
+    expect(DEFAULT_TUNING.unverifiedBodyClientShareBytes).toBe(DEFAULT_TUNING.unverifiedBodyBudgetBytes / 4);
+    expect(share({ webhookMaxBodyBytes: 1_000, tuning: { unverifiedBodyBudgetBytes: 100_001 } })).toBe(25_000);
+    // Room for one body of the size limit, as long as the budget has it.
+    expect(share({ webhookMaxBodyBytes: 30_000, tuning: { unverifiedBodyBudgetBytes: 100_000 } })).toBe(30_000);
+    expect(share({ tuning: { unverifiedBodyBudgetBytes: 100_000 } })).toBe(100_000);
+  });
+
+  it('set, is kept when within the budget (equal turns per-client shares off)', () => {
+    expect(share({ tuning: { unverifiedBodyClientShareBytes: 1 } })).toBe(1);
+    expect(share({ tuning: { unverifiedBodyBudgetBytes: 4_000, unverifiedBodyClientShareBytes: 4_000 } })).toBe(4_000);
+  });
+
+  it.each<[string, unknown, string]>([
+    ['above the budget', { unverifiedBodyBudgetBytes: 4_000, unverifiedBodyClientShareBytes: 4_001 }, 'PW_TUNING: "unverifiedBodyClientShareBytes" must not be above "unverifiedBodyBudgetBytes" (4000)'],
+    ['above the default budget', { unverifiedBodyClientShareBytes: 33_554_433 }, 'PW_TUNING: "unverifiedBodyClientShareBytes" must not be above "unverifiedBodyBudgetBytes" (33554432)'],
+    ['zero', { unverifiedBodyClientShareBytes: 0 }, 'PW_TUNING: "unverifiedBodyClientShareBytes" must be a positive integer'],
+    ['fractional', { unverifiedBodyClientShareBytes: 1.5 }, 'PW_TUNING: "unverifiedBodyClientShareBytes" must be a positive integer'],
+  ])('is refused %s', (_label, tuning, message) => {
+    const err = configError(() => resolveOptions({ ...base, tuning: tuning as PaymentWebhooksOptions['tuning'] }, { tuning: 'PW_TUNING' }));
+    expect(err.message).toBe(message);
+  });
+});

@@ -355,6 +355,7 @@ export function resolveOptions(
     }
     carrierNames.add(adapter.name);
   }
+  const webhookMaxBodyBytes = checkPositiveInteger(name('webhookMaxBodyBytes'), options.webhookMaxBodyBytes, 1_048_576);
   const resolved: ResolvedOptions = {
     databaseUrl: checkUrl(name('databaseUrl'), options.databaseUrl, ['postgres:', 'postgresql:']),
     schema: checkSchema(name('schema'), options.schema),
@@ -371,9 +372,9 @@ export function resolveOptions(
     adminToken,
     runWorkers: options.runWorkers ?? true,
     inboxRetentionDays: checkPositiveInteger(name('inboxRetentionDays'), options.inboxRetentionDays, 90, 7),
-    webhookMaxBodyBytes: checkPositiveInteger(name('webhookMaxBodyBytes'), options.webhookMaxBodyBytes, 1_048_576),
+    webhookMaxBodyBytes,
     migrationsRun: options.migrationsRun ?? true,
-    tuning: validateTuning(name('tuning'), options.tuning ?? {}),
+    tuning: validateTuning(name('tuning'), options.tuning ?? {}, webhookMaxBodyBytes),
   };
   // Last, so that a short token never hides another problem; the value is never named.
   if (adminToken !== null && adminToken.length < MIN_ADMIN_TOKEN_CHARS) {
@@ -445,8 +446,12 @@ function checkRoutePrefix(setting: string, value: unknown): string {
   return `/${trimmed}`;
 }
 
-/** Tuning overrides: known keys only, each a positive integer. */
-export function validateTuning(setting: string, value: unknown): TuningOptions {
+/**
+ * Tuning overrides: known keys only, each a positive integer. One client's share of the unverified
+ * bytes is within their budget; unset, it is a quarter of the budget, but never less than one body
+ * of the size limit (`maxBodyBytes`) unless the budget itself is less.
+ */
+export function validateTuning(setting: string, value: unknown, maxBodyBytes: number): TuningOptions {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new ConfigurationError(setting, 'must be an object of tuning values');
   }
@@ -463,5 +468,11 @@ export function validateTuning(setting: string, value: unknown): TuningOptions {
   const given = value as Partial<Record<keyof TuningOptions, number>>;
   const tuning = {} as TuningOptions;
   for (const key of known) tuning[key] = Object.hasOwn(given, key) ? given[key]! : DEFAULT_TUNING[key];
+  const budget = tuning.unverifiedBodyBudgetBytes;
+  if (!Object.hasOwn(given, 'unverifiedBodyClientShareBytes')) {
+    tuning.unverifiedBodyClientShareBytes = Math.min(budget, Math.max(Math.floor(budget / 4), maxBodyBytes));
+  } else if (tuning.unverifiedBodyClientShareBytes > budget) {
+    throw new ConfigurationError(setting, `"unverifiedBodyClientShareBytes" must not be above "unverifiedBodyBudgetBytes" (${budget})`);
+  }
   return tuning;
 }

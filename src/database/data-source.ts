@@ -6,6 +6,7 @@ import { OutboxCallStarted1764720000000 } from '../../migrations/1764720000000-O
 import { GenericOutbox1764806400000 } from '../../migrations/1764806400000-GenericOutbox';
 import { InboxSourceAndApiVersion1764892800000 } from '../../migrations/1764892800000-InboxSourceAndApiVersion';
 import { Backfill1764979300000 } from '../../migrations/1764979300000-Backfill';
+import { AccountBoundary1765065600000 } from '../../migrations/1765065600000-AccountBoundary';
 import { Fulfillment } from '../fulfillment/fulfillment.entity';
 import { OutboxMessage } from '../outbox/outbox-message.entity';
 import { IdempotencyKey } from '../payments/idempotency-key.entity';
@@ -31,6 +32,7 @@ export const MIGRATIONS = [
   GenericOutbox1764806400000,
   InboxSourceAndApiVersion1764892800000,
   Backfill1764979300000,
+  AccountBoundary1765065600000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

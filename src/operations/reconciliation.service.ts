@@ -67,7 +67,8 @@ export async function reconcile(
 
   const recorded: Array<{ event_id: string }> = eventIds.length
     ? await dataSource.query(
-        `SELECT event_id FROM webhook_inbox WHERE provider = $1 AND merchant_account_id = $2 AND event_id = ANY($3)`,
+        // An event recorded by an endpoint that does not serve the account was never that account's.
+        `SELECT event_id FROM webhook_inbox WHERE provider = $1 AND merchant_account_id = $2 AND event_id = ANY($3) AND key_scope = ''`,
         [input.provider, input.merchantAccountId, eventIds],
       )
     : [];

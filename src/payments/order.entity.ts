@@ -19,6 +19,20 @@ const ORDER_EVENTS: Partial<Record<OrderStatus, PaymentEventType>> = {
   canceled: 'order.canceled',
 };
 
+/** Payments one order may hold: a bound on what its rows, and every answer that lists them, can grow to. */
+export const MAX_PAYMENTS_PER_ORDER = 20;
+
+/** Why an event or a registration may not attach a payment to an order. */
+export type PaymentRefusal = 'account_mismatch' | 'too_many_payments';
+
+/**
+ * Where the account of a payment about to be attached comes from. `vouched`: from something other
+ * than the event's own content — the host's registration, or a single-account endpoint, whose
+ * secret is that account's. `declared`: from the body of an event on an endpoint that serves many
+ * accounts, where every connected account writes its own events (and their `order_id`).
+ */
+export type AccountSource = 'vouched' | 'declared';
+
 /** Why an order became paid: its payment, or a support agent. */
 export type PaidVia = { source: 'payment'; paymentId: string } | { source: 'support'; reason: string };
 
@@ -47,6 +61,10 @@ export class Order {
   @Column({ type: 'text' })
   carrier: string;
 
+  /** The merchant account whose payments the order accepts; null: the order names none. */
+  @Column({ name: 'merchant_account_id', type: 'text', nullable: true })
+  merchantAccountId: string | null;
+
   @Column({ name: 'ship_to', type: 'jsonb' })
   shipTo: ShipTo;
 
@@ -72,6 +90,7 @@ export class Order {
     reference: string | null;
     amount: Money;
     carrier: string;
+    merchantAccountId?: string | null;
     shipTo: ShipTo;
     items: OrderItem[];
     now?: Date;
@@ -84,6 +103,7 @@ export class Order {
       amountMinor: params.amount.minor,
       currency: params.amount.currency,
       carrier: params.carrier,
+      merchantAccountId: params.merchantAccountId ?? null,
       shipTo: params.shipTo,
       items: params.items,
       paidVia: null,
@@ -106,6 +126,22 @@ export class Order {
     const taken = this.changes ?? [];
     this.changes = [];
     return taken;
+  }
+
+  /**
+   * Whether a payment of `account` may be attached to this order, which already holds payments of
+   * `attached` (one entry per payment). The merchant account is a trust boundary: an order that
+   * names its account takes payments of that account only, whoever vouches for it; one that names
+   * none takes an account an event declares only when one of its payments is of that account
+   * already (a registration is what establishes it). Checked before anything else of the event.
+   */
+  refusesPayment(account: string, attached: readonly string[], source: AccountSource): PaymentRefusal | null {
+    if (this.merchantAccountId !== null) {
+      if (account !== this.merchantAccountId) return 'account_mismatch';
+    } else if (source === 'declared' && !attached.includes(account)) {
+      return 'account_mismatch';
+    }
+    return attached.length >= MAX_PAYMENTS_PER_ORDER ? 'too_many_payments' : null;
   }
 
   /**

@@ -9,6 +9,7 @@ import { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import { RegisterPaymentDto } from './dto/payment.dto';
 import { OrderPage, OrderView, PaymentView } from './dto/views';
 import { OrdersService } from './orders.service';
+import { MAX_PAYMENTS_PER_ORDER } from './order.entity';
 
 /**
  * An id in the path names a resource: one that is not even a UUID names none, so it answers like
@@ -69,13 +70,17 @@ export class OrdersController {
   @ApiOperation({
     operationId: 'registerPayment',
     summary: 'Register a provider payment for the order',
-    description: '201 a new payment; 200 the same registration again; parked deliveries for it are processed at once.',
+    description:
+      '201 a new payment; 200 the same registration again; parked deliveries for it are processed at once. ' +
+      '`merchantAccountId` may be left out when the order names its account or the provider\'s endpoints name a single one. ' +
+      '409 `payment_already_registered` (another order has it), `account_mismatch` (the order names another merchant account) ' +
+      `or \`too_many_payments\` (an order holds at most ${MAX_PAYMENTS_PER_ORDER}).`,
   })
   @ApiResponse({ status: 201, type: PaymentView })
   @ApiResponse({ status: 200, type: PaymentView })
   @ApiErrorResponses(400, 401, 404, 409, 503, {
     400: fieldError('provider', `provider must be one of ${PROVIDER_NAMES.join(', ')}`),
-    409: conflict('The provider payment is registered to another order', 'payment_already_registered'),
+    409: conflict('Registered to another order (`payment_already_registered`), another account than the order\'s (`account_mismatch`), or one payment too many (`too_many_payments`)', 'payment_already_registered'),
   })
   async registerPayment(
     @Param('id', uuidParam) id: string,

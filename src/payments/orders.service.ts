@@ -13,7 +13,7 @@ import type { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.d
 import type { ListPaymentsQuery, RegisterPaymentDto } from './dto/payment.dto';
 import type { OrderView, PaymentView } from './dto/views';
 import { Money, MoneyError } from './money';
-import { Order } from './order.entity';
+import { MAX_PAYMENTS_PER_ORDER, Order } from './order.entity';
 import { Payment } from './payment.entity';
 import { orderSnapshot, PaymentExists, PaymentStore, paymentView } from './payment-store';
 
@@ -58,6 +58,7 @@ export class OrdersService {
         reference: dto.reference ?? null,
         amount,
         carrier,
+        merchantAccountId: dto.merchantAccountId ?? null,
         shipTo: { ...dto.shipTo },
         items: dto.items.map((i) => ({ sku: i.sku, quantity: i.quantity })),
       });
@@ -101,7 +102,14 @@ export class OrdersService {
   }
 
   async list(query: ListOrdersQuery): Promise<Page<OrderView>> {
-    const { text, params, limit } = keysetQuery('SELECT id FROM orders', [['status = ?', query.status]], query);
+    const { text, params, limit } = keysetQuery(
+      'SELECT id FROM orders',
+      [
+        ['status = ?', query.status],
+        ['merchant_account_id = ?', query.merchantAccountId],
+      ],
+      query,
+    );
     const ids: Array<{ id: string }> = await this.dataSource.query(text, params);
     const orders = ids.length
       ? await this.dataSource.getRepository(Order).find({ where: ids.map(({ id }) => ({ id })), order: { id: 'DESC' } })
@@ -113,14 +121,20 @@ export class OrdersService {
   /**
    * Registers a provider payment for an order, expecting the order's amount and currency. The same
    * (provider, account, payment) again for the same order answers the existing payment (200); for
-   * another order, 409. Deliveries parked for that payment are released at once.
+   * another order, 409. The account must be the order's when the order names one (409
+   * account_mismatch), and an order holds at most MAX_PAYMENTS_PER_ORDER payments (409
+   * too_many_payments). Deliveries parked for that payment are released at once.
    */
   async registerPayment(orderId: string, dto: RegisterPaymentDto): Promise<Answer<PaymentView>> {
-    const merchantAccountId = this.merchantAccountFor(dto);
-    const key = { provider: dto.provider, merchantAccountId, providerPaymentId: dto.providerPaymentId };
+    // An account given is checked before anything is read: a typo answers 400 whatever the order.
+    if (dto.merchantAccountId !== undefined) this.checkServed(dto.provider, dto.merchantAccountId);
     for (let attempt = 1; ; attempt++) {
       try {
         return await runTransaction(this.dataSource, async (em) => {
+          const order = await this.lockOrder(em, orderId);
+          const merchantAccountId = dto.merchantAccountId ?? this.defaultAccount(dto.provider, order.merchantAccountId);
+          const key = { provider: dto.provider, merchantAccountId, providerPaymentId: dto.providerPaymentId };
+          // Read, not locked: payments are locked before orders everywhere, and this holds the order.
           const existing = await em.getRepository(Payment).findOne({ where: key });
           if (existing) {
             if (existing.orderId !== orderId) {
@@ -128,8 +142,14 @@ export class OrdersService {
             }
             return { status: 200, body: paymentView(existing) };
           }
-          const order = await this.store.lockOrder(em, orderId);
-          if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
+          // A registration vouches for its account, so it is what lets an order expect one.
+          const refused = order.refusesPayment(merchantAccountId, await this.store.attachedAccounts(em, order.id), 'vouched');
+          if (refused === 'account_mismatch') {
+            throw new DomainError('ORDER.ACCOUNT_MISMATCH', 'the order accepts payments of another merchant account');
+          }
+          if (refused === 'too_many_payments') {
+            throw new DomainError('ORDER.TOO_MANY_PAYMENTS', `an order holds at most ${MAX_PAYMENTS_PER_ORDER} payments`);
+          }
           const payment = Payment.register({ orderId, ...key, expected: order.amount });
           // Announced in this transaction: the deliveries parked for this payment are released.
           await this.store.commit(em, { payment, newPayment: true, sourceEventId: null });
@@ -201,39 +221,47 @@ export class OrdersService {
     return order;
   }
 
-  /**
-   * The merchant account a registration means: given (an account an endpoint of the provider
-   * serves), or the single one the provider's endpoints name.
-   */
-  private merchantAccountFor(dto: RegisterPaymentDto): string {
-    const endpoints = this.options.endpoints.filter((e) => e.provider === dto.provider);
-    const anyAccount = endpoints.some((e) => e.merchantAccountIds?.includes('*'));
-    const listed = endpoints.some((e) => e.merchantAccountIds !== undefined);
+  /** The accounts the provider's endpoints name, and whether any of them serves many. */
+  private accountsOf(provider: string): { endpoints: number; accounts: string[]; anyAccount: boolean; listed: boolean } {
+    const endpoints = this.options.endpoints.filter((e) => e.provider === provider);
     const accounts = [
       ...new Set(endpoints.flatMap((e) => e.merchantAccountIds ?? (e.merchantAccountId === undefined ? [] : [e.merchantAccountId]))),
     ].filter((a) => a !== '*');
-    if (dto.merchantAccountId !== undefined) {
-      if (!anyAccount && !accounts.includes(dto.merchantAccountId)) {
-        throw new ValidationFailed([
-          { field: 'merchantAccountId', message: `no ${dto.provider} endpoint has merchant account "${dto.merchantAccountId}"` },
-        ]);
-      }
-      return dto.merchantAccountId;
+    return {
+      endpoints: endpoints.length,
+      accounts,
+      anyAccount: endpoints.some((e) => e.merchantAccountIds?.includes('*')),
+      listed: endpoints.some((e) => e.merchantAccountIds !== undefined),
+    };
+  }
+
+  /** An account named for a registration must be one an endpoint of its provider serves. */
+  private checkServed(provider: string, account: string): void {
+    const { accounts, anyAccount } = this.accountsOf(provider);
+    if (!anyAccount && !accounts.includes(account)) {
+      throw new ValidationFailed([{ field: 'merchantAccountId', message: `no ${provider} endpoint has merchant account "${account}"` }]);
     }
-    if (accounts.length !== 1 || listed) {
-      throw new ValidationFailed([
-        {
-          field: 'merchantAccountId',
-          message:
-            endpoints.length === 0
-              ? `no ${dto.provider} endpoint is configured`
-              : listed
-                ? `required: a ${dto.provider} endpoint serves many merchant accounts`
-                : `required: the ${dto.provider} endpoints name ${accounts.length} merchant accounts`,
-        },
-      ]);
-    }
-    return accounts[0];
+  }
+
+  /**
+   * The account a registration that names none means: the single one the provider's endpoints
+   * name; else, where they serve many, the order's own account when it names one they serve.
+   */
+  private defaultAccount(provider: string, orderAccount: string | null): string {
+    const { endpoints, accounts, anyAccount, listed } = this.accountsOf(provider);
+    if (accounts.length === 1 && !listed) return accounts[0];
+    if (orderAccount !== null && (anyAccount || accounts.includes(orderAccount))) return orderAccount;
+    throw new ValidationFailed([
+      {
+        field: 'merchantAccountId',
+        message:
+          endpoints === 0
+            ? `no ${provider} endpoint is configured`
+            : listed
+              ? `required: a ${provider} endpoint serves many merchant accounts`
+              : `required: the ${provider} endpoints name ${accounts.length} merchant accounts`,
+      },
+    ]);
   }
 
   /** Orders with their payments (and their copy of the fulfillment), in two queries whatever the page size. */

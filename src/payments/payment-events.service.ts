@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
+import type { PaymentRefusal } from './order.entity';
 import { Payment } from './payment.entity';
 import type { RejectionReason } from './payment.state';
 import type { PaymentEvent } from './payment-event';
@@ -23,7 +24,7 @@ export interface DeliveryContext {
 /** How a delivery's processing ends, in the inbox's vocabulary (CONTRACT §4). */
 export type EventOutcome =
   | { status: 'processed'; outcome: 'applied' | 'already_applied' | 'stale' }
-  | { status: 'rejected'; outcome: RejectionReason | 'account_mismatch' }
+  | { status: 'rejected'; outcome: RejectionReason | PaymentRefusal }
   | { status: 'unmatched'; outcome: 'payment_not_found' };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -69,6 +70,9 @@ export class PaymentEventsService {
     }
 
     const found = await this.findPayment(em, ctx, event);
+    // The account boundary comes before the lifecycle: an event of an account its order does not
+    // expect changes nothing, not even the payment it would have attached.
+    if (found && 'refused' in found) return { status: 'rejected', outcome: found.refused };
     if (!found) {
       // The webhook may have beaten the checkout that registers its payment: retry a few times
       // (the queue's backoff, seconds), then park it; a registration releases it at once.
@@ -98,16 +102,18 @@ export class PaymentEventsService {
   }
 
   /**
-   * The registered payment, locked; or, when the event carries the id of an order we have, a new
-   * payment for it expecting the order's amount (not yet written). Two creators at once (another
-   * event, a registration) are settled by the payment's unique key: the insert of the second finds
-   * the first, and its transaction is retried, to find that payment.
+   * The registered payment, locked; or, when the event carries the id of an order we have and that
+   * order admits a payment of the event's account, a new payment for it expecting the order's
+   * amount (not yet written). A registered payment needs no such check: it was admitted when it was
+   * attached. Two creators at once (another event, a registration) are settled by the payment's
+   * unique key: the insert of the second finds the first, and its transaction is retried, to find
+   * that payment.
    */
   private async findPayment(
     em: EntityManager,
     ctx: DeliveryContext,
     event: PaymentEvent,
-  ): Promise<{ payment: Payment; isNew: boolean } | null> {
+  ): Promise<{ payment: Payment; isNew: boolean } | { refused: PaymentRefusal } | null> {
     const key = { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, providerPaymentId: event.resourceId };
     const existing = await this.store.lockPayment(em, key);
     if (existing) return { payment: existing, isNew: false };
@@ -115,6 +121,11 @@ export class PaymentEventsService {
 
     const order = await this.store.lockOrder(em, event.orderId);
     if (!order) return null;
+    // On an endpoint of many accounts the account is the body's own word; on one of a single
+    // account it is the endpoint's, whose secret vouches for it.
+    const source = ctx.servedAccounts === undefined ? 'vouched' : 'declared';
+    const refused = order.refusesPayment(ctx.merchantAccountId, await this.store.attachedAccounts(em, order.id), source);
+    if (refused) return { refused };
     return { payment: Payment.register({ orderId: order.id, ...key, expected: order.amount }), isNew: true };
   }
 }

@@ -30,6 +30,8 @@ interface Unit {
   newPayments: Set<Payment>;
   dirtyPayments: Set<Payment>;
   dirtyOrders: Set<Order>;
+  /** By order id: the account of each payment the order holds, read once its row is locked. */
+  attached: Map<string, string[]>;
   /** Fulfillment changes for orders this transaction has not locked yet (a batch of dispatches). */
   fulfillments: Map<string, FulfillmentChangedEvent['fulfillment']>;
   flushScheduled: boolean;
@@ -56,6 +58,7 @@ export class PaymentStore implements OnModuleInit {
     newPayments: new Set(),
     dirtyPayments: new Set(),
     dirtyOrders: new Set(),
+    attached: new Map(),
     fulfillments: new Map(),
     flushScheduled: false,
     fulfillmentsScheduled: false,
@@ -115,6 +118,24 @@ export class PaymentStore implements OnModuleInit {
     for (const row of rows) unit.orders.set(row.id, orderFromRow(row));
   }
 
+  /**
+   * The account of each payment an order holds (one entry per payment), for an order this
+   * transaction has locked: read once, after the lock (so a payment another transaction attached
+   * before it let go of the order is seen), then kept in step with the payments this transaction
+   * adds.
+   */
+  async attachedAccounts(em: EntityManager, orderId: string): Promise<readonly string[]> {
+    const unit = this.units.of(em);
+    let accounts = unit.attached.get(orderId);
+    if (!accounts) {
+      const rows: Array<{ merchant_account_id: string }> = await em.query(`SELECT merchant_account_id FROM payments WHERE order_id = $1`, [orderId]);
+      accounts = rows.map((r) => r.merchant_account_id);
+      for (const p of unit.newPayments) if (p.orderId === orderId) accounts.push(p.merchantAccountId);
+      unit.attached.set(orderId, accounts);
+    }
+    return accounts;
+  }
+
   /** The payment of a provider key, locked (the processing transaction's first look). */
   async lockPayment(em: EntityManager, key: PaymentKey): Promise<Payment | null> {
     await this.lockPayments(em, [key]);
@@ -146,11 +167,11 @@ export class PaymentStore implements OnModuleInit {
 
   async insertOrder(em: EntityManager, o: Order): Promise<boolean> {
     const inserted: unknown[] = await em.query(
-      `INSERT INTO orders (id, reference, status, amount_minor, currency, carrier, ship_to, items, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      `INSERT INTO orders (id, reference, status, amount_minor, currency, carrier, merchant_account_id, ship_to, items, created_at, updated_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (reference) DO NOTHING
        RETURNING id`,
-      [o.id, o.reference, o.status, o.amountMinor.toString(), o.currency, o.carrier, JSON.stringify(o.shipTo),
+      [o.id, o.reference, o.status, o.amountMinor.toString(), o.currency, o.carrier, o.merchantAccountId, JSON.stringify(o.shipTo),
         JSON.stringify(o.items), o.createdAt, o.updatedAt],
     );
     return inserted.length > 0;
@@ -168,6 +189,7 @@ export class PaymentStore implements OnModuleInit {
       if (unit.payments.get(key)) throw new PaymentExists();
       unit.payments.set(key, payment);
       unit.newPayments.add(payment);
+      unit.attached.get(payment.orderId)?.push(payment.merchantAccountId);
     } else if (payment && !unit.newPayments.has(payment)) {
       unit.dirtyPayments.add(payment);
     }
@@ -278,7 +300,7 @@ function paymentRow(p: Payment): Record<string, unknown> {
   };
 }
 
-const ORDER_COLUMNS = 'id, reference, status, amount_minor, currency, carrier, ship_to, items, paid_via, paid_at, fulfillment, created_at, updated_at';
+const ORDER_COLUMNS = 'id, reference, status, amount_minor, currency, carrier, merchant_account_id, ship_to, items, paid_via, paid_at, fulfillment, created_at, updated_at';
 const PAYMENT_COLUMNS =
   'id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor, currency, refunded_minor, dispute_outcome, created_at, updated_at';
 
@@ -291,6 +313,7 @@ export function orderFromRow(r: Record<string, any>): Order {
     amountMinor: BigInt(r.amount_minor),
     currency: r.currency,
     carrier: r.carrier,
+    merchantAccountId: r.merchant_account_id,
     shipTo: r.ship_to,
     items: r.items,
     paidVia: r.paid_via,
@@ -350,6 +373,7 @@ export function orderSnapshot(o: Order): OrderSnapshot {
     amount: o.amount.toDecimal(),
     currency: o.currency,
     carrier: o.carrier,
+    merchantAccountId: o.merchantAccountId ?? null,
     shipTo: o.shipTo,
     items: o.items,
     fulfillment: o.fulfillment ?? null,

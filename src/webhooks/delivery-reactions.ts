@@ -5,7 +5,7 @@ import { PW_CONNECTION } from '../database/data-source';
 import { afterCommit, beforeCommit, runTransaction, TransactionState } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { InboxQueueService, ResourceKey } from './inbox-queue.service';
-import { REOPEN_SQL } from './inbox.state';
+import { REOPEN_SQL, WAITS_FOR_REGISTRATION } from './inbox.state';
 
 /** Deliveries a transaction is processing itself: never among those it releases or reopens. */
 export const deliveriesInProcess = new TransactionState<Set<string>>(() => new Set());
@@ -24,7 +24,8 @@ const keyOf = (k: ResourceKey) => `${k.provider}\u0000${k.merchantAccountId}\u00
  * The inbox's reactions to what the payment domain announces, inside the transaction that made
  * the change (so Payments never imports Webhooks):
  * - a payment registered (by the API, or created from an event's order id): its deliveries parked
- *   `unmatched` are released and processed at once;
+ *   `unmatched`, or refused because their order did not expect their account yet, are released and
+ *   processed at once;
  * - a payment moved: its deliveries refused as too early (a refund before its capture) get their turn.
  * They are collected while the transaction runs and done once at its end, in one statement for
  * every payment it touched (a batch of deliveries touches many).
@@ -85,7 +86,7 @@ export class DeliveryReactions implements OnModuleInit {
        UNION ALL
        SELECT 'waiting', w.id, k.provider, k.account, k.resource
          FROM webhook_inbox w JOIN k ON k.release AND w.provider = k.provider AND w.merchant_account_id = k.account AND w.resource_id = k.resource
-        WHERE w.status IN ('received', 'unmatched') AND NOT (w.id = ANY($2::uuid[]))`,
+        WHERE (w.status = 'received' OR ${WAITS_FOR_REGISTRATION}) AND NOT (w.id = ANY($2::uuid[]))`,
       [
         JSON.stringify([...keys.values()].map((k) => ({ provider: k.provider, account: k.merchantAccountId, resource: k.resourceId, release: k.release, reopen: k.reopen }))),
         own,

@@ -12,7 +12,7 @@ import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } 
 import { uuid7 } from '../common/uuid7';
 import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import type { EnvelopeIdentity } from './providers';
-import { eventAccount, type ResolvedEndpoint } from './signature-verifier';
+import { eventAccount, servesAccount, type ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
 /** How a delivery reached the inbox: pushed by the provider, or pulled back by a backfill (CONTRACT §4). */
@@ -35,6 +35,13 @@ interface InboxRow {
   deliveryId: string | null;
   apiVersion: string | null;
   source: DeliverySource;
+  /**
+   * Part of the key: `''` for an event its endpoint serves; the endpoint's id for one it does not
+   * (an account outside its list), so that such an event, recorded to be rejected, never takes the
+   * key of the account it names: that account's real event, delivered through an endpoint that
+   * serves it, is then a new event, not a duplicate.
+   */
+  keyScope: string;
   /** The kept headers, as JSON text. */
   headers: string;
   body: string;
@@ -42,28 +49,29 @@ interface InboxRow {
 
 /** The row's fields in column order: how a batch travels to the statement, and one row's parameters. */
 function values(row: InboxRow): Array<string | null> {
-  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.apiVersion, row.source, row.headers, row.body];
+  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.apiVersion, row.source, row.headers, row.body, row.keyScope];
 }
 
 const COLUMNS =
-  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, api_version, source, headers, body, received_at';
+  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, api_version, source, headers, body, key_scope, received_at';
+const KEY = 'provider, merchant_account_id, event_id, key_scope';
 
 // One statement for a whole batch: a duplicate costs an index probe and writes nothing; the new
 // rows come back. The batch travels as one JSON array of rows in column order (see values()),
 // which both sides encode and decode natively; named keys would repeat every name in every row.
 const INSERT_BATCH_SQL = `
   INSERT INTO webhook_inbox (${COLUMNS})
-  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9, (r->>10)::jsonb, r->>11,
+  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9, (r->>10)::jsonb, r->>11, r->>12,
          pw_uuid7_time((r->>0)::uuid)
     FROM jsonb_array_elements($1::jsonb) AS r
-  ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
-  RETURNING id, provider, merchant_account_id, event_id`;
+  ON CONFLICT (${KEY}) DO NOTHING
+  RETURNING id, ${KEY}`;
 
 // The same for one row: used to isolate a row the batch statement refused.
 const INSERT_ONE_SQL = `
   INSERT INTO webhook_inbox (${COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, pw_uuid7_time($1))
-  ON CONFLICT (provider, merchant_account_id, event_id) DO NOTHING
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, pw_uuid7_time($1))
+  ON CONFLICT (${KEY}) DO NOTHING
   RETURNING id, event_id`;
 /** A row the database did not take. A class of our own: `instanceof Error` fails across realms (Jest's vm). */
 class NotRecorded {
@@ -75,13 +83,13 @@ class NotRecorded {
 type InsertResult = string | null | NotRecorded;
 type RowOutcome = 'accepted' | 'duplicate' | NotRecorded;
 
-/** The deduplication key: (provider, merchant account, event id). */
+/** The deduplication key: (provider, merchant account, event id), in the scope of its row. */
 function keyOf(row: InboxRow): string {
-  return eventKey(row.provider, row.merchantAccountId, row.eventId);
+  return eventKey(row.provider, row.merchantAccountId, row.eventId, row.keyScope);
 }
 
-function eventKey(provider: string, merchantAccountId: string, eventId: string): string {
-  return `${provider}\u0000${merchantAccountId}\u0000${eventId}`;
+function eventKey(provider: string, merchantAccountId: string, eventId: string, keyScope: string): string {
+  return `${provider}\u0000${merchantAccountId}\u0000${eventId}\u0000${keyScope}`;
 }
 
 /** The 400 detail of a body that declares no account on an endpoint of many. */
@@ -141,6 +149,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     // An endpoint of many accounts keys each event on the account its body declares: none, no key.
     if (merchantAccountId === null) throw new WebhookError('malformed_payload', MANY_ACCOUNTS_NONE_DECLARED);
     const row: InboxRow = {
+      keyScope: servesAccount(endpoint, merchantAccountId) ? '' : endpoint.id,
       id: uuid7(),
       endpointId: endpoint.id,
       provider: endpoint.provider.name,
@@ -192,7 +201,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     let returned;
     try {
       const run = () =>
-        this.pool.query<{ id: string; provider: string; merchant_account_id: string; event_id: string }>({
+        this.pool.query<{ id: string; provider: string; merchant_account_id: string; event_id: string; key_scope: string }>({
           name: 'pw_inbox_insert_batch',
           text: INSERT_BATCH_SQL,
           values: [JSON.stringify(rows.map(values))],
@@ -208,7 +217,7 @@ export class InboxIngestService implements OnApplicationShutdown {
       return results;
     }
     const results = new Map<string, InsertResult>(rows.map((row) => [keyOf(row), null]));
-    for (const r of returned.rows) results.set(eventKey(r.provider, r.merchant_account_id, r.event_id), r.id);
+    for (const r of returned.rows) results.set(eventKey(r.provider, r.merchant_account_id, r.event_id, r.key_scope), r.id);
     return results;
   }
 

@@ -8,7 +8,7 @@ import { requeueJobs } from '../common/requeue';
 import { withTimeout } from '../common/with-timeout';
 import { PW_OPTIONS } from '../payment-webhooks.constants';
 import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
-import { InboxStatus, REOPEN_SQL, REOPENABLE } from './inbox.state';
+import { InboxStatus, REOPEN_SQL, REOPENABLE, WAITS_FOR_REGISTRATION } from './inbox.state';
 
 /** The deliveries of one provider payment: what parking, releasing and re-running select on. */
 export interface ResourceKey {
@@ -68,12 +68,12 @@ export class InboxQueueService {
     key: ResourceKey,
     { exceptIds = [], skipLocked = false }: { exceptIds?: readonly string[]; skipLocked?: boolean } = {},
   ): Promise<{ ids: string[]; skipped: boolean }> {
-    const where = `provider = $1 AND merchant_account_id = $2 AND resource_id = $3 AND status IN ('received', 'unmatched')
-          AND NOT (id = ANY($4::uuid[]))`;
+    const where = `w.provider = $1 AND w.merchant_account_id = $2 AND w.resource_id = $3
+          AND (w.status = 'received' OR ${WAITS_FOR_REGISTRATION}) AND NOT (w.id = ANY($4::uuid[]))`;
     const params = [key.provider, key.merchantAccountId, key.resourceId, exceptIds];
     if (skipLocked) {
       // Nearly always nothing waits for a payment being registered: one look, no lock, says so.
-      const [{ waiting }]: Array<{ waiting: number }> = await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox WHERE ${where}`, params);
+      const [{ waiting }]: Array<{ waiting: number }> = await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox w WHERE ${where}`, params);
       if (waiting === 0) return { ids: [], skipped: false };
     }
     // Lock first: a worker whose last attempt is parking one of these right now is waited for,
@@ -81,13 +81,13 @@ export class InboxQueueService {
     // Inbox rows are locked before orders everywhere, so this wait cannot close a cycle; a
     // transaction that holds an order already skips the rows other workers hold instead.
     const rows: Array<{ id: string; status: string }> = await em.query(
-      `SELECT id, status FROM webhook_inbox WHERE ${where} ORDER BY id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
+      `SELECT id, status FROM webhook_inbox w WHERE ${where} ORDER BY id FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`,
       params,
     );
-    const parked = rows.filter((r) => r.status === 'unmatched').map((r) => r.id);
+    const parked = rows.filter((r) => r.status !== 'received').map((r) => r.id);
     if (parked.length > 0) await em.query(`${REOPEN_SQL} WHERE id = ANY($1)`, [parked]);
     const [{ waiting }]: Array<{ waiting: number }> = skipLocked
-      ? await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox WHERE ${where}`, params)
+      ? await em.query(`SELECT count(*)::int AS waiting FROM webhook_inbox w WHERE ${where}`, params)
       : [{ waiting: rows.length }];
     return { ids: rows.map((r) => r.id), skipped: waiting > rows.length };
   }

@@ -7,10 +7,10 @@ export { INBOX_STATUSES, type InboxStatus } from './inbox.state';
 /**
  * One delivered event, recorded before any work. The key is the event's identity at the
  * provider, (provider, merchant account, event id): the same event reaching two endpoints of
- * one merchant is one row.
+ * one merchant is one row. An event its endpoint does not serve is keyed within that endpoint.
  */
 @Entity({ name: 'webhook_inbox' })
-@Unique('webhook_inbox_event_key', ['provider', 'merchantAccountId', 'eventId'])
+@Unique('webhook_inbox_event_key', ['provider', 'merchantAccountId', 'eventId', 'keyScope'])
 export class WebhookInbox {
   @PrimaryGeneratedColumn('uuid')
   id: string;
@@ -38,6 +38,13 @@ export class WebhookInbox {
 
   @Column({ name: 'api_version', type: 'text', nullable: true })
   apiVersion: string | null;
+
+  /**
+   * `''` for an event its endpoint serves; the endpoint's id for one it does not, which is then
+   * keyed apart from the account it names (it never takes that account's key).
+   */
+  @Column({ name: 'key_scope', type: 'text', default: '' })
+  keyScope: string;
 
   @Column({ name: 'source', type: 'text', default: 'webhook' })
   source: 'webhook' | 'backfill';

@@ -23,7 +23,7 @@ export const INBOX_TRANSITIONS: Readonly<Record<InboxStatus, readonly InboxStatu
 export const INBOX_OUTCOMES = {
   processed: ['applied', 'already_applied', 'stale'],
   ignored: ['no_handler'],
-  rejected: ['account_mismatch', 'amount_mismatch', 'currency_mismatch', 'illegal_transition'],
+  rejected: ['account_mismatch', 'amount_mismatch', 'currency_mismatch', 'illegal_transition', 'too_many_payments'],
   unmatched: ['payment_not_found'],
 } as const satisfies Record<Exclude<FinalInboxStatus, 'failed'>, readonly string[]>;
 
@@ -36,6 +36,15 @@ export type ProcessingResult = {
 export const REOPENABLE: readonly InboxStatus[] = (Object.keys(INBOX_TRANSITIONS) as InboxStatus[]).filter((s) =>
   INBOX_TRANSITIONS[s].includes('received'),
 );
+
+/**
+ * What a registration of a delivery's payment lets through, as a condition on a row (`w.` columns):
+ * a delivery parked `unmatched` (no payment to apply it to yet), or one `rejected` as
+ * `account_mismatch` because its order did not expect its account yet — a registration under that
+ * account is what makes the order expect it. Only events keyed in their own account (`key_scope`
+ * empty): one its endpoint does not serve stays rejected.
+ */
+export const WAITS_FOR_REGISTRATION = `(w.status = 'unmatched' OR (w.status = 'rejected' AND w.outcome = 'account_mismatch' AND w.key_scope = ''))`;
 
 /** The one statement that opens deliveries again (to `received`); the caller adds `WHERE …`. */
 export const REOPEN_SQL = `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL`;

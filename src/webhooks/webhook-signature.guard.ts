@@ -28,36 +28,70 @@ export interface WebhookRequest {
 const TOO_LARGE = Symbol('too-large');
 const OVER_BUDGET = Symbol('over-budget');
 
+/** What one client's (remote address's) deliveries hold, and how many of them are being read. */
+interface ClientShare {
+  bytes: number;
+  deliveries: number;
+}
+
+/** What one delivery holds of the budget and of its client's share. */
+export interface Hold {
+  readonly client: string;
+  readonly share: ClientShare;
+  bytes: number;
+}
+
 /**
- * Bytes of webhook bodies being read and not yet verified, in this process (issue 12, finding 4):
- * a sender that is not authentic yet cannot make the process hold more than the budget
- * (`unverifiedBodyBudgetBytes`). A delivery declaring its length takes that much at once; one
- * without takes its bytes as they come. What a delivery took is given back once it is verified
- * (or refused, or gone).
+ * Bytes of webhook bodies that have arrived and are not verified yet, in this process: a sender
+ * that is not authentic yet cannot make the process hold more than the budget
+ * (`unverifiedBodyBudgetBytes`), nor one client (a remote address, over any number of
+ * connections) more than its share (`unverifiedBodyClientShareBytes`). Only bytes that arrived
+ * count: a declared length is a promise, and idle connections promising much must not shut others
+ * out. What a delivery took is given back once it is verified (or refused, or gone).
  */
 export class UnverifiedBytes {
   private held = 0;
-  constructor(readonly budget: number) {}
+  private readonly clients = new Map<string, ClientShare>();
+  constructor(
+    readonly budget: number,
+    readonly clientShare: number,
+  ) {}
 
-  /** Bytes taken now. */
+  /** Bytes held now. */
   get inFlight(): number {
     return this.held;
   }
 
-  take(bytes: number): boolean {
-    if (this.held + bytes > this.budget) return false;
+  /** Bytes held now for one client's deliveries. */
+  heldBy(client: string): number {
+    return this.clients.get(client)?.bytes ?? 0;
+  }
+
+  /** A delivery from `client` starts; `end` it exactly once. The client's entry is kept while any of
+   * its deliveries is read, so that a chunk costs no lookup. */
+  begin(client: string): Hold {
+    let share = this.clients.get(client);
+    if (!share) this.clients.set(client, (share = { bytes: 0, deliveries: 0 }));
+    share.deliveries++;
+    return { client, share, bytes: 0 };
+  }
+
+  /** `bytes` more arrived for `hold`; false, taking nothing, if its client's share or the budget would pass. */
+  take(hold: Hold, bytes: number): boolean {
+    if (hold.share.bytes + bytes > this.clientShare || this.held + bytes > this.budget) return false;
+    hold.share.bytes += bytes;
+    hold.bytes += bytes;
     this.held += bytes;
     return true;
   }
 
-  give(bytes: number): void {
-    this.held = Math.max(0, this.held - bytes);
+  /** The delivery is verified, refused or gone: what it held is given back. */
+  end(hold: Hold): void {
+    this.held -= hold.bytes;
+    hold.share.bytes -= hold.bytes;
+    hold.bytes = 0;
+    if (--hold.share.deliveries === 0) this.clients.delete(hold.client);
   }
-}
-
-/** What one delivery holds of the budget. */
-interface Held {
-  bytes: number;
 }
 
 /**
@@ -78,7 +112,7 @@ export class WebhookSignatureGuard implements CanActivate {
     private readonly observer: DeliveryObserver,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
-    this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes);
+    this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes, options.tuning.unverifiedBodyClientShareBytes);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -92,18 +126,19 @@ export class WebhookSignatureGuard implements CanActivate {
     restoreContentType(raw);
     if (!endpoint) throw new WebhookError('unknown_endpoint');
 
-    const held: Held = { bytes: 0 };
+    // One share per remote address: behind a proxy every sender is the proxy (see docs/design.md).
+    const hold = this.unverified.begin(raw.socket?.remoteAddress ?? '');
     try {
-      const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, held);
+      const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, hold);
       if (rawBody === TOO_LARGE || rawBody === OVER_BUDGET) {
         // The rest of the body is not read: close the connection rather than drain it.
         setHeader(http.getResponse(), 'Connection', 'close');
-        // Over the budget of unverified bytes: transient (CONTRACT §2), the sender retries.
+        // Over the budget or the client's share of unverified bytes: transient, the sender retries.
         throw new WebhookError(rawBody === TOO_LARGE ? 'payload_too_large' : 'unavailable');
       }
       return this.verified(req, endpoint, rawBody);
     } finally {
-      this.unverified.give(held.bytes);
+      this.unverified.end(hold);
     }
   }
 
@@ -119,17 +154,17 @@ export class WebhookSignatureGuard implements CanActivate {
 }
 
 /**
- * The request's bytes, up to `limit`, each taken from the budget of unverified bytes first (what
- * was taken is in `held`, for the caller to give back). A host app that keeps Nest's body parser
- * must create the app with `rawBody: true`, or the bytes the signature covers are gone (see README);
- * those were read by the host's parser, outside the budget.
+ * The request's bytes, up to `limit`, each taken from the budget of unverified bytes as it arrives
+ * (into `hold`, for the caller to give back). A host app that keeps Nest's body parser must create
+ * the app with `rawBody: true`, or the bytes the signature covers are gone (see README); those were
+ * read by the host's parser, outside the budget.
  */
 function readRawBody(
   req: WebhookRequest,
   raw: IncomingMessage,
   limit: number,
   budget: UnverifiedBytes,
-  held: Held,
+  hold: Hold,
 ): Promise<Buffer | typeof TOO_LARGE | typeof OVER_BUDGET> | Buffer | typeof TOO_LARGE | typeof OVER_BUDGET {
   const kept = req.rawBody ?? (raw as { rawBody?: Buffer }).rawBody;
   if (Buffer.isBuffer(kept)) return kept.length > limit ? TOO_LARGE : kept;
@@ -139,15 +174,10 @@ function readRawBody(
         'or leave /webhooks out of the body parser (configurePaymentWebhooksApp does).',
     );
   }
-  const declared = Number(raw.headers['content-length']);
-  if (declared > limit) return TOO_LARGE;
-  // A declared length is taken at once: a new delivery past the budget is refused before a byte.
-  if (Number.isInteger(declared) && declared > 0) {
-    if (!budget.take(declared)) return OVER_BUDGET;
-    held.bytes = declared;
-  } else if (budget.inFlight >= budget.budget) {
-    return OVER_BUDGET;
-  }
+  // The size limit first, before a byte is read; the budget counts only what arrives.
+  if (Number(raw.headers['content-length']) > limit) return TOO_LARGE;
+  // Gone before its body was read: its 'close' has passed, and nothing would end the read.
+  if (raw.destroyed) throw new Error('request aborted before the body ended');
 
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -166,15 +196,11 @@ function readRawBody(
         resolve(TOO_LARGE);
         return;
       }
-      // More than declared, or nothing declared (chunked): taken as it comes.
-      if (size > held.bytes) {
-        if (!budget.take(size - held.bytes)) {
-          cleanup();
-          raw.pause();
-          resolve(OVER_BUDGET);
-          return;
-        }
-        held.bytes = size;
+      if (!budget.take(hold, chunk.length)) {
+        cleanup();
+        raw.pause();
+        resolve(OVER_BUDGET);
+        return;
       }
       chunks.push(chunk);
     };

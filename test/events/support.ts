@@ -14,7 +14,7 @@ export const UUID7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0
 export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** The fields of an Order in an event: the REST view's, without `payments` (CONTRACT §7). */
-export const ORDER_FIELDS = ['id', 'reference', 'status', 'amount', 'currency', 'carrier', 'shipTo', 'items', 'fulfillment', 'createdAt', 'updatedAt'].sort();
+export const ORDER_FIELDS = ['id', 'reference', 'status', 'amount', 'currency', 'carrier', 'merchantAccountId', 'shipTo', 'items', 'fulfillment', 'createdAt', 'updatedAt'].sort();
 export const PAYMENT_FIELDS = ['id', 'orderId', 'provider', 'providerPaymentId', 'merchantAccountId', 'status', 'amount', 'currency', 'refundedAmount', 'createdAt', 'updatedAt'].sort();
 
 /** Fast carrier and event retries (CONTRACT §5 backoff, shortened), fast outbox sweeps. */

@@ -64,6 +64,7 @@ export function expectedNewOrder(body: OrderBody, amount: string): Record<string
     amount,
     currency: body.currency,
     carrier: body.carrier ?? 'default',
+    merchantAccountId: (body as { merchantAccountId?: string }).merchantAccountId ?? null,
     shipTo: body.shipTo,
     items: body.items,
     payments: [],

@@ -35,6 +35,7 @@ describe('POST /orders (CONTRACT §3)', () => {
       amount: '49.90',
       currency: 'EUR',
       carrier: 'default',
+      merchantAccountId: null,
       shipTo: { ...SHIP_TO, line2: 'Flat 3' },
       items: [{ sku: 'SKU-42', quantity: 2 }],
       payments: [],

@@ -66,8 +66,10 @@ describe.each(PLATFORMS)('%s: one endpoint, many merchant accounts (workers on)'
     );
 
   it("two connected accounts' events are keyed apart, each paying its own order exactly once", async () => {
-    const orderA = await d.createOrder();
-    const orderB = await d.createOrder();
+    // Each order names its account: an event of an endpoint of many accounts may pay only such an
+    // order (or one with a payment registered under that account).
+    const orderA = await d.createOrder('49.90', 'EUR', { merchantAccountId: 'acct_A' });
+    const orderB = await d.createOrder('49.90', 'EUR', { merchantAccountId: 'acct_B' });
     const a = bodies.stripe('payment_intent.succeeded', uniqueId('pi'), { orderId: orderA.id, account: 'acct_A' });
     const b = bodies.stripe('payment_intent.succeeded', uniqueId('pi'), { orderId: orderB.id, account: 'acct_B' });
 
@@ -142,7 +144,7 @@ describe.each(PLATFORMS)('%s: one endpoint, many merchant accounts (workers on)'
   });
 
   it('["*"] takes any account, each its own', async () => {
-    const order = await d.createOrder();
+    const order = await d.createOrder('49.90', 'EUR', { merchantAccountId: 'acct_anyone_Z' });
     const z = bodies.stripe('payment_intent.succeeded', uniqueId('pi'), { orderId: order.id, account: 'acct_anyone_Z' });
 
     expect((await send('connect-any', ANY_SECRET, z.body)).body).toEqual({ status: 'accepted', eventId: z.eventId });
@@ -153,7 +155,7 @@ describe.each(PLATFORMS)('%s: one endpoint, many merchant accounts (workers on)'
   });
 
   it('a Factuarea endpoint of many accounts keys on account.id', async () => {
-    const order = await d.createOrder();
+    const order = await d.createOrder('49.90', 'EUR', { merchantAccountId: 'fa-B' });
     const fa = bodies.factuarea('invoice.paid', uniqueId('inv'), { orderId: order.id, accountId: 'fa-B' });
 
     expect((await send('factuarea-platform', FACTUAREA_SECRET, fa.body, 'factuarea')).body).toEqual({ status: 'accepted', eventId: fa.eventId });

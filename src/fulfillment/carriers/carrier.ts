@@ -1,4 +1,5 @@
 import type { OrderItem, ShipTo } from '../../common/payment-events';
+import { ID_MAX_LENGTH, isPrintableId } from '../../common/printable';
 
 /** What a carrier is asked to ship (CONTRACT §5 body). */
 export interface ShipmentRequest {
@@ -29,13 +30,7 @@ export interface CarrierAdapter {
 }
 
 /** The longest shipment id kept (CONTRACT §5: 1–255 characters). */
-export const SHIPMENT_ID_MAX_LENGTH = 255;
-
-/**
- * Control and format characters, line and paragraph separators, and a lone surrogate (in a `u`
- * regex a well-formed pair is one code point, a lone half is `Cs`): nothing an id can print.
- */
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+export const SHIPMENT_ID_MAX_LENGTH = ID_MAX_LENGTH;
 
 /**
  * Whether a carrier's shipment id can be kept and shown: a string of 1–255 characters, well-formed
@@ -45,11 +40,5 @@ const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
  * the same key.
  */
 export function isUsableShipmentId(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    value.length > 0 &&
-    value.length <= SHIPMENT_ID_MAX_LENGTH &&
-    !UNPRINTABLE.test(value) &&
-    value.trim().length > 0
-  );
+  return isPrintableId(value, SHIPMENT_ID_MAX_LENGTH) && value.trim().length > 0;
 }

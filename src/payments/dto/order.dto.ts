@@ -94,6 +94,19 @@ export class CreateOrderDto {
   @IsOptional()
   carrier?: string;
 
+  @ApiPropertyOptional({
+    example: 'acct_1Nv0FGQ9RKHgCVdK',
+    description:
+      'The merchant account whose payments the order accepts (Stripe `acct_…`, a Factuarea account UUID, an endpoint\'s label): ' +
+      'an event or a registration of another account cannot pay, refund or attach a payment to it. Left out: the order names ' +
+      'none, and on an endpoint that serves many accounts only the accounts of its registered payments may touch it.',
+  })
+  @MaxLength(255)
+  @IsNotEmpty()
+  @IsString()
+  @IsOptional()
+  merchantAccountId?: string;
+
   @ApiProperty({ type: ShipToDto })
   @ValidateNested()
   @IsObject({ message: 'shipTo must be an object' })
@@ -124,4 +137,11 @@ export class ListOrdersQuery extends PageQuery {
   @IsIn(ORDER_STATUSES as unknown as string[], { message: `status must be one of ${ORDER_STATUSES.join(', ')}` })
   @IsOptional()
   status?: OrderStatus;
+
+  @ApiPropertyOptional({ example: 'acct_1Nv0FGQ9RKHgCVdK', description: 'Only the orders that name this merchant account.' })
+  @MaxLength(255)
+  @IsNotEmpty()
+  @IsString()
+  @IsOptional()
+  merchantAccountId?: string;
 }

@@ -32,6 +32,8 @@ export class OrderView {
   @ApiProperty({ example: '49.90' }) amount: string;
   @ApiProperty({ example: 'EUR' }) currency: string;
   @ApiProperty({ example: 'default' }) carrier: string;
+  @ApiProperty({ nullable: true, type: String, example: 'acct_1Nv0FGQ9RKHgCVdK', description: 'The merchant account whose payments the order accepts; null when it names none.' })
+  merchantAccountId: string | null;
   @ApiProperty({ type: ShipToDto }) shipTo: ShipToDto;
   @ApiProperty({ type: [OrderItemDto] }) items: OrderItemDto[];
   @ApiProperty({ type: [PaymentView] }) payments: PaymentView[];
