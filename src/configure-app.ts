@@ -5,7 +5,7 @@ import { isObservable, lastValueFrom } from 'rxjs';
 import { AdminAuthGuard } from './common/admin-auth.guard';
 import { toApiError } from './common/api-errors';
 import type { ResolvedOptions } from './config/options';
-import { HttpSurface, type ModulePaths } from './http/http-surface';
+import { HttpSurface } from './http/http-surface';
 import { hideBodyFromParsers, RAW_WEBHOOK_CONTENT_TYPE, requestPath, sendJson, setHeader } from './http/platform';
 import { PW_ADMIN_GUARD, PW_OPTIONS } from './payment-webhooks.constants';
 import { DeliveryObserver } from './webhooks/delivery-observer';
@@ -19,6 +19,13 @@ export interface ConfigureAppOptions {
 type Platform = 'express' | 'fastify';
 /** What a request hook decided: go on to the framework, or the hook has answered. */
 type Verdict = 'next' | 'answered';
+type FastifyHook = (request: { raw: IncomingMessage }, reply: unknown, done: (err?: Error) => void) => void;
+/** What a Fastify `onRoute` hook reads and sets of a route being added. */
+interface FastifyRouteOptions {
+  url: string;
+  method: string | string[];
+  onRequest?: FastifyHook | FastifyHook[];
+}
 
 /**
  * Prepares an Express or a Fastify app that hosts the module; call it before `listen()` (or
@@ -30,7 +37,9 @@ type Verdict = 'next' | 'answered';
  *
  * Auth comes first: with the module's own token check, a request to one of the module's guarded
  * routes is authenticated here, before any body parser, pipe or validation reads it, so an
- * unauthenticated request answers 401 whatever its body or query (the guard checks again).
+ * unauthenticated request answers 401 whatever its body or query (the guard checks again). The
+ * docs, and on Fastify the guarded routes, get their check through the router, so every spelling
+ * it serves them by (case, slashes, percent escapes) is checked.
  */
 export function configurePaymentWebhooksApp(app: INestApplication, options: ConfigureAppOptions = {}): void {
   const platform = app.getHttpAdapter().getType() as Platform;
@@ -45,8 +54,10 @@ export function configurePaymentWebhooksApp(app: INestApplication, options: Conf
   const tokenGuard = ownGuard ?? new AdminAuthGuard(app.get<ResolvedOptions>(PW_OPTIONS).adminToken);
   const docs = options.docs ?? true;
   const instance = app.getHttpAdapter().getInstance();
-  // Match paths the way the app's router does: Express ignores case, Fastify by default does not.
-  const ignoreCase = platform === 'express' || instance?.initialConfig?.caseSensitive === false;
+  // The webhook path and Express's API routes are matched as the router does: Express ignores case,
+  // Fastify by default does not.
+  const ignoreCase =
+    platform === 'express' || instance?.initialConfig?.caseSensitive === false || instance?.initialConfig?.routerOptions?.caseSensitive === false;
 
   /** Refuses with the contract's body; a browser shows its login box on Basic (docs, own token check). */
   const refuse = (res: unknown, err: unknown, askBasic: boolean): Verdict => {
@@ -56,62 +67,126 @@ export function configurePaymentWebhooksApp(app: INestApplication, options: Conf
     return 'answered';
   };
 
-  /** `req` is the Node request; `frameworkReq` what a guard sees (Express's request, Fastify's). */
-  const hook = async (req: IncomingMessage, frameworkReq: unknown, res: unknown): Promise<Verdict> => {
-    const paths = surface.paths();
-    const path = ignoreCase ? requestPath(req).toLowerCase() : requestPath(req);
-    if (req.method === 'POST') {
-      const webhooks = ignoreCase ? paths.webhooks.toLowerCase() : paths.webhooks;
-      if (path === webhooks || path.startsWith(`${webhooks}/`)) {
-        const id = path.slice(webhooks.length + 1).replace(/\/$/, '');
-        if (id.length > 0 && !id.includes('/')) {
-          hideBodyFromParsers(req, platform);
-          return 'next';
-        }
-        // No single endpoint id: the same answer as an unknown one, counted and logged alike.
-        observer.begin(req, res, 'unknown', 'unknown');
-        observer.note(req, { answer: 'unknown_endpoint' });
-        setHeader(res, 'Connection', 'close');
-        sendJson(res, 404, { error: 'unknown_endpoint' });
-        return 'answered';
-      }
+  /**
+   * The docs' admin check: the host's guard when it gave one, else the token, where basic auth is
+   * accepted (a browser's login box), and only here. `frameworkReq` is what a guard sees.
+   */
+  const guardDocs = (req: IncomingMessage, frameworkReq: unknown, res: unknown): Promise<Verdict> => {
+    if (ownGuard === null) return hostGuardAllows(adminGuard, frameworkReq, res).then((ok) => (ok ? 'next' : 'answered'), (err) => refuse(res, err, false));
+    try {
+      tokenGuard.check(req.headers.authorization, { basic: true });
+    } catch (err) {
+      return Promise.resolve(refuse(res, err, true));
     }
-    if (docs && isDocsPath(path, paths, ignoreCase)) {
-      if (ownGuard === null) return hostGuardAllows(adminGuard, frameworkReq, res).then((ok) => ok ? 'next' : 'answered', (err) => refuse(res, err, false));
-      try {
-        // The browser's prompt: basic auth is accepted here, and only here (CONTRACT §4).
-        tokenGuard.check(req.headers.authorization, { basic: true });
-      } catch (err) {
-        return refuse(res, err, true);
-      }
-      return 'next';
-    }
-    if (ownGuard !== null && surface.isGuardedRoute(req.method, requestPath(req), ignoreCase)) {
-      try {
-        ownGuard.check(req.headers.authorization);
-      } catch (err) {
-        return refuse(res, err, false);
-      }
+    return Promise.resolve('next');
+  };
+
+  /** The token check of a guarded API route, before any body parser reads the request (own token check only). */
+  const guardApi = (guard: AdminAuthGuard, req: IncomingMessage, res: unknown): Verdict => {
+    try {
+      guard.check(req.headers.authorization);
+    } catch (err) {
+      return refuse(res, err, false);
     }
     return 'next';
   };
 
+  /** Before any body parser: the webhook route's bytes stay unread, and a webhook path with no single endpoint id gets its 404. */
+  const webhookHook = (req: IncomingMessage & { path?: string }, res: unknown): Verdict => {
+    if (req.method !== 'POST') return 'next';
+    const webhooks = ignoreCase ? surface.paths().webhooks.toLowerCase() : surface.paths().webhooks;
+    // Express's own parse of the path (an absolute-form target by its path); Fastify's routes get
+    // a route hook of their own below, for the spellings its router decodes.
+    const path = ignoreCase ? (req.path ?? requestPath(req)).toLowerCase() : (req.path ?? requestPath(req));
+    if (path !== webhooks && !path.startsWith(`${webhooks}/`)) return 'next';
+    const id = path.slice(webhooks.length + 1).replace(/\/$/, '');
+    if (id.length > 0 && !id.includes('/')) {
+      hideBodyFromParsers(req, platform);
+      return 'next';
+    }
+    // No single endpoint id: the same answer as an unknown one, counted and logged alike.
+    observer.begin(req, res, 'unknown', 'unknown');
+    observer.note(req, { answer: 'unknown_endpoint' });
+    setHeader(res, 'Connection', 'close');
+    sendJson(res, 404, { error: 'unknown_endpoint' });
+    return 'answered';
+  };
+
+  // Which requests are the docs, or a guarded route, is decided by the app's own router, never by
+  // a second comparison of the path: any spelling the router serves them by gets the check.
+  let beforeDocsRoutes: ((paths: string[]) => void) | undefined;
   if (platform === 'express') {
-    app.use((req: IncomingMessage, res: ServerResponse, next: (err?: unknown) => void) => {
-      hook(req, req, res).then((verdict) => verdict === 'next' && next(), next);
+    app.use((req: IncomingMessage & { path?: string }, res: ServerResponse, next: (err?: unknown) => void) => {
+      if (webhookHook(req, res) === 'answered') return;
+      // Express routes the path as written (an absolute-form target by its path, as req.path gives);
+      // express.json() runs before routing, so the token is checked here first.
+      if (ownGuard !== null && surface.isGuardedRoute(req.method, req.path ?? requestPath(req), ignoreCase) && guardApi(ownGuard, req, res) === 'answered') return;
+      next();
     });
+    // Mounted at the docs paths just before the Swagger routes: Express's `use` matches a path with
+    // the router's own case setting and as a prefix, as the UI's static files are mounted, so every
+    // spelling Express routes to the UI, its files or the document passes here first.
+    beforeDocsRoutes = (paths) => {
+      instance.use(paths, (req: IncomingMessage & { originalUrl: string; baseUrl: string }, res: ServerResponse, next: (err?: unknown) => void) => {
+        // Under a mount path Express hands over the URL without it; the host's guard sees the request's own.
+        const mounted = { url: req.url, baseUrl: req.baseUrl };
+        req.url = req.originalUrl;
+        req.baseUrl = '';
+        guardDocs(req, req, res)
+          .finally(() => Object.assign(req, mounted))
+          .then((verdict) => verdict === 'next' && next(), next);
+      });
+    };
     // No "X-Powered-By: Express" on any answer.
     instance.disable?.('x-powered-by');
   } else {
     instance.addHook('onRequest', (request: { raw: IncomingMessage }, reply: unknown, done: (err?: Error) => void) => {
-      hook(request.raw, request, reply).then((verdict) => verdict === 'next' && done(), done);
+      let verdict: Verdict;
+      try {
+        verdict = webhookHook(request.raw, reply);
+      } catch (err) {
+        return done(err as Error);
+      }
+      if (verdict === 'next') done();
+    });
+    // Each docs route and guarded API route gets its check as a route hook of its own: whatever
+    // spelling Fastify's router maps to the route (escapes decoded, case and slashes as configured)
+    // runs it, before any content-type parser. Routes added later, in plugins too, inherit this hook.
+    instance.addHook('onRoute', (route: FastifyRouteOptions) => {
+      const check = routeCheck(route.url, [route.method].flat());
+      if (check) route.onRequest = [check, ...[route.onRequest ?? []].flat()];
     });
     // The webhook route's bytes stay in the stream, for the signature guard (see hideBodyFromParsers).
     instance.addContentTypeParser(RAW_WEBHOOK_CONTENT_TYPE, (_request: unknown, _payload: unknown, done: (err: null, body?: unknown) => void) =>
       done(null, undefined),
     );
   }
-  surface.attach(app, docs, DOCUMENTED_MODULES);
+
+  /** The `onRequest` hook of a Fastify route that needs the admin check, or none. */
+  function routeCheck(url: string, methods: string[]): FastifyHook | undefined {
+    if (methods.includes('POST') && surface.isWebhookUrl(url)) {
+      // Whatever spelling the router took here (`/%77ebhooks/…`, an absolute-form target), the
+      // bytes stay unread for the signature guard.
+      return (request, _reply, done) => {
+        if (request.raw.method === 'POST') hideBodyFromParsers(request.raw, 'fastify');
+        done();
+      };
+    }
+    if (docs && surface.isDocsUrl(url)) {
+      return (request, reply, done) => {
+        guardDocs(request.raw, request, reply).then((verdict) => verdict === 'next' && done(), done);
+      };
+    }
+    const guard = ownGuard;
+    if (guard !== null && methods.some((method) => surface.isGuardedUrl(method, url))) {
+      return (request, reply, done) => {
+        if (!surface.isGuardedUrl(request.raw.method ?? '', url) || guardApi(guard, request.raw, reply) === 'next') done();
+      };
+    }
+    return undefined;
+  }
+
+  surface.attach(app, docs, DOCUMENTED_MODULES, beforeDocsRoutes);
 }
 
 /**
@@ -132,10 +207,4 @@ async function hostGuardAllows(guard: CanActivate, req: unknown, res: unknown): 
 /** What a host guard sees as the class and handler of `/docs` (a Reflector finds no metadata on them). */
 class DocsRoute {
   serve(): void {}
-}
-
-function isDocsPath(path: string, paths: ModulePaths, ignoreCase: boolean): boolean {
-  const docs = ignoreCase ? paths.docs.toLowerCase() : paths.docs;
-  const docsJson = ignoreCase ? paths.docsJson.toLowerCase() : paths.docsJson;
-  return path === docs || path.startsWith(`${docs}/`) || path === docsJson || path === `${docs}-yaml`;
 }

@@ -32,7 +32,9 @@ export class HttpSurface implements OnModuleInit {
   private mounted = false;
   private initialized = false;
   private cached: { globalPrefix: string; paths: ModulePaths } | undefined;
-  private guarded: { base: string; ignoreCase: boolean; routes: Array<{ method: string; pattern: RegExp }> } | undefined;
+  private guarded: { base: string; routes: GuardedRoute[] } | undefined;
+  /** Called right before the docs routes are added (Express mounts their admin check there). */
+  private beforeDocsRoutes: ((paths: string[]) => void) | undefined;
   /** The module's own modules with routes, for the document (a host's routes are not the module's). */
   private documented: Type[] = [];
 
@@ -54,25 +56,56 @@ export class HttpSurface implements OnModuleInit {
   }
 
   /**
-   * Whether `method path` (the path without its query, as the router sees it) is one of the
+   * Whether `method path` (the path without its query, as the router sees it) may be one of the
    * module's routes behind the admin guard: what the request hook authenticates before any body
-   * parser or pipe reads the request. Only the module's own routes match, never a host's route
-   * beside them; OPTIONS (a CORS preflight) never does.
+   * parser or pipe reads the request. The path matches as written or with its percent escapes
+   * decoded (but `%2F`), so that no spelling a router decodes to a guarded route passes unchecked.
+   * Only the module's own routes match, never a host's route beside them; OPTIONS (a CORS preflight) never does.
    */
   isGuardedRoute(method: string | undefined, path: string, ignoreCase: boolean): boolean {
-    const base = this.paths().base;
-    if (this.guarded?.base !== base || this.guarded.ignoreCase !== ignoreCase) {
-      this.guarded = { base, ignoreCase, routes: guardedRoutes(this.documented, base, ignoreCase) };
-    }
     const verb = method === 'HEAD' ? 'GET' : method;
-    return this.guarded.routes.some((r) => r.method === verb && r.pattern.test(path));
+    const decoded = decodeSegments(path);
+    return this.guardedRoutes().some((r) => {
+      const pattern = ignoreCase ? r.caseless : r.pattern;
+      return r.method === verb && (pattern.test(path) || pattern.test(decoded));
+    });
+  }
+
+  /**
+   * Whether a route registered at `url` (`/pay/orders/:id`, as the router was given it) with this
+   * method is one of the module's guarded routes: the router then runs the check on whatever it routes there.
+   */
+  isGuardedUrl(method: string, url: string): boolean {
+    const verb = method === 'HEAD' ? 'GET' : method;
+    const template = urlTemplate(url);
+    return this.guardedRoutes().some((r) => r.method === verb && r.template === template);
+  }
+
+  /** Whether a route registered at `url` is the webhook route (or its endpoint-less sibling). */
+  isWebhookUrl(url: string): boolean {
+    const { webhooks } = this.paths();
+    return url === webhooks || url === `${webhooks}/` || urlTemplate(url) === urlTemplate(`${webhooks}/:endpointId`);
+  }
+
+  /** Whether a route registered at `url` serves the Swagger UI (or a file under it) or the OpenAPI document. */
+  isDocsUrl(url: string): boolean {
+    const { docs, docsJson } = this.paths();
+    return url === docs || url.startsWith(`${docs}/`) || url === docsJson || url === `${docs}-yaml`;
+  }
+
+  private guardedRoutes(): GuardedRoute[] {
+    const base = this.paths().base;
+    if (this.guarded?.base !== base) this.guarded = { base, routes: guardedRoutes(this.documented, base) };
+    return this.guarded.routes;
   }
 
   /** Called by configurePaymentWebhooksApp before the app starts. */
-  attach(app: INestApplication, docs: boolean, documented: Type[]): void {
+  attach(app: INestApplication, docs: boolean, documented: Type[], beforeDocsRoutes?: (paths: string[]) => void): void {
     this.app = app;
     this.docsEnabled = docs;
     this.documented = documented;
+    this.guarded = undefined;
+    this.beforeDocsRoutes = beforeDocsRoutes;
     if (this.initialized) this.mountDocs();
   }
 
@@ -120,6 +153,7 @@ export class HttpSurface implements OnModuleInit {
     }
     this.mounted = true;
     const { docs, docsJson } = this.paths();
+    this.beforeDocsRoutes?.([docs, docsJson, `${docs}-yaml`]);
     // Paths are given whole (global prefix included); the document is built at the first request.
     SwaggerModule.setup(docs, app, () => this.document(app), {
       jsonDocumentUrl: docsJson,
@@ -155,9 +189,18 @@ function apiOnlyBearer(doc: OpenAPIObject, webhooks: string): OpenAPIObject {
   return doc;
 }
 
+interface GuardedRoute {
+  method: string;
+  /** Matches a request path; `caseless` whatever its case. */
+  pattern: RegExp;
+  caseless: RegExp;
+  /** The route's path with each parameter as `:` (see urlTemplate). */
+  template: string;
+}
+
 /** The (method, path) of every route of the given modules' controllers guarded by AdminGuard. */
-function guardedRoutes(modules: Type[], base: string, ignoreCase: boolean): Array<{ method: string; pattern: RegExp }> {
-  const out: Array<{ method: string; pattern: RegExp }> = [];
+function guardedRoutes(modules: Type[], base: string): GuardedRoute[] {
+  const out: GuardedRoute[] = [];
   for (const module of modules) {
     const controllers: Type[] = Reflect.getMetadata(MODULE_METADATA.CONTROLLERS, module) ?? [];
     for (const controller of controllers) {
@@ -171,7 +214,14 @@ function guardedRoutes(modules: Type[], base: string, ignoreCase: boolean): Arra
         const guards: unknown[] = [...classGuards, ...(Reflect.getMetadata(GUARDS_METADATA, handler) ?? [])];
         if (!guards.includes(AdminGuard)) continue;
         for (const own of pathsOf(Reflect.getMetadata(PATH_METADATA, handler))) {
-          for (const ctl of prefix) out.push({ method: RequestMethod[requestMethod], pattern: routePattern([base, ctl, own], ignoreCase) });
+          for (const ctl of prefix) {
+            out.push({
+              method: RequestMethod[requestMethod],
+              pattern: routePattern([base, ctl, own], false),
+              caseless: routePattern([base, ctl, own], true),
+              template: urlTemplate([base, ctl, own].join('/')),
+            });
+          }
         }
       }
     }
@@ -189,6 +239,28 @@ function routePattern(parts: string[], ignoreCase: boolean): RegExp {
   const segments = parts.flatMap((p) => p.split('/')).filter((s) => s.length > 0);
   const body = segments.map((s) => (s.startsWith(':') ? '[^/]+' : s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))).join('/');
   return new RegExp(`^/${body}/?$`, ignoreCase ? 'i' : '');
+}
+
+/** `/pay/orders/:id/` as `/pay/orders/:`: a registered route's path whatever its parameters are called. */
+function urlTemplate(url: string): string {
+  const segments = url.split('/').filter((s) => s.length > 0);
+  return `/${segments.map((s) => (s.startsWith(':') ? ':' : s)).join('/')}`;
+}
+
+/** The path with the percent escapes of each segment decoded, `%2F` kept (it separates no segment); a malformed escape stays as written. */
+function decodeSegments(path: string): string {
+  if (!path.includes('%')) return path;
+  const decode = (text: string) => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return text;
+    }
+  };
+  return path
+    .split('/')
+    .map((segment) => segment.split(/%2f/i).map(decode).join('%2F'))
+    .join('/');
 }
 
 function resolvable(name: string): boolean {
