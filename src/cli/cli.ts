@@ -28,7 +28,8 @@ export function usage(): string {
     '',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
     '',
-    'Reads the service environment (DATABASE_URL, DATABASE_SCHEMA, …; a local .env fills the rest).',
+    'Reads the service environment (DATABASE_URL, DATABASE_SCHEMA, …; a local .env fills the rest);',
+    'conformance and simulate read only ADMIN_TOKEN, when --admin-token is absent.',
     'Exit code: 0 success, 1 failure, 2 could not run.',
   ].join('\n');
 }
@@ -65,6 +66,11 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
   const opened: DataSource[] = [];
   const ctx: CliContext = {
     args,
+    remoteEnv: {
+      get ADMIN_TOKEN() {
+        return env.ADMIN_TOKEN;
+      },
+    },
     get config() {
       return loadConfig();
     },

@@ -1,19 +1,33 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { PROVIDER_NAMES } from '../config/options';
-import { checkSecrets, parseBaseUrl, parseCommandArgs, refuseControlCharacters, requireOptions, wholeNumber } from './args';
+import {
+  ADMIN_TOKEN_OPTION,
+  adminTokenGiven,
+  parseBaseUrl,
+  parseCommandArgs,
+  readAdminToken,
+  readSecrets,
+  requireOptions,
+  SECRET_OPTIONS,
+  secretsGiven,
+  wholeNumber,
+} from './args';
 import { CliCommand, CliExit, EXIT } from './context';
 import { CHECK_SUMMARIES, CHECKS, CheckResult, runConformance } from './remote/conformance';
 import type { RemoteProvider } from './remote/events';
 
 const USAGE = [
-  `usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider ${PROVIDER_NAMES.join('|')} --secret <s>`,
-  '         --admin-token <t> [--merchant <account>] [--carrier <name>] [--wait <seconds>] [--json]',
+  `usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider ${PROVIDER_NAMES.join('|')}`,
+  '         --secret-file <path> | --secret <s> [--admin-token <t>] [--merchant <account>] [--carrier <name>]',
+  '         [--wait <seconds>] [--json]',
   '  The re-delivery checks to pass before going live, against a running service (staging): signed deliveries to',
   '  <url>/webhooks/<endpoint> and its REST API with the admin token. It creates a few orders (reference',
   '  conformance-…) that its events pay, so their shipments go to the configured carrier: point it at a sandbox carrier.',
-  '  --url includes any route prefix (http://127.0.0.1:3000/pay). --secret may be repeated (each signs, as during a',
-  "  rotation). --merchant: the account bodies declare and payments are registered under (needed on a merchantAccountIds",
+  '  --url includes any route prefix (http://127.0.0.1:3000/pay). --secret-file: the secret, or one a line (each signs,',
+  '  the first the current one, as during a rotation; blank lines and # comments skipped); or --secret, repeatable, but',
+  '  ps shows it to every user. The admin token: ADMIN_TOKEN from the environment, or --admin-token (ps shows it too).',
+  "  --merchant: the account bodies declare and payments are registered under (needed on a merchantAccountIds",
   '  endpoint). --wait: the longest wait for processing or a shipment, per check (default 30).',
   '  One line per check, PASS|FAIL <check> — <detail>, then "conformance: N/M checks pass"; --json prints one JSON',
   '  document instead. Exit 0 only when every check passes, 1 when one fails, 2 when it could not run.',
@@ -23,7 +37,7 @@ const USAGE = [
 
 /**
  * `payment-webhooks conformance` (CONTRACT §8): what a team runs against a deployment before it takes
- * real traffic. Reads no environment: everything goes over HTTP to the service named by `--url`.
+ * real traffic. Reads no environment but ADMIN_TOKEN: everything goes over HTTP to the service named by `--url`.
  */
 export const conformanceCommand: CliCommand = {
   summary: 'the re-delivery checks to pass before going live, against a running service',
@@ -34,21 +48,21 @@ export const conformanceCommand: CliCommand = {
       url: { type: 'string' },
       endpoint: { type: 'string' },
       provider: { type: 'string' },
-      secret: { type: 'string', multiple: true },
-      'admin-token': { type: 'string' },
+      ...SECRET_OPTIONS,
+      ...ADMIN_TOKEN_OPTION,
       merchant: { type: 'string' },
       carrier: { type: 'string' },
       wait: { type: 'string' },
       json: { type: 'boolean' },
     });
-    requireOptions('conformance', USAGE, values, ['url', 'endpoint', 'provider', 'secret', 'admin-token']);
+    requireOptions('conformance', USAGE, values, ['url', 'endpoint', 'provider', secretsGiven(values), adminTokenGiven(values['admin-token'], ctx.remoteEnv)]);
     if (!(PROVIDER_NAMES as readonly string[]).includes(values.provider!)) {
       throw new CliExit(EXIT.couldNotRun, `conformance: --provider must be one of ${PROVIDER_NAMES.join(', ')}`);
     }
     const url = parseBaseUrl('conformance', 'url', values.url!, values.endpoint!);
     const wait = wholeNumber('conformance', 'wait', values.wait, 30, 1, 3600);
-    checkSecrets('conformance', values.secret!);
-    refuseControlCharacters('conformance', 'admin-token', [values['admin-token']]);
+    const secrets = readSecrets('conformance', values)!;
+    const adminToken = readAdminToken('conformance', values['admin-token'], ctx.remoteEnv)!;
 
     const json = values.json === true;
     const startedAt = new Date().toISOString();
@@ -56,8 +70,8 @@ export const conformanceCommand: CliCommand = {
       url: url.toString(),
       endpoint: values.endpoint!,
       provider: values.provider as RemoteProvider,
-      secrets: values.secret!,
-      adminToken: values['admin-token']!,
+      secrets,
+      adminToken,
       merchant: values.merchant,
       carrier: values.carrier,
       waitMs: wait * 1000,

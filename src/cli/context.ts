@@ -13,9 +13,20 @@ export class CliExit extends Error {
   }
 }
 
+/**
+ * All the commands that talk to a running service read of the environment: the admin token, so it
+ * need not be an argument (`ps` shows every process's arguments to every user; its environment
+ * only to its own user). Never from a `.env`: those commands read none of the service's files.
+ */
+export interface RemoteEnv {
+  readonly ADMIN_TOKEN?: string;
+}
+
 /** What a command gets: its arguments, the validated environment, and a way to open the database. */
 export interface CliContext {
   args: string[];
+  /** ADMIN_TOKEN as the command was started with, read when asked. */
+  readonly remoteEnv: RemoteEnv;
   /** The validated §1 environment, read on first use (a configuration error ends the command with exit 2). */
   readonly config: StandaloneConfig;
   out: (line: string) => void;

@@ -1,6 +1,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { checkSecrets, parseBaseUrl, parseCommandArgs, refuseControlCharacters, requireOptions, wholeNumber as wholeNumberOption } from './args';
-import { CliCommand, CliExit, EXIT } from './context';
+import {
+  ADMIN_TOKEN_OPTION,
+  parseBaseUrl,
+  parseCommandArgs,
+  readAdminToken,
+  readSecrets,
+  requireOptions,
+  SECRET_OPTIONS,
+  secretsGiven,
+  wholeNumber as wholeNumberOption,
+} from './args';
+import { CliCommand, CliExit, EXIT, RemoteEnv } from './context';
 import { deliver, describeWithCause, joinUrl, send, webhookUrl } from './remote/delivery';
 import type { RemoteProvider } from './remote/events';
 import {
@@ -18,11 +28,14 @@ import { attemptsOf, formatDuration, SCHEDULE_NAMES, ScheduleName, SCHEDULES, se
 const PROVIDERS: readonly RemoteProvider[] = ['paymos', 'factuarea', 'stripe', 'standard'];
 
 const USAGE = [
-  'usage: payment-webhooks simulate --url <base URL> --endpoint <id> --provider paymos|factuarea|stripe|standard --secret <s> [options]',
+  'usage: payment-webhooks simulate --url <base URL> --endpoint <id> --provider paymos|factuarea|stripe|standard',
+  '         --secret-file <path> | --secret <s> [options]',
   '  Sends signed events to <base URL>/webhooks/<id> as the provider would, retries every failed delivery on the',
   "  provider's published schedule (shrunk by --time-scale), and prints what the service answered.",
   '  --url <base URL>         the service, with any route prefix (http://127.0.0.1:3000/pay)',
-  '  --secret <s>             repeatable: every secret signs, one v1 each, as during a rotation',
+  '  --secret-file <path>     the secret, or one a line (a rotation: every one signs, one v1 each, the first the',
+  '                           current one); lines trimmed, blank lines and # comments skipped',
+  '  --secret <s>             instead of --secret-file, repeatable; ps shows it to every user of the machine',
   "  --events N               distinct events (default 10), in the provider's payment lifecycles (Factuarea: created,",
   '                           sent, paid); the last payment may lack its first steps, every payment ends paid',
   '  --duplicates <0..1>      share of events the provider sends again on its own once acknowledged (default 0);',
@@ -36,14 +49,15 @@ const USAGE = [
   '  --merchant <account>     the account the bodies declare (not paymos; an endpoint of many accounts needs one)',
   "  --admin-token <t>        create one order per payment first (POST /orders), so the events pay real orders;",
   '                           without it the events name random order ids and end `unmatched`; with it, the run',
-  '                           ends by checking that every order was fulfilled (within --wait seconds, default 30)',
-  '  --admin-url <base URL>   where the orders are created (default --url)',
+  '                           ends by checking that every order was fulfilled (within --wait seconds, default 30).',
+  '                           Absent: ADMIN_TOKEN from the environment, which ps does not show (empty: no token)',
+  '  --admin-url <base URL>   where the orders are created (default --url; needs the admin token)',
   '  --seed <n>               reproducible jitter and picks (default random, printed)',
   '  --json                   the summary as JSON on stdout',
   '  Schedules:',
   ...SCHEDULE_NAMES.map((name) => `    ${name.padEnd(10)} ${SCHEDULES[name].describe}`),
   '  Progress goes to stderr. Exit 0 every event acknowledged by the service (200 accepted or duplicate), none',
-  '  accepted twice and, with --admin-token, every order fulfilled; 1 a delivery gave up (schedule exhausted, or an',
+  '  accepted twice and, with the admin token, every order fulfilled; 1 a delivery gave up (schedule exhausted, or an',
   "  answer the schedule does not retry), a 2xx that is not the service's answer, an order not fulfilled, or an",
   '  interrupted run (Ctrl-C, SIGTERM: the summary is printed); 2 could not run.',
 ].join('\n');
@@ -107,13 +121,16 @@ function oneOf<T extends string>(name: string, value: string, allowed: readonly 
   return value as T;
 }
 
-/** The command line, validated; anything wrong ends the command with exit 2 and one line (never a secret's value). */
-export function parseSimulateArgs(args: string[]): SimulateOptions {
+/**
+ * The command line (and ADMIN_TOKEN when --admin-token is absent), validated; anything wrong ends
+ * the command with exit 2 and one line (never a secret's or the token's value).
+ */
+export function parseSimulateArgs(args: string[], env: RemoteEnv = {}): SimulateOptions {
   const v = parseCommandArgs('simulate', USAGE, args, {
     url: { type: 'string' },
     endpoint: { type: 'string' },
     provider: { type: 'string' },
-    secret: { type: 'string', multiple: true },
+    ...SECRET_OPTIONS,
     events: { type: 'string' },
     duplicates: { type: 'string' },
     copies: { type: 'string' },
@@ -123,25 +140,24 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
     'time-scale': { type: 'string' },
     timeout: { type: 'string' },
     merchant: { type: 'string' },
-    'admin-token': { type: 'string' },
+    ...ADMIN_TOKEN_OPTION,
     'admin-url': { type: 'string' },
     wait: { type: 'string' },
     seed: { type: 'string' },
     json: { type: 'boolean' },
   });
-  requireOptions('simulate', USAGE, v, ['url', 'endpoint', 'provider', 'secret']);
-  if (v.wait !== undefined && v['admin-token'] === undefined) usageError('--wait needs --admin-token (it bounds the wait for the orders)');
+  requireOptions('simulate', USAGE, v, ['url', 'endpoint', 'provider', secretsGiven(v)]);
+  const adminToken = readAdminToken('simulate', v['admin-token'], env);
+  if (v.wait !== undefined && adminToken === undefined) usageError('--wait needs --admin-token or ADMIN_TOKEN (it bounds the wait for the orders)');
   const provider = oneOf('provider', v.provider!, PROVIDERS);
-  const secrets = v.secret!;
-  checkSecrets('simulate', secrets);
-  refuseControlCharacters('simulate', 'admin-token', [v['admin-token']]);
+  const secrets = readSecrets('simulate', v)!;
   if (provider === 'standard' && secrets.some((s) => !/^whsec_[A-Za-z0-9+/]+={0,2}$/.test(s))) {
-    usageError('--secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)');
+    const which = v['secret-file'] === undefined ? '--secret of a standard endpoint' : '--secret-file: each secret of a standard endpoint';
+    usageError(`${which} must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)`);
   }
   if (provider === 'paymos' && v.merchant !== undefined) usageError('--merchant does not apply to paymos: its bodies declare no account');
   if (v.merchant === '') usageError('--merchant must not be empty');
-  if (v['admin-token'] === '') usageError('--admin-token must not be empty');
-  if (v['admin-url'] !== undefined && v['admin-token'] === undefined) usageError('--admin-url needs --admin-token');
+  if (v['admin-url'] !== undefined && adminToken === undefined) usageError('--admin-url needs --admin-token or ADMIN_TOKEN');
 
   const concurrency = wholeNumber('concurrency', v.concurrency, 8, 1, 10_000);
   const copies = wholeNumber('copies', v.copies, 1, 1, 10_000);
@@ -164,7 +180,7 @@ export function parseSimulateArgs(args: string[]): SimulateOptions {
     timeScale,
     timeoutMs: wholeNumber('timeout', v.timeout, 10_000, 1, 2_147_483_647),
     merchant: v.merchant,
-    adminToken: v['admin-token'],
+    adminToken,
     adminUrl: baseUrl('admin-url', v['admin-url'] ?? v.url!),
     waitMs: wholeNumber('wait', v.wait, 30, 1, 3600) * 1000,
     seed: wholeNumber('seed', v.seed, randomBytes(4).readUInt32BE(0), 0, 4_294_967_295),
@@ -413,7 +429,7 @@ async function createOrders(options: SimulateOptions, count: number, run: string
 
 /**
  * `payment-webhooks simulate` (CONTRACT §8): plays a provider against a running service, over
- * HTTP only (no environment read), so an operator can watch the receiver take duplicates,
+ * HTTP only (of the environment, ADMIN_TOKEN only), so an operator can watch the receiver take duplicates,
  * concurrent copies, out-of-order lifecycles, a secret rotation in flight and the provider's own
  * retry schedule, and see by the counts that every event was accepted exactly once.
  */
@@ -422,7 +438,7 @@ export const simulateCommand: CliCommand = {
   usage: USAGE,
   environment: false,
   async run(ctx) {
-    const options = parseSimulateArgs(ctx.args);
+    const options = parseSimulateArgs(ctx.args, ctx.remoteEnv);
     const random = seededRandom(options.seed);
     const count = paymentCount(options.provider, options.events);
     const run = randomUUID().slice(0, 8);

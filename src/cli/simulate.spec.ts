@@ -1,4 +1,7 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CliExit, EXIT } from './context';
 import type { Answer, Delivery } from './remote/delivery';
 import { SCHEDULES, ScheduleName, seededRandom } from './remote/schedules';
@@ -523,7 +526,7 @@ describe('parseSimulateArgs', () => {
   it('missing required options: exit 2, the reason, then the usage', () => {
     const e = exitOf(['--url', 'http://x']);
     expect(e.code).toBe(EXIT.couldNotRun);
-    expect(e.message.split('\n')[0]).toBe('simulate: --endpoint, --provider, --secret required');
+    expect(e.message.split('\n')[0]).toBe('simulate: --endpoint, --provider, --secret (or --secret-file) required');
     expect(e.message).toContain('usage: payment-webhooks simulate');
   });
 
@@ -542,7 +545,8 @@ describe('parseSimulateArgs', () => {
     [['--timeout', '0'], 'simulate: --timeout must be a whole number from 1 to 2147483647, got "0"'],
     [['--schedule', 'adyen'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, got "adyen"'],
     [['--seed=-1'], 'simulate: --seed must be a whole number from 0 to 4294967295, got "-1"'],
-    [['--admin-url', 'http://10.0.0.2'], 'simulate: --admin-url needs --admin-token'],
+    [['--admin-url', 'http://10.0.0.2'], 'simulate: --admin-url needs --admin-token or ADMIN_TOKEN'],
+    [['--wait', '5'], 'simulate: --wait needs --admin-token or ADMIN_TOKEN (it bounds the wait for the orders)'],
     [['--admin-token', ''], 'simulate: --admin-token must not be empty'],
   ])('%j: exit 2 with one line', (extra, message) => {
     const e = exitOf([...REQUIRED, ...extra]);
@@ -561,6 +565,63 @@ describe('parseSimulateArgs', () => {
   ])('%j: exit 2 with one line, never the secret', (args, message) => {
     const e = exitOf(args);
     expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
+  });
+
+  describe('the secrets from --secret-file, the token from ADMIN_TOKEN (off the command line)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pw-simulate-'));
+    const BASE = ['--url', 'http://127.0.0.1:3000/pay', '--endpoint', 'fac-main', '--provider', 'factuarea'];
+    const secretFile = (text: string) => {
+      const path = join(dir, `secrets-${randomUUID()}`);
+      writeFileSync(path, text, { mode: 0o600 });
+      return path;
+    };
+
+    it('--secret-file with a rotation signs with both, the first line first; ADMIN_TOKEN creates the orders', () => {
+      const o = parseSimulateArgs([...BASE, '--secret-file', secretFile('whsec_new\r\nwhsec_old\r\n'), '--wait', '5'], { ADMIN_TOKEN: 'adm-env-token' });
+      expect(o).toMatchObject({ secrets: ['whsec_new', 'whsec_old'], adminToken: 'adm-env-token', waitMs: 5000 });
+    });
+
+    it('--admin-token wins over ADMIN_TOKEN; an empty ADMIN_TOKEN is none (events name random order ids)', () => {
+      expect(parseSimulateArgs([...REQUIRED, '--admin-token', 'adm-arg'], { ADMIN_TOKEN: 'adm-env' }).adminToken).toBe('adm-arg');
+      expect(parseSimulateArgs(REQUIRED, { ADMIN_TOKEN: '' }).adminToken).toBeUndefined();
+      expect(parseSimulateArgs(REQUIRED).adminToken).toBeUndefined();
+    });
+
+    it('--admin-url with ADMIN_TOKEN: the orders are created there', () => {
+      expect(parseSimulateArgs([...REQUIRED, '--admin-url', 'http://10.0.0.2:3000'], { ADMIN_TOKEN: 'adm-env' }).adminUrl).toBe('http://10.0.0.2:3000');
+    });
+
+    it.each([
+      [['--secret', 'whsec_SeCrEt1', '--secret-file', '/run/secrets/fac'], 'simulate: --secret and --secret-file together: give the secrets one way (--secret-file keeps them out of ps)'],
+      [['--secret-file', '/nonexistent/fac'], 'simulate: --secret-file "/nonexistent/fac": cannot read it (no such file)'],
+    ])('%j: exit 2 with one line, never the secret', (extra, message) => {
+      const e = exitOf([...BASE, ...extra]);
+      expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
+    });
+
+    it('an empty file, a control character in a line, a token with a newline: exit 2 naming the source, never a value', () => {
+      const empty = secretFile('\n# none yet\n');
+      expect(exitOf([...BASE, '--secret-file', empty]).message).toBe(`simulate: --secret-file "${empty}" holds no secret (one a line; blank lines and # comments are skipped)`);
+      const controlled = secretFile('whsec_\u001bSeCrEt\n');
+      const e = exitOf([...BASE, '--secret-file', controlled]);
+      expect(e.message).toBe(`simulate: --secret-file "${controlled}": line 1 must not contain control characters`);
+      expect(e.message).not.toContain('SeCrEt');
+      expect(() => parseSimulateArgs(REQUIRED, { ADMIN_TOKEN: 'adm-SeCrEt-token\n' })).toThrow(
+        new CliExit(EXIT.couldNotRun, 'simulate: ADMIN_TOKEN must not contain control characters (a trailing newline from a file?)'),
+      );
+    });
+
+    it('a standard endpoint: every secret of the file must be whsec_ and base64', () => {
+      const path = secretFile('whsec_c2VjcmV0\nnot-base64!\n');
+      const e = exitOf(['--url', 'http://h', '--endpoint', 'e', '--provider', 'standard', '--secret-file', path]);
+      expect(e.message).toBe('simulate: --secret-file: each secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)');
+    });
+
+    it('the usage shows --secret-file first, and ADMIN_TOKEN', () => {
+      const usage = exitOf(['--url', 'http://x']).message;
+      expect(usage).toContain('--secret-file <path> | --secret <s>');
+      expect(usage).toContain('ADMIN_TOKEN from the environment');
+    });
   });
 
   it('an unknown option: exit 2 (strict parsing)', () => {

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { HttpProxy } from '../../tools/http-proxy';
-import { api, freePort, runCli, ServiceProcess, waitForHttp } from '../support/process';
+import { api, commandLineOf, freePort, runCli, ServiceProcess, startCli, until, waitForHttp } from '../support/process';
 
 /**
  * `payment-webhooks conformance` (CONTRACT §8) against the built service, as a team runs it against
@@ -113,6 +116,35 @@ describe.each(['express', 'fastify'])('payment-webhooks conformance against the 
     expect(out.stdout + out.stderr).not.toContain(ADMIN);
   });
 
+  // Once is enough: how the command gets its secrets does not depend on the service's platform.
+  if (platform === 'express') {
+    it('stripe, the rotation from --secret-file and the token from ADMIN_TOKEN: every check passes; ps shows neither', async () => {
+      const [current, old] = ENDPOINTS.find((e) => e.id === 'stripe-main')!.secrets;
+      const secretFile = join(mkdtempSync(join(tmpdir(), 'pw-conf-secrets-')), 'stripe-main');
+      writeFileSync(secretFile, `# stripe-main, during the rotation\r\n${current}\r\n  ${old}\r\n\r\n`, { mode: 0o600 });
+      const argv = ['conformance', '--url', base, '--endpoint', 'stripe-main', '--provider', 'stripe', '--secret-file', secretFile];
+      const shipmentsBefore = sim.shipments.length;
+      const cli = startCli([...argv, '--merchant', 'acct_conf', '--wait', '20', '--json'], { ADMIN_TOKEN: ADMIN });
+
+      // Mid-run (the delivery check has shipped its order), the process's arguments as any user reads them.
+      let commandLine = '';
+      await until('the delivery check shipping its order', () => {
+        if (cli.child.exitCode !== null) return true;
+        commandLine = commandLineOf(cli.child.pid!);
+        return sim.shipments.length > shipmentsBefore;
+      });
+      expect(cli.child.exitCode).toBeNull();
+      expect(commandLine).toContain(`--secret-file ${secretFile}`);
+      for (const value of [current, old, ADMIN]) expect(commandLine).not.toContain(value);
+
+      const out = await cli.exited;
+      const report = JSON.parse(out.stdout) as Report;
+      expect(report.checks.filter((c) => !c.pass)).toEqual([]);
+      expect([report.passed, report.total, out.code]).toEqual([10, 10, 0]);
+      for (const value of [current, old, ADMIN]) expect(out.stdout + out.stderr).not.toContain(value);
+    });
+  }
+
   it('the text output: one PASS line per check, then the count', async () => {
     const out = await run(args(base, 'paymos-main', 'paymos', ['conf-paymos-secret']));
     const lines = out.stdout.trim().split('\n');
@@ -156,7 +188,7 @@ describe.each(['express', 'fastify'])('payment-webhooks conformance against the 
       const signature = report.checks.find((c) => c.check === 'signature')!;
       expect(signature.pass).toBe(false);
       expect(signature.detail).toBe('pretty-printed body: 401 invalid_signature; compact body: 401 invalid_signature');
-      expect(signature.hint).toContain('--secret is not one of endpoint "paymos-main"\'s secrets');
+      expect(signature.hint).toContain('the secret (--secret or --secret-file) is not one of endpoint "paymos-main"\'s secrets');
       // Nothing verified, so the re-serialised probe's refusal would prove nothing: not run.
       expect(report.checks.find((c) => c.check === 'reserialised')).toEqual({
         check: 'reserialised',
@@ -185,7 +217,7 @@ describe.each(['express', 'fastify'])('payment-webhooks conformance against the 
   });
 
   it.each([
-    ['no --secret', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paymos', '--admin-token', 't'], /^payment-webhooks: conformance: --secret required/],
+    ['no --secret', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paymos', '--admin-token', 't'], /^payment-webhooks: conformance: --secret \(or --secret-file\) required/],
     ['an unknown provider', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paypal', '--secret', 's', '--admin-token', 't'], /--provider must be one of paymos, factuarea, stripe, standard/],
     ['a URL that is not http', ['--url', 'ftp://x', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 't'], /--url must be an http/],
     ['an unknown option', ['--bogus'], /^payment-webhooks: conformance: Unknown option '--bogus'/],

@@ -1,9 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client } from 'pg';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
 import { HttpProxy } from '../../tools/http-proxy';
-import { api, freePort, runCli, ServiceProcess, until, waitForHttp } from '../support/process';
+import { api, commandLineOf, freePort, runCli, ServiceProcess, startCli, until, waitForHttp } from '../support/process';
 
 /**
  * `payment-webhooks simulate` (CONTRACT §8) against the built service: the Factuarea schedule at a
@@ -15,6 +18,9 @@ const ADMIN = 'sim-admin-token-0123';
 const SECRET = 'whsec_sim_factuarea';
 const OLD_SECRET = 'whsec_sim_rotated_old';
 const NEW_SECRET = 'whsec_sim_rotated_new';
+/** The endpoint run with --secret-file: its current secret and the one it replaced. */
+const FILE_SECRET = 'whsec_sim_from_file_current';
+const FILE_OLD_SECRET = 'whsec_sim_from_file_previous';
 /** At 120×, Factuarea's first wait (1 min ±10 %) is 450–550 ms: a service down for 500 ms is its first minute. */
 const TIME_SCALE = 120;
 const UNAVAILABLE_MS = 60_000 / TIME_SCALE;
@@ -52,6 +58,7 @@ describe('payment-webhooks simulate', () => {
         { id: 'factuarea-sim', provider: 'factuarea', secrets: [SECRET], merchantAccountId: randomUUID() },
         { id: 'factuarea-rotating', provider: 'factuarea', secrets: [OLD_SECRET], merchantAccountId: randomUUID() },
         { id: 'factuarea-wrong', provider: 'factuarea', secrets: [SECRET], merchantAccountId: randomUUID() },
+        { id: 'factuarea-file', provider: 'factuarea', secrets: [FILE_SECRET], merchantAccountId: randomUUID() },
       ]),
       PORT: String(port),
       ADMIN_TOKEN: ADMIN,
@@ -166,6 +173,40 @@ describe('payment-webhooks simulate', () => {
     await expectRecordedOnceAndFulfilled('factuarea-rotating', summary);
   });
 
+  it('the secrets from --secret-file and the token from ADMIN_TOKEN: while it runs, ps shows neither; every event accepted once', async () => {
+    const gateway = await proxy({ unavailableForMs: UNAVAILABLE_MS });
+    const secretFile = join(mkdtempSync(join(tmpdir(), 'pw-sim-secrets-')), 'factuarea-file');
+    writeFileSync(secretFile, `${FILE_SECRET}\n${FILE_OLD_SECRET}\n`, { mode: 0o600 });
+    const cli = startCli(
+      [
+        ...['simulate', '--url', gateway.url, '--admin-url', direct, '--endpoint', 'factuarea-file', '--provider', 'factuarea'],
+        ...['--secret-file', secretFile, '--events', '6', '--time-scale', String(TIME_SCALE), '--json'],
+      ],
+      { ADMIN_TOKEN: ADMIN },
+    );
+
+    // In progress: the orders are created and the service (its proxy) is answering 503 to the first attempts.
+    let commandLine = '';
+    await until('the first attempt answered 503', () => {
+      if (cli.child.exitCode !== null) return true;
+      commandLine = commandLineOf(cli.child.pid!);
+      return gateway.unavailableAnswers > 0;
+    });
+    expect(cli.child.exitCode).toBeNull();
+    expect(commandLine).toContain(`--secret-file ${secretFile}`);
+    for (const value of [FILE_SECRET, FILE_OLD_SECRET, ADMIN]) expect(commandLine).not.toContain(value);
+
+    const out = await cli.exited;
+    expect({ code: out.code, stderr: onlyProgress(out.stderr) }).toEqual({ code: 0, stderr: [] });
+    const summary: Summary = JSON.parse(out.stdout);
+    expect(summary.totals).toMatchObject({ events: 6, accepted: 6, acceptedMoreThanOnce: 0, gaveUp: 0 });
+    expect(gateway.unavailableAnswers).toBeGreaterThan(0);
+    // ADMIN_TOKEN created the orders (one per Factuarea lifecycle of three events) and they were fulfilled.
+    expect(summary.orders).toHaveLength(2);
+    for (const value of [FILE_SECRET, FILE_OLD_SECRET, ADMIN]) expect(out.stdout + out.stderr).not.toContain(value);
+    await expectRecordedOnceAndFulfilled('factuarea-file', summary);
+  });
+
   it('a wrong secret: Factuarea does not retry a 401, so every event gives up at once; exit 1, the summary names 401 invalid_signature', async () => {
     const out = await run([
       ...['--url', direct, '--endpoint', 'factuarea-wrong', '--provider', 'factuarea', '--secret', 'whsec_not_the_one'],
@@ -238,6 +279,7 @@ describe('payment-webhooks simulate', () => {
     ['an unknown schedule', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--schedule', 'weekly'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, got "weekly"'],
     ['a ratio above 1', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--duplicates', '2'], 'simulate: --duplicates must be a ratio from 0 to 1, got "2"'],
     ['an unknown option', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--retry', '3'], /^simulate: Unknown option '--retry'/],
+    ['an unreadable --secret-file', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret-file', '/nonexistent/secrets'], 'simulate: --secret-file "/nonexistent/secrets": cannot read it (no such file)'],
     ['a wrong admin token', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--admin-token', 'not-the-admin-token'], 'simulate: POST U/orders answered 401 unauthorized; 0 of 4 orders created, no event sent'],
   ])('%s: exit 2 with one line saying why, nothing sent', async (_name, args, message) => {
     const out = await run(args.map((a) => (a === 'U' ? direct : a)));

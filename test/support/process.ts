@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -109,4 +109,26 @@ export async function stopProcesses(processes: ServiceProcess[]): Promise<void> 
   for (const p of processes) p.kill('SIGTERM');
   await Promise.all(processes.map((p) => p.exited(10_000).catch(() => p.kill('SIGKILL'))));
   for (const p of processes) p.kill('SIGKILL');
+}
+
+/** A run of the built command that is still going: its process, to look at, and its end. */
+export interface StartedCli {
+  child: ChildProcess;
+  exited: Promise<CliRun>;
+}
+
+/** As runCli, but returns at once with the process, to look at it while it runs (`/proc/<pid>/cmdline`). */
+export function startCli(args: string[], env: Record<string, string> = {}): StartedCli {
+  const child = spawn(process.execPath, [CLI, ...args], { cwd: emptyDir(), env: { PATH: process.env.PATH ?? '', ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<CliRun>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
+  return { child, exited };
+}
+
+/** A process's command line as any user of the machine sees it (`ps`, /proc), its arguments joined by spaces. */
+export function commandLineOf(pid: number): string {
+  return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
 }

@@ -176,7 +176,7 @@ class ConformanceRun {
       );
     }
     const list = await this.http('GET', '/orders?limit=1');
-    if (list.status === 401) throw new Failed('GET /orders answered 401 unauthorized', '--admin-token is not the service\'s ADMIN_TOKEN');
+    if (list.status === 401) throw new Failed('GET /orders answered 401 unauthorized', 'the admin token (--admin-token, else ADMIN_TOKEN here) is not the service\'s ADMIN_TOKEN');
     if (list.status === 503) throw new Failed(`GET /orders answered ${describeAnswer(list)}`, 'the service has no ADMIN_TOKEN set (its API is off)');
     if (list.status !== 200 || !Array.isArray(list.json?.items)) {
       throw new Failed(`GET /orders answered ${describeAnswer(list)}, not the contract's list`, 'is --url pointing at this service, and not at something in front of it?');
@@ -218,7 +218,7 @@ class ConformanceRun {
     if (has('invalid_signature')) {
       throw new Failed(
         evidence,
-        `no signature matched: --secret is not one of endpoint "${this.o.endpoint}"'s secrets (after a rotation, the new one), or the bytes are changed on the way (a proxy re-encoding or re-serialising bodies)`,
+        `no signature matched: the secret (--secret or --secret-file) is not one of endpoint "${this.o.endpoint}"'s secrets (after a rotation, the new one), or the bytes are changed on the way (a proxy re-encoding or re-serialising bodies)`,
       );
     }
     if (has('malformed_payload')) {

@@ -1,0 +1,91 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { conformanceCommand } from './conformance.command';
+import { CliContext, CliExit, EXIT, RemoteEnv } from './context';
+import { ConformanceOptions, runConformance } from './remote/conformance';
+
+// The checks themselves run against a built service (test/cli/conformance.e2e-spec.ts); here,
+// only what the command hands them and what it refuses before sending anything.
+jest.mock('./remote/conformance', () => ({
+  ...jest.requireActual('./remote/conformance'),
+  runConformance: jest.fn(async () => [{ check: 'reachable', pass: true, detail: 'ok' }]),
+}));
+const run = runConformance as jest.MockedFunction<typeof runConformance>;
+
+const SECRET = 'whsec_C0nfSecret_new';
+const OLD = 'whsec_C0nfSecret_old';
+const TOKEN = 'adm-C0nf-token';
+const BASE = ['--url', 'http://127.0.0.1:3000/pay', '--endpoint', 'stripe-main', '--provider', 'stripe'];
+
+function context(args: string[], remoteEnv: RemoteEnv = {}): CliContext & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    args,
+    remoteEnv,
+    lines,
+    get config(): never {
+      throw new Error('conformance read the service environment');
+    },
+    out: (line) => lines.push(line),
+    connect: () => Promise.reject(new Error('conformance opened the database')),
+  };
+}
+
+async function exitOf(ctx: CliContext): Promise<CliExit> {
+  const err = await conformanceCommand.run(ctx).then(
+    () => new Error('no CliExit'),
+    (e: unknown) => e,
+  );
+  if (err instanceof CliExit) return err;
+  throw err;
+}
+
+describe('payment-webhooks conformance: the secrets and the token', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pw-conformance-'));
+  const secretFile = (text: string) => {
+    const path = join(dir, `secrets-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(path, text, { mode: 0o600 });
+    return path;
+  };
+  beforeEach(() => run.mockClear());
+
+  it('--secret-file (a rotation) and ADMIN_TOKEN: the checks sign with both lines and use the token; nothing printed holds them', async () => {
+    const ctx = context([...BASE, '--secret-file', secretFile(`${SECRET}\n${OLD}\n`), '--json'], { ADMIN_TOKEN: TOKEN });
+    expect(await conformanceCommand.run(ctx)).toBe(EXIT.ok);
+    const options: ConformanceOptions = run.mock.calls[0][0];
+    expect(options).toMatchObject({ secrets: [SECRET, OLD], adminToken: TOKEN });
+    for (const value of [SECRET, OLD, TOKEN]) expect(ctx.lines.join('\n')).not.toContain(value);
+  });
+
+  it('--admin-token wins over ADMIN_TOKEN', async () => {
+    await conformanceCommand.run(context([...BASE, '--secret', SECRET, '--admin-token', TOKEN], { ADMIN_TOKEN: 'other' }));
+    expect(run.mock.calls[0][0]).toMatchObject({ secrets: [SECRET], adminToken: TOKEN });
+  });
+
+  it.each([
+    ['neither secret nor token', [], {}, 'conformance: --secret (or --secret-file), --admin-token (or ADMIN_TOKEN) required'],
+    ['an empty ADMIN_TOKEN', ['--secret', SECRET], { ADMIN_TOKEN: '' }, 'conformance: --admin-token (or ADMIN_TOKEN) required'],
+    ['both --secret and --secret-file', ['--secret', OLD, '--secret-file', '/run/secrets/stripe'], { ADMIN_TOKEN: TOKEN }, 'conformance: --secret and --secret-file together: give the secrets one way (--secret-file keeps them out of ps)'],
+    ['an unreadable --secret-file', ['--secret-file', '/nonexistent/stripe'], { ADMIN_TOKEN: TOKEN }, 'conformance: --secret-file "/nonexistent/stripe": cannot read it (no such file)'],
+    ['an explicit empty --admin-token', ['--secret', SECRET, '--admin-token', ''], { ADMIN_TOKEN: TOKEN }, 'conformance: --admin-token must not be empty'],
+    ['ADMIN_TOKEN with a newline', ['--secret', SECRET], { ADMIN_TOKEN: `${TOKEN}\n` }, 'conformance: ADMIN_TOKEN must not contain control characters (a trailing newline from a file?)'],
+  ])('%s: exit 2 with one line (then the usage, when missing), never a value; nothing sent', async (_name, extra, env, message) => {
+    const e = await exitOf(context([...BASE, ...extra], env));
+    expect(e.code).toBe(EXIT.couldNotRun);
+    expect(e.message.split('\n')[0]).toBe(message);
+    for (const value of [SECRET, OLD, TOKEN]) expect(e.message).not.toContain(value);
+    expect(run).not.toHaveBeenCalled();
+  });
+
+  it('an empty secret file: exit 2 naming the path', async () => {
+    const path = secretFile('\n\n');
+    const e = await exitOf(context([...BASE, '--secret-file', path], { ADMIN_TOKEN: TOKEN }));
+    expect(e.message).toBe(`conformance: --secret-file "${path}" holds no secret (one a line; blank lines and # comments are skipped)`);
+  });
+
+  it('the usage shows --secret-file and ADMIN_TOKEN', () => {
+    expect(conformanceCommand.usage).toContain('--secret-file <path> | --secret <s> [--admin-token <t>]');
+    expect(conformanceCommand.usage).toContain('ADMIN_TOKEN from the environment');
+  });
+});
