@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import {
   BodySpec,
   CaseSpec,
+  DECLARED_ACCOUNTS,
   Deep,
   EndpointSpec,
   FuzzProvider,
@@ -75,6 +76,12 @@ const oddIdString = fc.oneof(
       'évt_Ω',
       'evt_\u0085',
       'evt_\u2028',
+      'evt_\u2029',
+      'evt_\u009b31m',
+      'evt_\u00ad',
+      'evt_\u061c',
+      'evt_\u2066x\u2069',
+      'evt_\u{e0001}',
       '"',
       '\\',
       "' OR 1=1 --",
@@ -145,11 +152,17 @@ const rawEdit: fc.Arbitrary<RawEdit> = fc.oneof(
 function bodyArb(provider: FuzzProvider): fc.Arbitrary<BodySpec> {
   const model = PROVIDERS[provider];
   const normalType = fc.constantFrom(...model.types);
+  // The declared account: absent (the envelope's own), one of the accounts the platform endpoints
+  // serve or do not, or an odd value; only for providers that declare one.
+  const account = model.accountPath
+    ? fc.oneof(w(6, fc.constant(undefined)), w(3, fc.record({ value: fc.constantFrom<Json>(...DECLARED_ACCOUNTS[provider]) })), w(2, fc.record({ value: oddValue })))
+    : fc.constant(undefined);
   const normalResource = fc.stringMatching(/^(inv|pi|pay|in)_[A-Za-z0-9]{6,16}$/);
   const clean = fc.record({
     id: normalId,
     type: normalType,
     resourceId: normalResource,
+    account,
     overrides: fc.array(fc.record({ path: fc.constant(['extra']), value: fc.jsonValue({ maxDepth: 3 }) }), { maxLength: 1 }),
     deep: fc.constant(null),
     pad: fc.oneof(w(6, fc.constant(0)), w(1, fc.integer({ min: 1, max: 3_000 }))),
@@ -161,6 +174,7 @@ function bodyArb(provider: FuzzProvider): fc.Arbitrary<BodySpec> {
       id: fc.oneof(w(2, normalId), w(3, oddValue)),
       type: fc.oneof(w(4, normalType), w(1, oddValue)),
       resourceId: fc.oneof(w(3, normalResource), w(1, oddValue)),
+      account,
       data: fc.record({ value: anyJson }),
       overrides: fc.array(fc.record({ path: fc.constantFrom(...model.paths), value: anyJson }), { maxLength: 3 }),
       deep: fc.oneof(w(3, fc.constant(null)), w(2, deep)),

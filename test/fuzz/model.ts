@@ -13,13 +13,19 @@
  *   encoding of the same signature): 401 or what follows;
  * - body (read on the final bytes and headers, as the contract says): `fail` when the contract
  *   refuses it (not UTF-8, not JSON, nested deeper than 64, not an object, no id or type, an id
- *   with a control character, an unpaired surrogate or over 255 characters, an id header that
- *   differs): 400 only. `maybe` when the contract leaves room (non-ASCII or unusual ids): 400 or 200;
- * - otherwise 200, `accepted` or `duplicate` as the dedup model says, for the id the case names.
+ *   that is not printable text — a control or format character, a line or paragraph separator, an
+ *   unpaired surrogate — or over 255 characters, an id header that differs, a declared account that
+ *   is not printable, no declared account on an endpoint of many accounts): 400 only. `maybe` when
+ *   the contract leaves room (non-ASCII or unusual ids): 400 or 200;
+ * - otherwise 200, `accepted` or `duplicate` as the dedup model says, for the id the case names,
+ *   under the key's account: the endpoint's, or on an endpoint of many accounts the declared one —
+ *   in the endpoint's own scope when the endpoint does not serve it (it never takes that account's
+ *   key).
  */
 import { isUtf8 } from 'node:buffer';
 import { createHmac } from 'node:crypto';
-import { TEST_ENDPOINTS, secretOf } from '../support/app';
+import type { EndpointDefinition } from '../../src/config/options';
+import { TEST_ENDPOINTS } from '../support/app';
 
 export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
 export type FuzzProvider = (typeof PROVIDER_NAMES)[number];
@@ -33,8 +39,37 @@ const HEADER_BLOCK_431 = 15_000;
  * top-level value is level 1); up to it, a body is read as any other.
  */
 const MAX_DEPTH = 64;
-/** An unpaired UTF-16 surrogate: stored as U+FFFD, two such ids would be one key (issue 12 #5: refused, 400). */
+/** An unpaired UTF-16 surrogate: stored as U+FFFD, two such ids would be one key (refused, 400). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** What makes an id unprintable besides a lone surrogate: Unicode Cc and Cf, U+2028 and U+2029 (refused, 400). */
+const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}\u2028\u2029]/u;
+
+/** The fuzz app's endpoints: the suites' own, and one of many accounts per provider that declares one. */
+export const FUZZ_ENDPOINTS: EndpointDefinition[] = [
+  ...TEST_ENDPOINTS,
+  { id: 'stripe-connect', provider: 'stripe', secrets: ['whsec_fuzz_connect'], merchantAccountIds: ['acct_fz_A', 'acct_fz_B'] },
+  { id: 'factuarea-platform', provider: 'factuarea', secrets: ['whsec_fuzz_factuarea_platform'], merchantAccountIds: ['fa_fz_A', 'fa_fz_B'] },
+  { id: 'standard-platform', provider: 'standard', secrets: ['whsec_ZnV6ei1zdGFuZGFyZC1wbGF0Zm9ybS1rZXktMDE='], merchantAccountIds: ['acc_fz_A', 'acc_fz_B'] },
+];
+
+function endpointOf(endpointId: string): EndpointDefinition {
+  const endpoint = FUZZ_ENDPOINTS.find((e) => e.id === endpointId);
+  if (!endpoint) throw new Error(`no fuzz endpoint ${endpointId}`);
+  return endpoint;
+}
+
+export function secretOf(endpointId: string): string {
+  const first = endpointOf(endpointId).secrets[0];
+  return typeof first === 'string' ? first : first.secret;
+}
+
+/** Accounts a case may declare on an endpoint of many: served ones, and one no endpoint serves. */
+export const DECLARED_ACCOUNTS: Record<FuzzProvider, string[]> = {
+  paymos: [],
+  factuarea: ['fa_fz_A', 'fa_fz_B', 'fa_fz_Z', 'fa-merchant-1'],
+  stripe: ['acct_fz_A', 'acct_fz_B', 'acct_fz_Z', 'acct_1'],
+  standard: ['acc_fz_A', 'acc_fz_B', 'acc_fz_Z', 'acc_1'],
+};
 
 export type Json = unknown;
 export type HeaderLine = [name: string, value: string];
@@ -61,6 +96,8 @@ interface ProviderModel {
   envelope(id: Json, type: Json, resourceId: Json, endpoint: string): Record<string, unknown>;
   /** The value the provider reads as the resource id (optional id). */
   resource(body: Record<string, unknown>): unknown;
+  /** Where the body declares its merchant account (null: the provider never declares one). */
+  accountPath: readonly string[] | null;
 }
 
 const obj = (v: unknown): Record<string, unknown> | undefined =>
@@ -85,10 +122,11 @@ export const PROVIDERS: Record<FuzzProvider, ProviderModel> = {
       data: { object: 'invoice', id: resourceId, status: 'paid', price_amount: '49.90', price_currency: 'EUR' },
     }),
     resource: (b) => obj(b.data)?.id,
+    accountPath: null,
   },
   factuarea: {
     name: 'factuarea',
-    endpoints: ['factuarea-company', 'factuarea-account'],
+    endpoints: ['factuarea-company', 'factuarea-account', 'factuarea-platform'],
     signatureHeader: 'factuarea-signature',
     signedHeaders: [],
     timestampHeader: null,
@@ -106,12 +144,14 @@ export const PROVIDERS: Record<FuzzProvider, ProviderModel> = {
       correlation_id: 'corr_1',
       data: { object: { id: resourceId, object: 'invoice', number: 'F-1', status: 'paid', total: '49.90', currency: 'EUR', metadata: { order_id: 'ord_1' } } },
       ...(endpoint === 'factuarea-account' ? { account: { id: 'fa-merchant-1' }, account_relationship: 'connected', company_id: 'co_1' } : {}),
+      ...(endpoint === 'factuarea-platform' ? { account: { id: 'fa_fz_A' }, account_relationship: 'connected', company_id: 'co_1' } : {}),
     }),
     resource: (b) => obj(obj(b.data)?.object)?.id,
+    accountPath: ['account', 'id'],
   },
   stripe: {
     name: 'stripe',
-    endpoints: ['stripe-main'],
+    endpoints: ['stripe-main', 'stripe-connect'],
     signatureHeader: 'stripe-signature',
     signedHeaders: [],
     timestampHeader: null,
@@ -120,13 +160,14 @@ export const PROVIDERS: Record<FuzzProvider, ProviderModel> = {
     idField: 'id',
     types: ['payment_intent.succeeded', 'charge.refunded', 'charge.dispute.closed', 'customer.created', 'something.new'],
     paths: [['api_version'], ['created'], ['account'], ['livemode'], ['data'], ['data', 'object'], ['data', 'object', 'amount_received'], ['data', 'object', 'payment_intent'], ['data', 'object', 'currency'], ['type'], ['id'], ['extra']],
-    envelope: (id, type, resourceId) => ({
+    envelope: (id, type, resourceId, endpoint) => ({
       id,
       object: 'event',
       api_version: '2025-03-31.basil',
       created: 1_790_590_561,
       type,
       livemode: false,
+      ...(endpoint === 'stripe-connect' ? { account: 'acct_fz_A' } : {}),
       data: { object: { id: resourceId, object: 'payment_intent', amount: 4990, amount_received: 4990, currency: 'eur', payment_intent: resourceId, metadata: { order_id: 'ord_1' } } },
     }),
     resource: (b) => {
@@ -135,10 +176,11 @@ export const PROVIDERS: Record<FuzzProvider, ProviderModel> = {
         ? object.payment_intent
         : object?.id;
     },
+    accountPath: ['account'],
   },
   standard: {
     name: 'standard',
-    endpoints: ['standard-main'],
+    endpoints: ['standard-main', 'standard-platform'],
     signatureHeader: 'webhook-signature',
     signedHeaders: ['webhook-id', 'webhook-timestamp'],
     timestampHeader: 'webhook-timestamp',
@@ -147,20 +189,27 @@ export const PROVIDERS: Record<FuzzProvider, ProviderModel> = {
     idField: null,
     types: ['payment.succeeded', 'payment.refunded', 'payment.dispute_won', 'payment.unknown', 'something.new'],
     paths: [['timestamp'], ['data'], ['data', 'amount'], ['data', 'currency'], ['data', 'account_id'], ['data', 'order_id'], ['type'], ['extra']],
-    envelope: (_id, type, resourceId) => ({
+    envelope: (_id, type, resourceId, endpoint) => ({
       type,
       timestamp: '2026-11-29T10:00:00Z',
-      data: { payment_id: resourceId, order_id: 'ord_1', amount: 4990, currency: 'EUR', account_id: 'acc_1' },
+      data: { payment_id: resourceId, order_id: 'ord_1', amount: 4990, currency: 'EUR', account_id: endpoint === 'standard-platform' ? 'acc_fz_A' : 'acc_1' },
     }),
     resource: (b) => obj(b.data)?.payment_id,
+    accountPath: ['data', 'account_id'],
   },
 };
 
-/** The merchant account an endpoint keys its events under (CONTRACT §2: the dedup key). */
-export function accountOf(endpointId: string): string {
-  const endpoint = TEST_ENDPOINTS.find((e) => e.id === endpointId);
-  if (!endpoint?.merchantAccountId) throw new Error(`no single-account endpoint ${endpointId}`);
-  return endpoint.merchantAccountId;
+/**
+ * The key an endpoint records an event under, besides provider and event id: the endpoint's own
+ * account; on an endpoint of many, the declared one (none: no key, 400), in the endpoint's scope
+ * when the endpoint does not serve it.
+ */
+export function keyAccountOf(endpointId: string, declared: string | null): { account: string; scope: string } | null {
+  const endpoint = endpointOf(endpointId);
+  if (endpoint.merchantAccountIds === undefined) return { account: endpoint.merchantAccountId!, scope: '' };
+  if (declared === null) return null;
+  const served = endpoint.merchantAccountIds.includes('*') || endpoint.merchantAccountIds.includes(declared);
+  return { account: declared, scope: served ? '' : endpointId };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -181,6 +230,8 @@ export interface BodySpec {
   id: Json;
   type: Json;
   resourceId: Json;
+  /** The declared merchant account, written at the provider's account path (undefined: the envelope's own). */
+  account?: { value: Json };
   /** Replaces `data` wholesale (undefined: the envelope's own). */
   data?: { value: Json };
   overrides: Array<{ path: readonly string[]; value: Json }>;
@@ -286,7 +337,9 @@ export interface Expectation {
 export interface Built {
   path: string;
   endpointId: string | null;
+  /** The key's merchant account and scope when the delivery is recorded, else null. */
   account: string | null;
+  scope: string;
   headers: HeaderLine[];
   body: Buffer;
   chunked: boolean;
@@ -344,6 +397,11 @@ export function bodyBytes(provider: FuzzProvider, spec: BodySpec, endpoint: stri
   const model = PROVIDERS[provider];
   const envelope = model.envelope(spec.id, spec.type, spec.resourceId, endpoint);
   if (spec.data) envelope.data = spec.data.value;
+  if (spec.account && model.accountPath) {
+    // `account.id` needs its object: a case that declares an account writes one.
+    if (model.accountPath.length === 2 && !obj(envelope[model.accountPath[0]])) envelope[model.accountPath[0]] = {};
+    setPath(envelope, model.accountPath, spec.account.value);
+  }
   for (const o of spec.overrides) setPath(envelope, o.path, o.value);
   if (spec.pad > 0) envelope.pad = 'x'.repeat(spec.pad);
   if (spec.deep && spec.deep.where === 'field') envelope.nested = DEEP_MARK;
@@ -412,7 +470,7 @@ export function build(spec: CaseSpec, now: number): Built {
       endpointId = null;
       break;
     case 'cross': {
-      const others = TEST_ENDPOINTS.filter((e) => e.provider !== spec.provider);
+      const others = FUZZ_ENDPOINTS.filter((e) => e.provider !== spec.provider);
       endpointId = others[spec.endpoint.index % others.length].id;
       path = `/webhooks/${endpointId}`;
       signatureVerdict = 'fail';
@@ -530,10 +588,12 @@ export function build(spec: CaseSpec, now: number): Built {
 
   // The walk through the contract's checks.
   const allowed = new Set<number>(extra);
+  let key: { account: string; scope: string } | null = null;
   const done = (ids: string[] = [], authentic = false): Built => ({
     path,
     endpointId,
-    account: endpointId ? accountOf(own) : null,
+    account: key?.account ?? null,
+    scope: key?.scope ?? '',
     headers,
     body,
     chunked,
@@ -560,6 +620,9 @@ export function build(spec: CaseSpec, now: number): Built {
   }
   const verdict = bodyOracle(spec.provider, body, headers);
   why.push(...verdict.why);
+  key = keyAccountOf(own, verdict.account);
+  if (key === null) verdict.verdict = worst(verdict.verdict, note(why, 'no declared account on an endpoint of many accounts', 'fail'));
+  else if (key.scope !== '') why.push(`account ${JSON.stringify(key.account)} not served by ${own}: keyed in its scope`);
   if (verdict.verdict !== 'pass') {
     allowed.add(400);
     if (verdict.verdict === 'fail') return done([], true);
@@ -769,7 +832,7 @@ const NORMAL_ID = /^[A-Za-z0-9_.:-]+$/;
 /** An id the provider requires (event id, type). */
 function requiredId(v: unknown, what: string, why: string[]): Verdict {
   if (typeof v !== 'string' || v === '') return note(why, `${what} missing or not a string`, 'fail');
-  if (/[\x00-\x1f\x7f]/.test(v)) return note(why, `${what} has a control character`, 'fail');
+  if (CONTROL_OR_FORMAT.test(v)) return note(why, `${what} has a control or format character, or a line separator`, 'fail');
   if (LONE_SURROGATE.test(v)) return note(why, `${what} has an unpaired surrogate`, 'fail');
   if (/^[\x20-\x7e]*$/.test(v)) {
     if (v.length > 255) return note(why, `${what} longer than 255`, 'fail');
@@ -811,28 +874,37 @@ export function maxDepth(text: string): number {
   return max;
 }
 
-export function bodyOracle(provider: FuzzProvider, body: Buffer, headers: HeaderLine[]): { verdict: Verdict; ids: string[]; why: string[] } {
+export function bodyOracle(
+  provider: FuzzProvider,
+  body: Buffer,
+  headers: HeaderLine[],
+): { verdict: Verdict; ids: string[]; why: string[]; /** the declared merchant account, null for none */ account: string | null } {
   const model = PROVIDERS[provider];
   const why: string[] = [];
-  if (!isUtf8(body)) return { verdict: note(why, 'body not UTF-8', 'fail'), ids: [], why };
+  const refused = (text: string) => ({ verdict: note(why, text, 'fail'), ids: [], why, account: null });
+  if (!isUtf8(body)) return refused('body not UTF-8');
   const text = body.toString('utf8');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    return { verdict: note(why, 'body not JSON', 'fail'), ids: [], why };
+    return refused('body not JSON');
   }
   const depth = maxDepth(text);
-  if (depth > MAX_DEPTH) return { verdict: note(why, `nesting depth ${depth}`, 'fail'), ids: [], why };
+  if (depth > MAX_DEPTH) return refused(`nesting depth ${depth}`);
   const b = obj(parsed);
-  if (!b) return { verdict: note(why, 'body not a JSON object', 'fail'), ids: [], why };
+  if (!b) return refused('body not a JSON object');
 
   let v: Verdict = 'pass';
   let ids: string[] = [];
   if (model.idField === null) {
     const id = visible(headers, 'webhook-id') ?? '';
-    v = worst(v, requiredId(id, 'webhook-id', why));
-    ids = [id, Buffer.from(id, 'latin1').toString('utf8')];
+    const asUtf8 = Buffer.from(id, 'latin1').toString('utf8');
+    // Node reads header bytes as latin1; the adapter may read them back as the UTF-8 they were
+    // sent as. An id printable in one reading only may go either way.
+    const asRead = requiredId(id, 'webhook-id', why);
+    v = worst(v, asRead === 'fail' && asUtf8 !== id && requiredId(asUtf8, 'webhook-id (as UTF-8)', why) !== 'fail' ? 'maybe' : asRead);
+    ids = [id, asUtf8];
   } else {
     const id = b[model.idField];
     v = worst(v, requiredId(id, model.idField, why));
@@ -850,5 +922,15 @@ export function bodyOracle(provider: FuzzProvider, body: Buffer, headers: Header
     const d = visible(headers, model.deliveryIdHeader);
     if (d !== undefined) v = worst(v, optionalId(d, model.deliveryIdHeader, why));
   }
-  return { verdict: v, ids, why };
+  // A declared account is keyed on and compared: printable text, or absent (not a string, or empty).
+  let account: string | null = null;
+  if (model.accountPath) {
+    let at: unknown = b;
+    for (const k of model.accountPath) at = obj(at)?.[k];
+    if (typeof at === 'string' && at !== '') {
+      v = worst(v, requiredId(at, 'declared account', why));
+      account = at;
+    }
+  }
+  return { verdict: v, ids, why, account };
 }

@@ -1,5 +1,5 @@
 /**
- * Fuzzing the receive path (issue 12, item 2): per provider, thousands of mutations of authentic
+ * Fuzzing the receive path: per provider, thousands of mutations of authentic
  * deliveries against a real app on the real PostgreSQL and Redis. Checked on every case:
  * - no answer is 5xx (the database is up), and every answer comes within 10 s;
  * - no answer is 2xx unless the delivery is authentic (see model.ts for how each case's allowed
@@ -22,7 +22,7 @@ import { AUTH, createTestApp, Platform, TestApp, truncateAll } from '../support/
 import { testPgConnection } from '../support/env';
 import { caseArb } from './arbitraries';
 import { Answer, get, post } from './client';
-import { build, Built, CaseSpec, FuzzProvider, MAX_BODY, PROVIDER_NAMES } from './model';
+import { build, Built, CaseSpec, FUZZ_ENDPOINTS, FuzzProvider, MAX_BODY, PROVIDER_NAMES } from './model';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 0x7fffffff);
 const RUNS = Number(process.env.FUZZ_RUNS || 400);
@@ -62,12 +62,12 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing POST /webhooks/:endpointId', (platfor
   let pg: Client;
   /** The inbox's row count after the last case (nothing else writes to this suite's database). */
   let known: number | null = null;
-  /** The dedup model: every (provider, account, event id) the service answered `accepted` for. */
+  /** The dedup model: every (provider, account, event id, key scope) the service answered `accepted` for. */
   const recorded = new Set<string>();
 
   beforeAll(async () => {
     // Workers off (createTestApp's default): processing is not what is fuzzed, and rows stay put.
-    t = await createTestApp({ webhookMaxBodyBytes: MAX_BODY }, { platform });
+    t = await createTestApp({ webhookMaxBodyBytes: MAX_BODY, endpoints: FUZZ_ENDPOINTS }, { platform });
     await t.app.listen(0, '127.0.0.1');
     port = (t.app.getHttpServer().address() as AddressInfo).port;
     await truncateAll(t.dataSource);
@@ -105,7 +105,7 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing POST /webhooks/:endpointId', (platfor
     };
 
     // The dedup model first: a check failing below must not leave it behind the database.
-    const keyOf = (a: Answer) => `${spec.provider}\u0000${b.account}\u0000${(a.body as { eventId?: string }).eventId}`;
+    const keyOf = (a: Answer) => `${spec.provider}\u0000${b.account}\u0000${(a.body as { eventId?: string }).eventId}\u0000${b.scope}`;
     const wasRecorded = new Map<string, boolean>();
     for (const a of answers) {
       if (a.status !== 200) continue;
@@ -163,8 +163,8 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing POST /webhooks/:endpointId', (platfor
       if (entry.accepted === 0) continue;
       // The row holds what was answered and what was sent; the archive reads it back.
       const found: Array<{ id: string; event_id: string; body: string }> = await t.dataSource.query(
-        `SELECT id, event_id, body FROM webhook_inbox WHERE provider = $1 AND merchant_account_id = $2 AND event_id = $3`,
-        [spec.provider, b.account, entry.eventId],
+        `SELECT id, event_id, body FROM webhook_inbox WHERE provider = $1 AND merchant_account_id = $2 AND event_id = $3 AND key_scope = $4`,
+        [spec.provider, b.account, entry.eventId, b.scope],
       );
       if (found.length !== 1) fail(`${found.length} rows for the accepted event ${JSON.stringify(entry.eventId)}`);
       if (found[0].event_id !== entry.eventId) fail(`the row's event id reads back as ${JSON.stringify(found[0].event_id)}, not the ${JSON.stringify(entry.eventId)} accepted`);
@@ -203,7 +203,7 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing POST /webhooks/:endpointId', (platfor
         status: 200,
         body: { status: 'accepted', eventId: provider === 'standard' ? `msg_sanity_${platform}` : `evt_sanity_${provider}_${platform}` },
       });
-      recorded.add(`${provider}\u0000${b.account}\u0000${(answer.body as { eventId: string }).eventId}`);
+      recorded.add(`${provider}\u0000${b.account}\u0000${(answer.body as { eventId: string }).eventId}\u0000${b.scope}`);
     }
   });
 
