@@ -12,7 +12,8 @@ const USAGE =
   "  Records the events of [since, until) from Stripe's Events API as if they had been delivered (POST /admin/backfill),\n" +
   '  on a stripe endpoint with an apiKey; --account (repeatable) picks connected accounts of a merchantAccountIds endpoint.\n' +
   "  The service's workers run it (a process with RUN_WORKERS=true must be up); this command starts it, waits, and prints\n" +
-  '  the counts. Exit 0 done, 1 failed, 2 could not run.';
+  '  the counts (refused: events the webhook route would refuse with a 400, skipped).\n' +
+  '  Exit 0 done, 1 failed, 2 could not run.';
 
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const POLL_MS = 500;
@@ -77,7 +78,9 @@ export const backfillCommand: CliCommand = {
       for (;;) {
         const view = await findBackfill(dataSource, id);
         if (view.status !== 'running') {
-          ctx.out(`backfill ${id}: ${view.status} — listed ${view.listed}, accepted ${view.accepted}, duplicates ${view.duplicates}`);
+          ctx.out(
+            `backfill ${id}: ${view.status} — listed ${view.listed}, accepted ${view.accepted}, duplicates ${view.duplicates}, refused ${view.refused}`,
+          );
           if (view.error) ctx.out(`error: ${view.error}`);
           return view.status === 'done' ? EXIT.ok : EXIT.failure;
         }

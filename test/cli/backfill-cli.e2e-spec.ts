@@ -65,7 +65,7 @@ describe('payment-webhooks backfill', () => {
     expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: '' });
     const lines = out.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^backfill [0-9a-f-]{36} of stripe-main running$/);
-    expect(lines.at(-1)).toMatch(/^backfill [0-9a-f-]{36}: done — listed 3, accepted 3, duplicates 0$/);
+    expect(lines.at(-1)).toMatch(/^backfill [0-9a-f-]{36}: done — listed 3, accepted 3, duplicates 0, refused 0$/);
 
     const again = await run(['backfill', '--endpoint', 'stripe-main', '--since', since()], env);
     expect(again.code).toBe(0);
@@ -75,7 +75,7 @@ describe('payment-webhooks backfill', () => {
   it("a key Stripe refuses: failed with Stripe's message, exit 1, never the key", async () => {
     const out = await run(['backfill', '--endpoint', 'stripe-badkey', '--since', since()], env);
     expect(out.code).toBe(1);
-    expect(out.stdout).toMatch(/: failed — listed 0, accepted 0, duplicates 0\nerror: Stripe events API answered 401: Invalid API Key provided: sk_test_\*\*\*\*4242\n$/);
+    expect(out.stdout).toMatch(/: failed — listed 0, accepted 0, duplicates 0, refused 0\nerror: Stripe events API answered 401: Invalid API Key provided: sk_test_\*\*\*\*4242\n$/);
     expect(out.stdout + out.stderr).not.toContain(WRONG_KEY);
   });
 

@@ -920,7 +920,13 @@ export function bodyOracle(
   v = worst(v, optionalId(model.resource(b), 'resource id', why));
   if (model.deliveryIdHeader) {
     const d = visible(headers, model.deliveryIdHeader);
-    if (d !== undefined) v = worst(v, optionalId(d, model.deliveryIdHeader, why));
+    if (d !== undefined) {
+      // Node's client writes a non-ASCII header value as UTF-8 or as latin1, depending on how the
+      // request is written: the server reads either the UTF-8 bytes as latin1, or the value itself.
+      const asSent = headers.filter(([k]) => k.toLowerCase() === model.deliveryIdHeader).map(([, value]) => value.replace(/^[ \t]+|[ \t]+$/g, '')).join(', ');
+      const asRead = optionalId(d, model.deliveryIdHeader, why);
+      v = worst(v, asRead === 'fail' && asSent !== d && optionalId(asSent, `${model.deliveryIdHeader} (as written)`, why) !== 'fail' ? 'maybe' : asRead);
+    }
   }
   // A declared account is keyed on and compared: printable text, or absent (not a string, or empty).
   let account: string | null = null;

@@ -59,12 +59,16 @@ describe('backfill from the Stripe events API', () => {
     );
   }
 
-  /** `count` orders, each with a succeeded event in the stub (on `account` when given), created a second apart. */
+  /**
+   * `count` orders, each with a succeeded event in the stub (on `account` when given), created a
+   * second apart. A connected account's order names that account: an event of an endpoint of many
+   * accounts pays only an order that expects its account.
+   */
   async function ordersWithEvents(count: number, account?: string): Promise<Array<{ orderId: string; event: StubEvent }>> {
     const out = [];
     const base = now() - 1_800;
     for (let i = 0; i < count; i++) {
-      const order = await d.createOrder();
+      const order = await d.createOrder('49.90', 'EUR', account ? { merchantAccountId: account } : {});
       out.push({ orderId: order.id, event: stub.addSucceeded({ orderId: order.id, created: base + i, account }) });
     }
     return out;
@@ -105,6 +109,7 @@ describe('backfill from the Stripe events API', () => {
       listed: 25,
       accepted: 15,
       duplicates: 10,
+      refused: 0,
       error: null,
     });
 
@@ -146,6 +151,108 @@ describe('backfill from the Stripe events API', () => {
     expect(await finished(again.body.id)).toMatchObject({ status: 'done', listed: 25, accepted: 0, duplicates: 25 });
     expect(await d.count(`SELECT 1 FROM webhook_inbox`)).toBe(25);
     expect(sim.shipments.length).toBe(25);
+  });
+
+  describe('events the webhook route would refuse with a 400', () => {
+    /** An object nested `levels` deep: past the route's limit of 64 from 65 on. */
+    const nested = (levels: number): Record<string, unknown> => {
+      let value: Record<string, unknown> = { end: true };
+      for (let i = 1; i < levels; i++) value = { v: value };
+      return value;
+    };
+
+    it('a lone-surrogate id, a C1-control id and a body too deep: refused (3), skipped; done, the good ones accepted, no attempt loop', async () => {
+      // Newest first, as listed: page 1 (10 events) ends with the lone surrogate, page 2 holds the rest.
+      const base = now() - 1_800;
+      const good: StubEvent[] = [];
+      const orders: string[] = [];
+      const put = async (created: number, shape?: 'lone' | 'c1' | 'deep') => {
+        const order = await d.createOrder();
+        const id = shape === 'lone' ? `evt_lone_\ud800` : shape === 'c1' ? `evt_c1_\u009b[2J` : undefined;
+        const event = stub.addSucceeded({ orderId: order.id, created, ...(id ? { id } : {}) });
+        if (shape === 'deep') event.data.object.metadata = { order_id: order.id, deep: nested(70) };
+        if (!shape) {
+          good.push(event);
+          orders.push(order.id);
+        }
+        return event;
+      };
+      // created: G1..G3 oldest (page 2), then L, G4, G5, G6, D, G7, G8, C, G9, G10 newest.
+      for (let i = 0; i < 3; i++) await put(base + i);
+      await put(base + 3, 'lone');
+      for (let i = 4; i < 7; i++) await put(base + i);
+      await put(base + 7, 'deep');
+      for (let i = 8; i < 10; i++) await put(base + i);
+      await put(base + 10, 'c1');
+      for (let i = 11; i < 13; i++) await put(base + i);
+      expect(good).toHaveLength(10);
+
+      const res = await start({ endpointId: 'stripe-backfill', since: since() });
+      expect(res.status).toBe(202);
+      const done = await finished(res.body.id, 40_000);
+      expect(done).toEqual({
+        id: res.body.id,
+        endpointId: 'stripe-backfill',
+        status: 'done',
+        since: expect.any(String),
+        until: expect.any(String),
+        listed: 13,
+        accepted: 10,
+        duplicates: 0,
+        refused: 3,
+        error: null,
+      });
+      // Each page asked once: no attempt was retried. Page 2 starts after the last id of page 1 that
+      // can be sent back (G4); the lone surrogate it lists again first is not counted twice.
+      const g4 = good.find((e) => e.created === base + 4)!;
+      expect(stub.listed.map((r) => r.query.starting_after ?? null)).toEqual([null, g4.id]);
+      expect(stub.requests).toHaveLength(2);
+      // The good ones recorded and processed as webhooks; nothing of the refused ones.
+      const rows = await t.dataSource.query(`SELECT event_id FROM webhook_inbox ORDER BY event_id`);
+      expect(rows.map((r: { event_id: string }) => r.event_id)).toEqual(good.map((e) => e.id).sort());
+      await eventually(async () => sim.shipments.length === 10, 20_000, 'the ten good orders shipped');
+      expect(shippedOrders()).toEqual([...orders].sort());
+    });
+
+    it('a lone-surrogate id alone on its page: refused, and the backfill is done (no attempts spent on it)', async () => {
+      const [first] = await ordersWithEvents(1);
+      const order = await d.createOrder();
+      stub.addSucceeded({ orderId: order.id, created: first.event.created + 1, id: 'evt_\udc00_lone' });
+      const res = await start({ endpointId: 'stripe-backfill', since: since() });
+      const done = await finished(res.body.id, 40_000);
+      expect({ status: done.status, error: done.error, listed: done.listed, accepted: done.accepted, refused: done.refused }).toEqual({
+        status: 'done',
+        error: null,
+        listed: 2,
+        accepted: 1,
+        refused: 1,
+      });
+      expect(stub.listed).toHaveLength(1);
+    });
+
+    it('exactly 64 levels is recorded; 65 is refused', async () => {
+      const [ok, deep] = await ordersWithEvents(2);
+      // The event is level 1, data 2, object 3, metadata 4: `deep` adds its levels from 5 on.
+      ok.event.data.object.metadata = { order_id: ok.orderId, deep: nested(60) };
+      deep.event.data.object.metadata = { order_id: deep.orderId, deep: nested(61) };
+      const res = await start({ endpointId: 'stripe-backfill', since: since() });
+      expect(await finished(res.body.id)).toMatchObject({ status: 'done', listed: 2, accepted: 1, duplicates: 0, refused: 1 });
+      expect((await t.dataSource.query(`SELECT event_id FROM webhook_inbox`)).map((r: { event_id: string }) => r.event_id)).toEqual([ok.event.id]);
+    });
+
+    it('a whole page without an id the walk can continue after: failed, saying why (it cannot go past them)', async () => {
+      await ordersWithEvents(1); // the oldest: never reached
+      const order = await d.createOrder();
+      for (let i = 0; i < 10; i++) stub.addSucceeded({ orderId: order.id, created: now() - 60 + i, id: `evt_${i}_\u2028` });
+      const res = await start({ endpointId: 'stripe-backfill', since: since() });
+      const failed = await finished(res.body.id);
+      expect(failed).toMatchObject({ status: 'failed', listed: 0, accepted: 0, refused: 0 });
+      expect(failed.error).toBe(
+        'the events API listed 10 events in a row without an id the walk can continue after (printable text): it cannot go past them',
+      );
+      expect(stub.listed).toHaveLength(1);
+      expect(await d.count(`SELECT 1 FROM webhook_inbox`)).toBe(0);
+    });
   });
 
   it('a 429 is retried with backoff and the walk goes on', async () => {

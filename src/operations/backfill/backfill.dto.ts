@@ -62,6 +62,11 @@ export class BackfillView {
   @ApiProperty({ example: 10, description: 'Events already recorded (delivered as webhooks, or by an earlier backfill): nothing changed' })
   duplicates: number;
   @ApiProperty({
+    example: 0,
+    description: 'Events the webhook route would refuse with a 400 (an id that is not printable text, a body nested too deep, …): counted and skipped',
+  })
+  refused: number;
+  @ApiProperty({
     nullable: true,
     type: String,
     example: 'Stripe events API answered 401: Invalid API Key provided: sk_test_****1234',

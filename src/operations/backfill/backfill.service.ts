@@ -3,13 +3,18 @@ import { InjectQueue } from '@nestjs/bullmq';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
+import { isPrintableId, showUnprintable } from '../../common/printable';
 import { QueueName } from '../../common/queues';
 import type { ResolvedOptions } from '../../config/options';
 import { PW_CONNECTION } from '../../database/data-source';
 import { rowsReturned } from '../../database/returning';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../../http/json-depth';
 import { PW_OPTIONS } from '../../payment-webhooks.constants';
 import { EndpointRegistry } from '../../webhooks/endpoint-registry';
 import { InboxIngestService } from '../../webhooks/inbox-ingest.service';
+import { asObject, MalformedPayloadError } from '../../webhooks/providers';
+import { eventAccount, ResolvedEndpoint } from '../../webhooks/signature-verifier';
+import { WebhookError } from '../../webhooks/webhook.errors';
 import type { BackfillRequest, BackfillStarted, BackfillView } from './backfill.dto';
 import {
   AccountCursor,
@@ -29,7 +34,9 @@ import { DEFAULT_STRIPE_API, EventsApiError, StripeEventsClient } from './stripe
  * UPDATE (counts and cursor together), after the page's events are committed: a crash re-lists at
  * most the unfinished page, whose events are then found recorded. So that the counts stay those of
  * an uninterrupted run, a page's `accepted` is read from the inbox (rows of this backfill, by the
- * user agent it records them with), not from what record() answered this time.
+ * user agent it records them with), not from what record() answered this time. A listed event the
+ * webhook route would answer with a 400 (an unusable id, a body too deep, …) is `refused`: counted
+ * and skipped, and the walk goes on.
  */
 @Injectable()
 export class BackfillService {
@@ -99,44 +106,61 @@ export class BackfillService {
 
     for (let index = 0; index < row.accounts.length; index++) {
       const account = row.accounts[index];
-      const merchantAccountId = endpoint.merchantAccountId ?? account ?? '';
       while (!cursors[index].done) {
+        const cursor = cursors[index];
         let page;
         try {
-          page = await client.page(gte, lt, cursors[index].startingAfter, account);
+          page = await client.page(gte, lt, cursor.startingAfter, account);
         } catch (err) {
           if (err instanceof EventsApiError) return this.fail(id, err.message);
           throw err;
         }
-        await Promise.all(
-          page.events.map((event) => {
-            // A connected account's event says whose it is; should one not, it is that account's (we asked with its header).
-            const body = account !== null && typeof event.account !== 'string' ? { ...event, account } : event;
-            const identity = endpoint.provider.identify(body as Record<string, unknown>, {});
-            return this.ingest.record(endpoint, identity, { 'user-agent': userAgent }, JSON.stringify(body), 'backfill');
-          }),
-        );
-        const ids = page.events.map((e) => e.id);
-        const [{ mine }]: Array<{ mine: number }> = ids.length
+        // The head of this page the previous one already counted: events after its cursor whose ids
+        // could not be the next cursor (see cursorId), listed again.
+        let repeated = 0;
+        while (repeated < (cursor.skip ?? 0) && repeated < page.events.length && cursorId(page.events[repeated]) === null) repeated++;
+        const fresh = page.events.slice(repeated);
+        const outcomes = await Promise.all(fresh.map((event) => this.recordListed(endpoint, event, account, userAgent)));
+        const recorded: Array<{ merchantAccountId: string; eventId: string }> = [];
+        outcomes.forEach((outcome, i) => {
+          if ('recorded' in outcome) recorded.push(outcome.recorded);
+          else this.logger.warn(`backfill ${id}: event ${shownId(fresh[i])} refused (the webhook route would answer 400): ${outcome.refused}`);
+        });
+        const refused = fresh.length - recorded.length;
+        const [{ mine }]: Array<{ mine: number }> = recorded.length
           ? await this.dataSource.query(
               `SELECT count(*)::int AS mine FROM webhook_inbox
-                WHERE provider = $1 AND merchant_account_id = $2 AND event_id = ANY($3)
+                WHERE provider = $1 AND (merchant_account_id, event_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))
                   AND source = 'backfill' AND headers->>'user-agent' = $4`,
-              [endpoint.provider.name, merchantAccountId, ids, userAgent],
+              [endpoint.provider.name, recorded.map((r) => r.merchantAccountId), recorded.map((r) => r.eventId), userAgent],
             )
           : [{ mine: 0 }];
-        const next = cursors.map((c, i): AccountCursor =>
-          i === index ? { startingAfter: ids.at(-1) ?? c.startingAfter, done: !page.hasMore || ids.length === 0 } : c,
-        );
+        const done = !page.hasMore || page.events.length === 0;
+        // The next page starts after the last id that can be sent back and saved; the events listed
+        // after it (refused: their ids are not printable) come first on that page and are not counted again.
+        const last = page.events.findLastIndex((event) => cursorId(event) !== null);
+        if (last < 0 && !done) {
+          return this.fail(
+            id,
+            `the events API listed ${page.events.length} events in a row without an id the walk can continue after (printable text): it cannot go past them`,
+          );
+        }
+        const tail = page.events.length - 1 - last;
+        const moved: AccountCursor =
+          last < 0
+            ? { startingAfter: cursor.startingAfter, done }
+            : { startingAfter: cursorId(page.events[last]), done, ...(!done && tail > 0 ? { skip: tail } : {}) };
+        const next = cursors.map((c, i): AccountCursor => (i === index ? moved : c));
         // Guarded by the cursor this run read: a second runner of the same backfill (a job taken
         // back while its first holder still ran) can never count a page twice.
         const saved = await rowsReturned(
           this.dataSource,
           `UPDATE backfills
-              SET cursors = $3::jsonb, listed = listed + $4, accepted = accepted + $5, duplicates = duplicates + $6, updated_at = now()
+              SET cursors = $3::jsonb, listed = listed + $4, accepted = accepted + $5, duplicates = duplicates + $6,
+                  refused = refused + $7, updated_at = now()
             WHERE id = $1 AND status = 'running' AND cursors = $2::jsonb
           RETURNING id`,
-          [id, JSON.stringify(cursors), JSON.stringify(next), ids.length, mine, ids.length - mine],
+          [id, JSON.stringify(cursors), JSON.stringify(next), fresh.length, mine, recorded.length - mine, refused],
         );
         if (saved.length !== 1) {
           this.logger.warn(`backfill ${id}: its progress moved elsewhere; this run stops`);
@@ -150,4 +174,48 @@ export class BackfillService {
       [id, JSON.stringify(cursors)],
     );
   }
+
+  /**
+   * Records one listed event through the webhook route's own checks, in its order: the depth limit,
+   * a JSON object, the adapter's identify(), then the ingest (which refuses an event of a
+   * multi-account endpoint that declares no account). What the route would answer 400 comes back
+   * as refused, with its detail; anything else (the database or Redis away) is thrown, so the job
+   * is retried.
+   */
+  private async recordListed(endpoint: ResolvedEndpoint, event: unknown, account: string | null, userAgent: string): Promise<ListedOutcome> {
+    if (exceedsJsonDepth(event)) return { refused: TOO_DEEP_DETAIL };
+    const envelope = asObject(event);
+    if (!envelope) return { refused: 'the body is not a JSON object' };
+    // A connected account's event says whose it is; should one not, it is that account's (we asked with its header).
+    const body = account !== null && typeof envelope.account !== 'string' ? { ...envelope, account } : envelope;
+    try {
+      const identity = endpoint.provider.identify(body, {});
+      await this.ingest.record(endpoint, identity, { 'user-agent': userAgent }, JSON.stringify(body), 'backfill');
+      // The account record() keyed it on (it refuses an event without one).
+      return { recorded: { merchantAccountId: eventAccount(endpoint, identity.account)!, eventId: identity.eventId } };
+    } catch (err) {
+      if (err instanceof MalformedPayloadError) return { refused: err.detail };
+      if (err instanceof WebhookError && err.code === 'malformed_payload') return { refused: err.detail ?? err.code };
+      throw err;
+    }
+  }
+}
+
+/** A listed event recorded (accepted or duplicate: the inbox tells which), or refused with the route's 400 detail. */
+type ListedOutcome = { recorded: { merchantAccountId: string; eventId: string } } | { refused: string };
+
+/**
+ * The event's id when it can be the walk's cursor: sent back as `starting_after` and saved in the
+ * row. A printable id can; a NUL or a lone surrogate could be neither (jsonb refuses both, and no
+ * URL can carry a lone surrogate), and such an event is refused anyway.
+ */
+function cursorId(event: unknown): string | null {
+  const id = asObject(event)?.id;
+  return isPrintableId(id) ? id : null;
+}
+
+/** A listed event's id as a log line can show it. */
+function shownId(event: unknown): string {
+  const id = asObject(event)?.id;
+  return typeof id === 'string' ? JSON.stringify(showUnprintable(id)) : '(without an id)';
 }

@@ -18,6 +18,11 @@ export interface RunBackfillData {
 export interface AccountCursor {
   startingAfter: string | null;
   done: boolean;
+  /**
+   * Events listed after `startingAfter` that the last saved page counted already (refused, their
+   * ids unprintable, so none could be the cursor): the next page lists them first, uncounted.
+   */
+  skip?: number;
 }
 
 export interface BackfillRow {
@@ -32,6 +37,7 @@ export interface BackfillRow {
   listed: number;
   accepted: number;
   duplicates: number;
+  refused: number;
   error: string | null;
 }
 
@@ -146,6 +152,7 @@ export function view(row: BackfillRow): BackfillView {
     listed: row.listed,
     accepted: row.accepted,
     duplicates: row.duplicates,
+    refused: row.refused,
     error: row.error,
   };
 }

@@ -27,7 +27,8 @@ const TIMEOUT_MS = 30_000;
 export const PAGE_READ_LIMIT_BYTES = 32 * 1024 * 1024;
 
 export interface EventsPage {
-  events: Array<Record<string, unknown> & { id: string }>;
+  /** As the API listed them, unchecked: the backfill refuses those the webhook route would. */
+  events: unknown[];
   hasMore: boolean;
 }
 
@@ -78,7 +79,7 @@ export class StripeEventsClient {
           },
           account ? { stripeAccount: account } : undefined,
         );
-        return { events: list.data as unknown as EventsPage['events'], hasMore: list.has_more };
+        return { events: Array.isArray(list.data) ? list.data : [], hasMore: list.has_more === true };
       } catch (err) {
         const status = (err as { statusCode?: number }).statusCode;
         if (status === 429 && attempt <= RATE_LIMIT_RETRIES) {

@@ -18,6 +18,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { PageQuery } from '../../common/pagination';
+import { IsPrintableId } from './printable-id';
 import { ORDER_STATUSES, OrderStatus } from '../order.state';
 
 export class ShipToDto {
@@ -72,7 +73,7 @@ export class OrderItemDto {
 
 export class CreateOrderDto {
   @ApiPropertyOptional({ example: 'ORD-2026-0042', description: 'Unique when given.' })
-  @MaxLength(100)
+  @IsPrintableId(100)
   @IsNotEmpty()
   @IsString()
   @IsOptional()
@@ -101,7 +102,7 @@ export class CreateOrderDto {
       'an event or a registration of another account cannot pay, refund or attach a payment to it. Left out: the order names ' +
       'none, and on an endpoint that serves many accounts only the accounts of its registered payments may touch it.',
   })
-  @MaxLength(255)
+  @IsPrintableId()
   @IsNotEmpty()
   @IsString()
   @IsOptional()
@@ -139,7 +140,7 @@ export class ListOrdersQuery extends PageQuery {
   status?: OrderStatus;
 
   @ApiPropertyOptional({ example: 'acct_1Nv0FGQ9RKHgCVdK', description: 'Only the orders that name this merchant account.' })
-  @MaxLength(255)
+  @IsPrintableId()
   @IsNotEmpty()
   @IsString()
   @IsOptional()

@@ -51,7 +51,8 @@ export const factuareaProvider: ProviderAdapter = {
       eventType: requireId(body.type, 'type'),
       resourceId: optionalId(object?.id, 'data.object.id'),
       deliveryId: optionalId(header(headers, 'factuarea-delivery-id'), 'Factuarea-Delivery-Id'),
-      account: lenientId(asObject(body.account)?.id),
+      // A declared account is keyed on and compared: an unprintable one is malformed, not "none declared".
+      account: optionalId(asObject(body.account)?.id, 'account.id'),
       apiVersion: lenientId(body.api_version),
     };
   },

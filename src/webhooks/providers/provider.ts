@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { ID_MAX_LENGTH, isPrintableId } from '../../common/printable';
 import type { ProviderName } from '../../config/options';
 import type { PaymentEvent, RawAmount } from '../../payments/payment-event';
 
@@ -62,20 +63,6 @@ export class MalformedPayloadError extends Error {
 const UNIX_SECONDS = /^\d{1,15}$/;
 /** CONTRACT §2.1–2.3: lower-case hex. An upper-case spelling of the same bytes is not what the provider sent. */
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
-/** Ids we store and key on: printable, bounded (a NUL would make PostgreSQL refuse the row). */
-const SAFE_ID = /^[^\x00-\x1f\x7f]{1,255}$/;
-/**
- * A UTF-16 surrogate without its pair (`"\ud800"` in JSON): not a character, so not well-formed
- * UTF-16 (what `String.prototype.isWellFormed` refuses). Stored as UTF-8 it would become U+FFFD,
- * and two ids differing only in their lone surrogate would be one key.
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Printable, bounded and well-formed: an id that is stored and read back as itself. */
-function isSafeId(value: string): boolean {
-  return SAFE_ID.test(value) && !LONE_SURROGATE.test(value);
-}
-
 export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
@@ -126,22 +113,31 @@ export function v1Candidates(entries: Array<[string, string]>): Buffer[] {
   return out;
 }
 
-/** A required id string; absent or unusable ids are malformed. */
+/**
+ * A required id string; absent or unusable ids are malformed. Usable is printable text (see
+ * common/printable): a control or format character, a line separator or a lone surrogate would make
+ * the stored row read as something else, or not be storable at all.
+ */
 export function requireId(value: unknown, what: string): string {
   if (typeof value !== 'string' || value.length === 0) throw new MalformedPayloadError(`${what} is missing`);
-  if (!isSafeId(value)) throw new MalformedPayloadError(`${what} is not a printable string of at most 255 characters`);
+  if (!isPrintableId(value, ID_MAX_LENGTH)) {
+    throw new MalformedPayloadError(`${what} is not a printable string of at most ${ID_MAX_LENGTH} characters`);
+  }
   return value;
 }
 
-/** An optional id: non-strings read as absent; unusable strings are malformed. */
+/** An optional id: non-strings and empty strings read as absent; unusable strings are malformed. */
 export function optionalId(value: unknown, what: string): string | null {
   if (typeof value !== 'string' || value.length === 0) return null;
   return requireId(value, what);
 }
 
-/** An id that is read, never required: a missing or unusable value reads as absent (never malformed). */
+/**
+ * A value that is read, never required, and only informative (the API version): a missing or
+ * unusable value reads as absent (never malformed), so it is never stored unprintable.
+ */
 export function lenientId(value: unknown): string | null {
-  return typeof value === 'string' && isSafeId(value) ? value : null;
+  return isPrintableId(value, ID_MAX_LENGTH) ? value : null;
 }
 
 /** An id header, when sent, must name the body's event. */

@@ -572,10 +572,105 @@ describe('the declared account and the API version (identify)', () => {
     ['a number', 42],
     ['an object', { id: 'x' }],
     ['empty', ''],
-    ['with a NUL', 'acct_\u0000'],
-    ['longer than 255', 'a'.repeat(256)],
   ])('reads an account that is %s as none (never malformed)', (_what, account) => {
     const body = { id: 'evt_1', type: 'payment_intent.succeeded', account, api_version: account, data: { object: { id: 'pi_1' } } };
     expect(stripeProvider.identify(body, {})).toMatchObject({ account: null, apiVersion: null });
+  });
+
+  // A declared account is keyed on and compared: read as none, an unusable one would pass for an
+  // event that declares no account.
+  it.each<[string, string]>([
+    ['with a NUL', 'acct_\u0000'],
+    ['with a C1 control', 'acct_\u009b1'],
+    ['with a bidi override', 'acct_\u202e1'],
+    ['with a lone surrogate', 'acct_\ud800'],
+    ['longer than 255', 'a'.repeat(256)],
+  ])('refuses an account string %s (malformed); the API version, only informative, reads as none', (_what, account) => {
+    const body = { id: 'evt_1', type: 'payment_intent.succeeded', account, api_version: account, data: { object: { id: 'pi_1' } } };
+    expect(malformed(() => stripeProvider.identify(body, {})).detail).toBe('account is not a printable string of at most 255 characters');
+    expect(stripeProvider.identify({ ...body, account: 'acct_1' }, {})).toMatchObject({ account: 'acct_1', apiVersion: null });
+  });
+});
+
+/**
+ * Every id identify() stores, on every provider: printable text only. Control and format
+ * characters (Unicode Cc, Cf), line and paragraph separators and lone surrogates are malformed;
+ * printable non-ASCII text, astral characters included, is an id like any other.
+ */
+describe('ids are printable text (identify, every provider and stored id)', () => {
+  const UNPRINTABLE: Array<[string, string]> = [
+    ['U+009B (C1 control)', '\u009b'],
+    ['U+0085 (next line)', '\u0085'],
+    ['U+2028 (line separator)', '\u2028'],
+    ['U+2029 (paragraph separator)', '\u2029'],
+    ['U+202E (right-to-left override)', '\u202e'],
+    ['U+200B (zero-width space)', '\u200b'],
+    ['U+FEFF (byte order mark)', '\ufeff'],
+    ['U+00AD (soft hyphen)', '\u00ad'],
+    ['U+0000', '\u0000'],
+    ['a lone high surrogate', '\ud800'],
+    ['a lone low surrogate', '\udc00'],
+  ];
+  const PRINTABLE = ['evt_é', 'evt_日本', 'evt_😀', 'evt_a b'];
+
+  type Where = { provider: ProviderAdapter; field: string; put: (value: string) => { body: Body; headers: IncomingHttpHeaders }; read: (id: EnvelopeIdentity) => string | null };
+  const paymos = (over: { id?: string; type?: string; resource?: string } = {}) => ({
+    event_id: over.id ?? 'evt_1',
+    type: over.type ?? 'invoice.paid',
+    data: { id: over.resource ?? 'inv_1' },
+  });
+  const factuarea = (over: { id?: string; type?: string; resource?: string; account?: string } = {}) => ({
+    id: over.id ?? 'evt_1',
+    type: over.type ?? 'invoice.paid',
+    account: { id: over.account ?? 'fa-merchant-1' },
+    data: { object: { object: 'invoice', id: over.resource ?? 'inv_1' } },
+  });
+  const stripe = (over: { id?: string; type?: string; resource?: string; account?: string } = {}) => ({
+    id: over.id ?? 'evt_1',
+    type: over.type ?? 'payment_intent.succeeded',
+    account: over.account ?? 'acct_1',
+    data: { object: { object: 'payment_intent', id: over.resource ?? 'pi_1' } },
+  });
+  const standard = (over: { type?: string; resource?: string; account?: string } = {}) => ({
+    type: over.type ?? 'payment.succeeded',
+    data: { payment_id: over.resource ?? 'pay_1', account_id: over.account ?? 'acc_1' },
+  });
+  const msg = { 'webhook-id': 'msg_1' };
+  const WHERE: Where[] = [
+    { provider: paymosProvider, field: 'event_id', put: (v) => ({ body: paymos({ id: v }), headers: {} }), read: (i) => i.eventId },
+    { provider: paymosProvider, field: 'type', put: (v) => ({ body: paymos({ type: v }), headers: {} }), read: (i) => i.eventType },
+    { provider: paymosProvider, field: 'data.id', put: (v) => ({ body: paymos({ resource: v }), headers: {} }), read: (i) => i.resourceId },
+    { provider: factuareaProvider, field: 'id', put: (v) => ({ body: factuarea({ id: v }), headers: {} }), read: (i) => i.eventId },
+    { provider: factuareaProvider, field: 'type', put: (v) => ({ body: factuarea({ type: v }), headers: {} }), read: (i) => i.eventType },
+    { provider: factuareaProvider, field: 'data.object.id', put: (v) => ({ body: factuarea({ resource: v }), headers: {} }), read: (i) => i.resourceId },
+    { provider: factuareaProvider, field: 'account.id', put: (v) => ({ body: factuarea({ account: v }), headers: {} }), read: (i) => i.account },
+    {
+      provider: factuareaProvider,
+      field: 'Factuarea-Delivery-Id',
+      put: (v) => ({ body: factuarea(), headers: { 'factuarea-delivery-id': v } }),
+      read: (i) => i.deliveryId,
+    },
+    { provider: stripeProvider, field: 'id', put: (v) => ({ body: stripe({ id: v }), headers: {} }), read: (i) => i.eventId },
+    { provider: stripeProvider, field: 'type', put: (v) => ({ body: stripe({ type: v }), headers: {} }), read: (i) => i.eventType },
+    { provider: stripeProvider, field: 'data.object.id', put: (v) => ({ body: stripe({ resource: v }), headers: {} }), read: (i) => i.resourceId },
+    { provider: stripeProvider, field: 'account', put: (v) => ({ body: stripe({ account: v }), headers: {} }), read: (i) => i.account },
+    { provider: standardProvider, field: 'webhook-id', put: (v) => ({ body: standard(), headers: { 'webhook-id': v } }), read: (i) => i.eventId },
+    { provider: standardProvider, field: 'type', put: (v) => ({ body: standard({ type: v }), headers: msg }), read: (i) => i.eventType },
+    { provider: standardProvider, field: 'data.payment_id', put: (v) => ({ body: standard({ resource: v }), headers: msg }), read: (i) => i.resourceId },
+    { provider: standardProvider, field: 'data.account_id', put: (v) => ({ body: standard({ account: v }), headers: msg }), read: (i) => i.account },
+  ];
+
+  describe.each(WHERE.map((w) => [`${w.provider.name} ${w.field}`, w] as const))('%s', (_name, where) => {
+    it.each(UNPRINTABLE)('holding %s: malformed, naming the field', (_what, c) => {
+      const { body, headers } = where.put(`x_${c}1`);
+      expect(malformed(() => where.provider.identify(body, headers)).detail).toBe(`${where.field} is not a printable string of at most 255 characters`);
+    });
+
+    it('printable non-ASCII text (astral characters too) is read as itself', () => {
+      for (const value of PRINTABLE) {
+        const { body, headers } = where.put(value);
+        expect(where.read(where.provider.identify(body, headers))).toBe(value);
+      }
+    });
   });
 });

@@ -5,7 +5,6 @@ import {
   EnvelopeIdentity,
   header,
   minor,
-  lenientId,
   optionalId,
   parseUnixSeconds,
   ProviderAdapter,
@@ -86,7 +85,8 @@ export const standardProvider: ProviderAdapter = {
       eventType: requireId(body.type, 'type'),
       resourceId: optionalId(asObject(body.data)?.payment_id, 'data.payment_id'),
       deliveryId: null,
-      account: lenientId(asObject(body.data)?.account_id),
+      // A declared account is keyed on and compared: an unprintable one is malformed, not "none declared".
+      account: optionalId(asObject(body.data)?.account_id, 'data.account_id'),
       apiVersion: null,
     };
   },

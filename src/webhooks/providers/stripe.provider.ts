@@ -57,7 +57,8 @@ export const stripeProvider: ProviderAdapter = {
       eventType,
       resourceId: optionalId(resource, 'data.object.id'),
       deliveryId: null,
-      account: lenientId(body.account),
+      // A declared account is keyed on and compared: an unprintable one is malformed, not "none declared".
+      account: optionalId(body.account, 'account'),
       apiVersion: lenientId(body.api_version),
     };
   },
