@@ -14,6 +14,7 @@ const MIGRATIONS = [
   'GenericOutbox1764806400000',
   'InboxSourceAndApiVersion1764892800000',
   'Backfill1764979300000',
+  'AccountBoundary1765065600000',
 ];
 
 function run(args: string[], env: Record<string, string>) {
