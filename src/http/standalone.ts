@@ -54,5 +54,5 @@ export async function fastifyAdapter(): Promise<import('@nestjs/platform-fastify
   } catch {
     throw new Error('HTTP_ADAPTER=fastify needs the @nestjs/platform-fastify package (npm install @nestjs/platform-fastify)');
   }
-  return new platform.FastifyAdapter({ bodyLimit: JSON_LIMIT_BYTES, maxParamLength: FASTIFY_MAX_PARAM_LENGTH });
+  return new platform.FastifyAdapter({ bodyLimit: JSON_LIMIT_BYTES, routerOptions: { maxParamLength: FASTIFY_MAX_PARAM_LENGTH } });
 }
