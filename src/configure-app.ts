@@ -2,12 +2,12 @@ import type { CanActivate, INestApplication } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isObservable, lastValueFrom } from 'rxjs';
-import { AdminAuthGuard } from './common/admin-auth.guard';
-import { toApiError } from './common/api-errors';
+import { AdminAuthGuard } from './http/admin-auth.guard';
+import { toApiError } from './http/api-errors';
 import type { ResolvedOptions } from './config/options';
 import { HttpSurface } from './http/http-surface';
 import { hideBodyFromParsers, RAW_WEBHOOK_CONTENT_TYPE, requestPath, sendJson, setHeader } from './http/platform';
-import { PW_ADMIN_GUARD, PW_OPTIONS } from './payment-webhooks.constants';
+import { PW_ADMIN_GUARD, PW_OPTIONS } from './config/tokens';
 import { DeliveryObserver } from './webhooks/delivery-observer';
 import { DOCUMENTED_MODULES } from './payment-webhooks.module';
 

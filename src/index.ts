@@ -5,7 +5,7 @@ export { configurePaymentWebhooksApp } from './configure-app';
 export { applyServerLimits, ServerLimits } from './http/server-limits';
 export { PaymentWebhooksModule, PaymentWebhooksAsyncOptions } from './payment-webhooks.module';
 export { PW_CONNECTION } from './database/data-source';
-export { CLOCK, Clock } from './payment-webhooks.constants';
+export { CLOCK, Clock } from './config/tokens';
 export { InboxSweeper } from './webhooks/inbox-sweeper.service';
 export { DeliveryProcessingService } from './webhooks/delivery-processing.service';
 export type { CarrierAdapter, ShipmentRequest, ShipmentResult } from './fulfillment/carriers/carrier';

@@ -7,7 +7,7 @@ import { loadStandaloneConfig, StandaloneConfig } from './config/env';
 import { ConfigurationError } from './config/validate';
 import { DEFAULT_TUNING } from './config/options';
 import { applyServerLimits } from './http/server-limits';
-import { createStandaloneApp } from './http/standalone';
+import { createStandaloneApp } from './standalone';
 import { createLogger, PinoNestLogger } from './observability/logger';
 
 function readConfig(): StandaloneConfig {

@@ -12,10 +12,10 @@ import { FulfillmentModule } from './fulfillment/fulfillment.module';
 import { HealthModule } from './health/health.module';
 import { OutboxModule } from './outbox/outbox.module';
 import { OperationsModule } from './operations/operations.module';
-import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_RECEIVE_PRESSURE, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './payment-webhooks.constants';
+import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_RECEIVE_PRESSURE, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './config/tokens';
 import { createLogger } from './observability/logger';
-import { AdminAuthGuard } from './common/admin-auth.guard';
-import { ReceivePressure } from './common/receive-pressure';
+import { AdminAuthGuard } from './http/admin-auth.guard';
+import { ReceivePressure } from './jobs/receive-pressure';
 import { ObservabilityModule } from './observability/observability.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
@@ -149,6 +149,7 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
           inject: [PW_OPTIONS],
           useFactory: (o: ResolvedOptions) => ({
             ...dataSourceOptions(o.databaseUrl, o.schema),
+            autoLoadEntities: true,
             retryAttempts: 3,
             retryDelay: 1_000,
             // A failed migration is not a connection problem: say which one, once.

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { DomainError, ValidationFailed } from '../common/domain-error';
-import { QueueName } from '../common/queues';
+import { QueueName } from '../jobs/queues';
 import { moduleRedisConnection, releaseRedisConnection } from '../common/redis-connection';
 import { withTimeout } from '../common/with-timeout';
 import { createBackfill, findBackfill, runBackfillJob } from '../operations/backfill/backfill.store';

@@ -1,7 +1,7 @@
 import type { CanActivate } from '@nestjs/common';
 import type { Logger as PinoLogger } from 'pino';
 import type { PaymentEventType } from '../common/payment-events';
-import type { CarrierAdapter } from '../fulfillment/carriers/carrier';
+import type { CarrierAdapter } from './carrier-adapter';
 
 /** The four signature schemes the module verifies (CONTRACT §2.1–2.4). */
 export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;

@@ -7,12 +7,6 @@ import { GenericOutbox1764806400000 } from '../../migrations/1764806400000-Gener
 import { InboxSourceAndApiVersion1764892800000 } from '../../migrations/1764892800000-InboxSourceAndApiVersion';
 import { Backfill1764979300000 } from '../../migrations/1764979300000-Backfill';
 import { AccountBoundary1765065600000 } from '../../migrations/1765065600000-AccountBoundary';
-import { Fulfillment } from '../fulfillment/fulfillment.entity';
-import { OutboxMessage } from '../outbox/outbox-message.entity';
-import { IdempotencyKey } from '../payments/idempotency-key.entity';
-import { Order } from '../payments/order.entity';
-import { Payment } from '../payments/payment.entity';
-import { WebhookInbox } from '../webhooks/inbox.entity';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 
 /** The module's own TypeORM connection name, so a host's default connection is left alone. */
@@ -20,8 +14,6 @@ export const PW_CONNECTION = 'payment-webhooks';
 
 /** The schema a module without a `schema` option uses (CONTRACT §1 `DATABASE_SCHEMA`). */
 export const DEFAULT_SCHEMA = 'payment_webhooks';
-
-export const ENTITIES = [WebhookInbox, Order, Payment, Fulfillment, OutboxMessage, IdempotencyKey];
 
 /** Listed, not globbed, so Jest, the CLI and the app see the same list. */
 export const MIGRATIONS = [
@@ -52,7 +44,9 @@ export function dataSourceOptions(databaseUrl: string, schema: string = DEFAULT_
     type: 'postgres',
     url: databaseUrl,
     schema,
-    entities: ENTITIES,
+    // Each context registers the entities it maps (TypeOrmModule.forFeature, autoLoadEntities): the
+    // data source knows none of them. Migrations need none.
+    entities: [],
     migrations: MIGRATIONS,
     migrationsTableName: MIGRATIONS_TABLE,
     // The schema comes from migrations only.

@@ -58,11 +58,6 @@ export function afterCommit(em: EntityManager, callback: Work): void {
   hooksOf(em, 'afterCommit').after.push(callback);
 }
 
-/** Whether `em` belongs to a transaction opened with `runTransaction` (and still running). */
-export function inUnitOfWork(em: EntityManager): boolean {
-  return open.has(em);
-}
-
 /**
  * Per-transaction state of a participant (an identity map, rows to write at the end), created on
  * first use and gone with the transaction.

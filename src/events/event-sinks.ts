@@ -5,7 +5,7 @@ import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
 import { MetricsService } from '../observability/metrics.service';
 import { discardAnswer } from '../outbox/bounded-answer';
 import type { HandlerOutcome } from '../outbox/outbox.state';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 
 interface Sink {
   name: string;

@@ -6,7 +6,7 @@ import type { ResolvedOptions } from '../config/options';
 import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-handler';
 import type { HandlerOutcome } from '../outbox/outbox.state';
 import { EventMessagePayload, eventMessageType, TransactionEvents } from '../outbox/transaction-events';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { ON_PAYMENT_EVENT, OnPaymentEventMetadata } from './on-payment-event.decorator';
 import { EventSinks } from './event-sinks';
 

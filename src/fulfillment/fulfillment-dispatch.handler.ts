@@ -6,7 +6,7 @@ import { PW_CONNECTION } from '../database/data-source';
 import { MetricsService } from '../observability/metrics.service';
 import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-handler';
 import type { AttemptDecision, HandlerOutcome } from '../outbox/outbox.state';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { CarrierRegistry } from './carriers/carrier-registry';
 import { isUsableShipmentId, ShipmentResult } from './carriers/carrier';
 import { Fulfillment } from './fulfillment.entity';

@@ -1,7 +1,10 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { PW_CONNECTION } from '../database/data-source';
 import { OutboxModule } from '../outbox/outbox.module';
 import { CarrierRegistry } from './carriers/carrier-registry';
 import { FulfillmentDispatchHandler } from './fulfillment-dispatch.handler';
+import { Fulfillment } from './fulfillment.entity';
 import { FulfillmentService } from './fulfillment.service';
 
 /**
@@ -9,7 +12,7 @@ import { FulfillmentService } from './fulfillment.service';
  * orders through events and registers its handler with the outbox: it imports no other context.
  */
 @Module({
-  imports: [OutboxModule],
+  imports: [TypeOrmModule.forFeature([Fulfillment], PW_CONNECTION), OutboxModule],
   providers: [FulfillmentService, FulfillmentDispatchHandler, CarrierRegistry],
 })
 export class FulfillmentModule {}

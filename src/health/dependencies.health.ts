@@ -7,7 +7,7 @@ import { DataSource } from 'typeorm';
 import { moduleRedisClient } from '../common/redis-connection';
 import { PW_CONNECTION } from '../database/data-source';
 import type { ResolvedOptions } from '../config/options';
-import { PW_LOGGER, PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_LOGGER, PW_OPTIONS } from '../config/tokens';
 
 /** How long each dependency may take to answer its one question. */
 const CHECK_TIMEOUT_MS = 1_000;

@@ -3,10 +3,10 @@ import { GUARDS_METADATA, METHOD_METADATA, MODULE_METADATA, PATH_METADATA } from
 import { ApplicationConfig } from '@nestjs/core';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { createRequire } from 'node:module';
-import { AdminGuard } from '../common/admin.guard';
-import { SHARED_ERROR_DOCS } from '../common/api-docs';
+import { AdminGuard } from './admin.guard';
+import { SHARED_ERROR_DOCS } from './api-docs';
 import type { ResolvedOptions } from '../config/options';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { joinPaths } from './route-prefix';
 
 /** The paths of the module inside the app: what the request hooks of configurePaymentWebhooksApp match. */

@@ -1,8 +1,8 @@
 import { Controller, Get, Header, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminGuard } from '../common/admin.guard';
-import { ApiErrorResponses } from '../common/api-docs';
-import { ApiExceptionFilter } from '../common/api-errors';
+import { AdminGuard } from '../http/admin.guard';
+import { ApiErrorResponses } from '../http/api-docs';
+import { ApiExceptionFilter } from '../http/api-errors';
 import { MetricsService } from './metrics.service';
 
 @ApiTags('operations')

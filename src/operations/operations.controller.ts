@@ -2,12 +2,12 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query, UseFilters
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { AdminGuard } from '../common/admin.guard';
-import { ApiErrorResponses, conflict, fieldError } from '../common/api-docs';
-import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
+import { AdminGuard } from '../http/admin.guard';
+import { ApiErrorResponses, conflict, fieldError } from '../http/api-docs';
+import { ApiExceptionFilter, apiValidationPipe } from '../http/api-errors';
 import { PROVIDER_NAMES, type ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { uuidParam } from '../payments/orders.controller';
 import { DeliveryArchiveService } from './delivery-archive.service';
 import {

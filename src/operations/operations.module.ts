@@ -1,8 +1,8 @@
 import { BullModule } from '@nestjs/bullmq';
-import { QueueName } from '../common/queues';
+import { QueueName } from '../jobs/queues';
 import { Module } from '@nestjs/common';
 import { OutboxModule } from '../outbox/outbox.module';
-import { PW_BULL } from '../payment-webhooks.constants';
+import { PW_BULL } from '../config/tokens';
 import { InboxIngestService } from '../webhooks/inbox-ingest.service';
 import { InboxQueueModule } from '../webhooks/inbox-queue.module';
 import { WebhooksModule } from '../webhooks/webhooks.module';

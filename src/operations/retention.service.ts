@@ -1,13 +1,13 @@
 import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
-import { JobName, JobSchedule, QueueName } from '../common/queues';
+import { JobName, JobSchedule, QueueName } from '../jobs/queues';
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
-import { startWorker } from '../common/start-worker';
+import { startWorker } from '../jobs/start-worker';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
-import { PW_BULL, PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_BULL, PW_OPTIONS } from '../config/tokens';
 import { PURGEABLE } from '../webhooks/inbox.state';
 
 const BATCH = 500;

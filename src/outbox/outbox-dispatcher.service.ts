@@ -10,7 +10,7 @@ import { PW_CONNECTION } from '../database/data-source';
 import { rowsReturned } from '../database/returning';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { OutboxAttempt, OutboxHandlers } from './outbox-handler';
 import { AttemptDecision, decideAttempt, HandlerOutcome } from './outbox.state';
 

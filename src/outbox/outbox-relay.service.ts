@@ -1,15 +1,15 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { QueueName, JobName } from '../common/queues';
+import { QueueName, JobName } from '../jobs/queues';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { Client } from 'pg';
 import { DataSource } from 'typeorm';
-import { requeueJobs } from '../common/requeue';
+import { requeueJobs } from '../jobs/requeue';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { pgConnection, PW_CONNECTION } from '../database/data-source';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { outboxChannel, OutboxJobData, outboxJobOptions } from './outbox.queue';
 
 /**

@@ -1,7 +1,7 @@
 import { BullModule } from '@nestjs/bullmq';
-import { QueueName } from '../common/queues';
+import { QueueName } from '../jobs/queues';
 import { Module } from '@nestjs/common';
-import { PW_BULL } from '../payment-webhooks.constants';
+import { PW_BULL } from '../config/tokens';
 import { OutboxDispatcher } from './outbox-dispatcher.service';
 import { OutboxHandlers } from './outbox-handler';
 import { OutboxRelay } from './outbox-relay.service';

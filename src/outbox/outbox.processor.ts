@@ -1,11 +1,11 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
-import { QueueName } from '../common/queues';
+import { QueueName } from '../jobs/queues';
 import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { DelayedError, Job } from 'bullmq';
-import { startWorker } from '../common/start-worker';
+import { startWorker } from '../jobs/start-worker';
 import type { ResolvedOptions } from '../config/options';
-import { PW_BULL, PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../payment-webhooks.constants';
-import type { ReceivePressure } from '../common/receive-pressure';
+import { PW_BULL, PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../config/tokens';
+import type { ReceivePressure } from '../jobs/receive-pressure';
 import { OutboxDispatcher } from './outbox-dispatcher.service';
 import { OutboxJobData } from './outbox.queue';
 

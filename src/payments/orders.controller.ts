@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { AdminGuard } from '../common/admin.guard';
-import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
-import { ApiErrorResponses, conflict, fieldError } from '../common/api-docs';
+import { AdminGuard } from '../http/admin.guard';
+import { ApiExceptionFilter, apiValidationPipe } from '../http/api-errors';
+import { ApiErrorResponses, conflict, fieldError } from '../http/api-docs';
 import { DomainError } from '../common/domain-error';
 import { PROVIDER_NAMES } from '../config/options';
 import { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';

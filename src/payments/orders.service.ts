@@ -8,7 +8,7 @@ import { keysetQuery, Page, toPage } from '../common/pagination';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
-import { PW_CARRIER_NAMES, PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_CARRIER_NAMES, PW_OPTIONS } from '../config/tokens';
 import type { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import type { ListPaymentsQuery, RegisterPaymentDto } from './dto/payment.dto';
 import type { OrderView, PaymentView } from './dto/views';

@@ -65,7 +65,6 @@ export const CAPTURED_STATUSES: ReadonlySet<PaymentStatus> = new Set([
   'dispute_lost',
 ]);
 
-export type TransitionOutcome = 'applied' | 'already_applied' | 'stale' | 'rejected';
 export type RejectionReason = 'illegal_transition' | 'amount_mismatch' | 'currency_mismatch';
 
 export type ApplyResult =

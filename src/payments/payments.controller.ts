@@ -1,8 +1,8 @@
 import { Controller, Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminGuard } from '../common/admin.guard';
-import { ApiExceptionFilter, apiValidationPipe } from '../common/api-errors';
-import { ApiErrorResponses, fieldError } from '../common/api-docs';
+import { AdminGuard } from '../http/admin.guard';
+import { ApiExceptionFilter, apiValidationPipe } from '../http/api-errors';
+import { ApiErrorResponses, fieldError } from '../http/api-docs';
 import { ListPaymentsQuery } from './dto/payment.dto';
 import { PaymentPage, PaymentView } from './dto/views';
 import { uuidParam } from './orders.controller';

@@ -1,5 +1,9 @@
 import { Module } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { PW_CONNECTION } from '../database/data-source';
 import { OutboxModule } from '../outbox/outbox.module';
+import { Order } from './order.entity';
+import { Payment } from './payment.entity';
 import { OrdersController } from './orders.controller';
 import { OrdersService } from './orders.service';
 import { PaymentEventsService } from './payment-events.service';
@@ -12,7 +16,7 @@ import { PaymentsController } from './payments.controller';
  * an event in the same transaction.
  */
 @Module({
-  imports: [OutboxModule],
+  imports: [TypeOrmModule.forFeature([Order, Payment], PW_CONNECTION), OutboxModule],
   controllers: [OrdersController, PaymentsController],
   providers: [OrdersService, PaymentEventsService, PaymentStore],
   exports: [PaymentEventsService, OrdersService],

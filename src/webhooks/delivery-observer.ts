@@ -3,8 +3,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { rawRequest, rawResponse } from '../http/platform';
 import { MetricsService } from '../observability/metrics.service';
-import { PW_LOGGER, PW_RECEIVE_PRESSURE } from '../payment-webhooks.constants';
-import type { ReceivePressure } from '../common/receive-pressure';
+import { PW_LOGGER, PW_RECEIVE_PRESSURE } from '../config/tokens';
+import type { ReceivePressure } from '../jobs/receive-pressure';
 
 /** What the receive path notes about a delivery as it goes (kept per Node request, on either platform). */
 interface DeliveryNotes {

@@ -9,7 +9,7 @@ import type { PaymentEvent } from '../payments/payment-event';
 import { DomainError } from '../common/domain-error';
 import { MicroBatcher } from '../common/micro-batcher';
 import type { ResolvedOptions } from '../config/options';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import type { InboxStatus, ProcessingResult } from './inbox.state';
 import { deliveriesInProcess } from './delivery-reactions';
 import { PROVIDERS } from './providers';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ResolvedOptions } from '../config/options';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { ResolvedEndpoint, resolveEndpoint } from './signature-verifier';
 
 /** The configured endpoints, keys decoded once at start. */

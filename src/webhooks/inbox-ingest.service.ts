@@ -1,12 +1,12 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { QueueName, JobName } from '../common/queues';
+import { QueueName, JobName } from '../jobs/queues';
 import { Queue } from 'bullmq';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'pg';
 import type { ResolvedOptions } from '../config/options';
 import { withTimeout } from '../common/with-timeout';
 import { pgConnection } from '../database/data-source';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { MicroBatcher } from '../common/micro-batcher';
 import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } from '../common/redis-connection';
 import { uuid7 } from '../common/uuid7';

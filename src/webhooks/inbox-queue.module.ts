@@ -1,7 +1,7 @@
 import { BullModule } from '@nestjs/bullmq';
-import { QueueName } from '../common/queues';
+import { QueueName } from '../jobs/queues';
 import { Module } from '@nestjs/common';
-import { PW_BULL } from '../payment-webhooks.constants';
+import { PW_BULL } from '../config/tokens';
 import { InboxQueueService } from './inbox-queue.service';
 
 

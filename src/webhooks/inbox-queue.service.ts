@@ -1,12 +1,12 @@
 import { InjectQueue } from '@nestjs/bullmq';
-import { QueueName, JobName } from '../common/queues';
+import { QueueName, JobName } from '../jobs/queues';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Queue } from 'bullmq';
 import type { EntityManager } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
-import { requeueJobs } from '../common/requeue';
+import { requeueJobs } from '../jobs/requeue';
 import { withTimeout } from '../common/with-timeout';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import { InboxStatus, REOPEN_SQL, REOPENABLE, WAITS_FOR_REGISTRATION } from './inbox.state';
 

@@ -5,7 +5,7 @@ import { AdvisoryLock, advisoryLockArgs } from '../database/advisory-locks';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
-import { PW_OPTIONS } from '../payment-webhooks.constants';
+import { PW_OPTIONS } from '../config/tokens';
 import { InboxQueueService } from './inbox-queue.service';
 
 /**

@@ -1,11 +1,11 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
-import { QueueName } from '../common/queues';
+import { QueueName } from '../jobs/queues';
 import { Inject, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import type { ResolvedOptions } from '../config/options';
-import { startWorker } from '../common/start-worker';
-import { PW_BULL, PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../payment-webhooks.constants';
-import type { ReceivePressure } from '../common/receive-pressure';
+import { startWorker } from '../jobs/start-worker';
+import { PW_BULL, PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../config/tokens';
+import type { ReceivePressure } from '../jobs/receive-pressure';
 import { DeliveryProcessingService } from './delivery-processing.service';
 import { ProcessDeliveryData } from './inbox.queue';
 

@@ -2,7 +2,7 @@ import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/commo
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ResolvedOptions } from '../config/options';
 import { rawRequest, restoreContentType, setHeader } from '../http/platform';
-import { Clock, CLOCK, PW_OPTIONS } from '../payment-webhooks.constants';
+import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
 import { ResolvedEndpoint, verifySignature } from './signature-verifier';

@@ -12,7 +12,7 @@ import { DataSource } from 'typeorm';
 import { configurePaymentWebhooksApp, PaymentWebhooksModule, PW_CONNECTION } from '../../src';
 import { createLogger } from '../../src/observability/logger';
 import { signedHeaders } from '../../src/testing/sign';
-import { fastifyAdapter } from '../../src/http/standalone';
+import { fastifyAdapter } from '../../src/standalone';
 import { deleteQueueKeys, eventually } from '../support/app';
 import { bodies } from '../support/domain';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, TEST_SCHEMA } from '../support/env';

@@ -4,7 +4,7 @@ import type { Job, Queue } from 'bullmq';
 import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
 import { OnPaymentEvent, PaymentWebhooksEvent } from '../../src';
-import { QueueName } from '../../src/common/queues';
+import { QueueName } from '../../src/jobs/queues';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, eventually, TestApp } from '../support/app';
 import { bodies, uniqueId } from '../support/domain';

@@ -1,6 +1,6 @@
 import type { EndpointDefinition, ResolvedOptions } from '../../src/config/options';
 import { recoveringBackfill } from '../../src/operations/reconciliation.service';
-import { PW_OPTIONS } from '../../src/payment-webhooks.constants';
+import { PW_OPTIONS } from '../../src/config/tokens';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, eventually, TEST_ENDPOINTS, TestApp } from '../support/app';

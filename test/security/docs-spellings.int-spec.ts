@@ -7,7 +7,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import express from 'express';
 import { configurePaymentWebhooksApp } from '../../src/configure-app';
-import { fastifyAdapter } from '../../src/http/standalone';
+import { fastifyAdapter } from '../../src/standalone';
 import { createLogger } from '../../src/observability/logger';
 import { PaymentWebhooksModule } from '../../src/payment-webhooks.module';
 import { signedHeaders } from '../../src/testing/sign';

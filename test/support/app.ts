@@ -5,10 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import { EndpointDefinition, PaymentWebhooksOptions } from '../../src/config/options';
-import { fastifyAdapter, prepareStandaloneApp } from '../../src/http/standalone';
+import { fastifyAdapter, prepareStandaloneApp } from '../../src/standalone';
 import { createLogger } from '../../src/observability/logger';
 import { PW_CONNECTION } from '../../src/database/data-source';
-import { CLOCK, Clock } from '../../src/payment-webhooks.constants';
+import { CLOCK, Clock } from '../../src/config/tokens';
 import { PaymentWebhooksModule } from '../../src/payment-webhooks.module';
 import { TEST_DATABASE_URL, TEST_REDIS_URL, TEST_SCHEMA } from './env';
 

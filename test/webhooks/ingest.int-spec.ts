@@ -1,5 +1,5 @@
 import { getQueueToken } from '@nestjs/bullmq';
-import { QueueName } from '../../src/common/queues';
+import { QueueName } from '../../src/jobs/queues';
 import type { Queue } from 'bullmq';
 import request from 'supertest';
 

@@ -1,5 +1,5 @@
 import { getQueueToken } from '@nestjs/bullmq';
-import { QueueName, JobName } from '../../src/common/queues';
+import { QueueName, JobName } from '../../src/jobs/queues';
 import type { Queue } from 'bullmq';
 import { InboxSweeper } from '../../src/webhooks/inbox-sweeper.service';
 

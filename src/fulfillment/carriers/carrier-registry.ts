@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ResolvedOptions } from '../../config/options';
-import { PW_CARRIER_ADAPTERS, PW_OPTIONS } from '../../payment-webhooks.constants';
+import { PW_CARRIER_ADAPTERS, PW_OPTIONS } from '../../config/tokens';
 import type { CarrierAdapter } from './carrier';
 import { HttpCarrierAdapter } from './http-carrier';
 

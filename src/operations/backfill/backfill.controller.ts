@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Param, Post, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AdminGuard } from '../../common/admin.guard';
-import { ApiErrorResponses, conflict, fieldError } from '../../common/api-docs';
-import { ApiExceptionFilter, apiValidationPipe } from '../../common/api-errors';
+import { AdminGuard } from '../../http/admin.guard';
+import { ApiErrorResponses, conflict, fieldError } from '../../http/api-docs';
+import { ApiExceptionFilter, apiValidationPipe } from '../../http/api-errors';
 import { uuidParam } from '../../payments/orders.controller';
 import { BackfillRequest, BackfillStarted, BackfillView } from './backfill.dto';
 import { BackfillService } from './backfill.service';

@@ -1,10 +1,10 @@
 import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { Inject, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { QueueName } from '../../common/queues';
-import { startWorker } from '../../common/start-worker';
+import { QueueName } from '../../jobs/queues';
+import { startWorker } from '../../jobs/start-worker';
 import type { ResolvedOptions } from '../../config/options';
-import { PW_BULL, PW_OPTIONS } from '../../payment-webhooks.constants';
+import { PW_BULL, PW_OPTIONS } from '../../config/tokens';
 import { BackfillService } from './backfill.service';
 import type { RunBackfillData } from './backfill.store';
 

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { DomainError, FieldError, ValidationFailed } from '../../common/domain-error';
-import { JobName } from '../../common/queues';
+import { JobName } from '../../jobs/queues';
 import { uuid7 } from '../../common/uuid7';
 import type { EndpointDefinition, TuningOptions } from '../../config/options';
 import type { BackfillRequest, BackfillStatus, BackfillView } from './backfill.dto';

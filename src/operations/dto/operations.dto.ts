@@ -2,8 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PageQuery } from '../../common/pagination';
 import { PROVIDER_NAMES } from '../../config/options';
-import { OUTBOX_STATUSES } from '../../outbox/outbox-message.entity';
-import { INBOX_STATUSES } from '../../webhooks/inbox.entity';
+import { OUTBOX_STATUSES } from '../../outbox/outbox.state';
+import { INBOX_STATUSES } from '../../webhooks/inbox.state';
 
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const INSTANT_MESSAGE = 'must be an ISO 8601 instant with a time zone, e.g. 2026-11-29T10:00:00Z';

@@ -9,9 +9,9 @@ import {
   ValidationError,
   ValidationPipe,
 } from '@nestjs/common';
-import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../http/json-depth';
-import { sendJson, setHeader } from '../http/platform';
-import { DomainError, ERROR_CODES, FieldError, HttpErrorCode, ValidationFailed } from './domain-error';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from './json-depth';
+import { sendJson, setHeader } from './platform';
+import { DomainError, ERROR_CODES, FieldError, HttpErrorCode, ValidationFailed } from '../common/domain-error';
 
 /**
  * The answer of every code a request may get (CONTRACT §3): the compiler demands one for each

@@ -1,6 +1,6 @@
 import { CanActivate, ExecutionContext } from '@nestjs/common';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { DomainError } from './domain-error';
+import { DomainError } from '../common/domain-error';
 
 /** Hashing first gives equal lengths, so the comparison time says nothing about the token. */
 function digest(value: string): Buffer {

@@ -1,8 +1,8 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { isObservable, lastValueFrom } from 'rxjs';
-import { isJsonContentType } from '../http/platform';
-import { PW_ADMIN_GUARD } from '../payment-webhooks.constants';
-import { DomainError } from './domain-error';
+import { isJsonContentType } from './platform';
+import { PW_ADMIN_GUARD } from '../config/tokens';
+import { DomainError } from '../common/domain-error';
 
 /** The methods that change state: their body, when they carry one, must be JSON. */
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

@@ -1,8 +1,8 @@
 import type { INestApplication, LoggerService, Type, DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { ApiExceptionFilter } from '../common/api-errors';
-import type { HttpAdapterName } from '../config/env';
-import { configurePaymentWebhooksApp } from '../configure-app';
+import { ApiExceptionFilter } from './http/api-errors';
+import type { HttpAdapterName } from './config/env';
+import { configurePaymentWebhooksApp } from './configure-app';
 
 /** The JSON body limit of the standalone service's API routes (the webhook route has its own). */
 const JSON_LIMIT_BYTES = 1_048_576;
