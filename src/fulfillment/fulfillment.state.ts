@@ -1,17 +1,24 @@
-import type { FulfillmentStatus } from '../common/payment-events';
+import { canMove as lifecycleAllows, defineLifecycle } from '../common/lifecycle';
+import { FULFILLMENT_STATUSES, type FulfillmentStatus } from '../common/payment-events';
 
 export { FULFILLMENT_STATUSES, type FulfillmentStatus } from '../common/payment-events';
 
-/** The fulfillment lifecycle (ARCHITECTURE "Outbox, fulfillment and events"), as data. */
-export const FULFILLMENT_TRANSITIONS: Readonly<Record<FulfillmentStatus, readonly FulfillmentStatus[]>> = {
-  // The carrier took it; it refused, every attempt failed, or the order no longer wants it.
-  requested: ['dispatched', 'failed'],
-  dispatched: [],
-  // An operator's retry of its dead message asks again.
-  failed: ['requested'],
-};
+/** The fulfillment lifecycle (docs/carriers.md), as data. */
+export const FULFILLMENT_LIFECYCLE = defineLifecycle<FulfillmentStatus>({
+  name: 'fulfillment',
+  statuses: FULFILLMENT_STATUSES,
+  initial: ['requested'],
+  moves: {
+    // The carrier took it; it refused, every attempt failed, or the order no longer wants it.
+    requested: ['dispatched', 'failed'],
+    dispatched: [],
+    // An operator's retry of its dead message asks again.
+    failed: ['requested'],
+  },
+});
+export const FULFILLMENT_TRANSITIONS = FULFILLMENT_LIFECYCLE.moves;
 
-/** The one guard: whether `from` may become `to` (the status written is `to` only then). */
+/** Whether `from` may become `to` (the status written is `to` only then). */
 export function canMove(from: FulfillmentStatus, to: FulfillmentStatus): boolean {
-  return FULFILLMENT_TRANSITIONS[from].includes(to);
+  return lifecycleAllows(FULFILLMENT_LIFECYCLE, from, to);
 }

@@ -1,18 +1,26 @@
+import { canMove, defineLifecycle } from '../common/lifecycle';
+
 /**
- * The outbox message lifecycle (ARCHITECTURE "Outbox"), as data. A message is written `pending` in
- * the business transaction; each attempt at its side effect ends in one of the handler outcomes
- * below, and this table says where the message goes.
+ * The outbox message lifecycle (docs/design.md, "The outbox, events and fulfillment"), as data. A
+ * message is written `pending` in the business transaction; each attempt at its side effect ends in
+ * one of the handler outcomes below, and this table says where the message goes.
  */
 export const OUTBOX_STATUSES = ['pending', 'dispatched', 'dead'] as const;
 export type OutboxStatus = (typeof OUTBOX_STATUSES)[number];
 
-export const OUTBOX_TRANSITIONS: Readonly<Record<OutboxStatus, readonly OutboxStatus[]>> = {
-  // Another attempt (pending → pending), done, or given up.
-  pending: ['pending', 'dispatched', 'dead'],
-  dispatched: [],
-  // An operator's retry, with a fresh attempt budget.
-  dead: ['pending'],
-};
+export const OUTBOX_LIFECYCLE = defineLifecycle<OutboxStatus>({
+  name: 'outbox message',
+  statuses: OUTBOX_STATUSES,
+  initial: ['pending'],
+  moves: {
+    // Another attempt (pending → pending), done, or given up.
+    pending: ['pending', 'dispatched', 'dead'],
+    dispatched: [],
+    // An operator's retry, with a fresh attempt budget.
+    dead: ['pending'],
+  },
+});
+export const OUTBOX_TRANSITIONS = OUTBOX_LIFECYCLE.moves;
 
 /** What one attempt at a message's side effect came to, as its handler says. */
 export type HandlerOutcome =
@@ -33,8 +41,9 @@ export type AttemptDecision =
   | { status: 'pending'; reason: string; retryAfterMs?: number; keepCallTrace: boolean };
 
 /**
- * The one guard of an attempt: the status to write is the one this returns. `attempts` counts the
- * attempt being recorded; a retryable outcome past the budget is dead.
+ * What an attempt makes of a pending message (a move the lifecycle allows from `pending`, always):
+ * the status to write is the one this returns. `attempts` counts the attempt being recorded; a
+ * retryable outcome past the budget is dead.
  */
 export function decideAttempt(outcome: HandlerOutcome, attempts: number, maxAttempts: number): AttemptDecision {
   switch (outcome.kind) {
@@ -51,7 +60,7 @@ export function decideAttempt(outcome: HandlerOutcome, attempts: number, maxAtte
   }
 }
 
-/** Whether an operator may retry a message in this status (only a dead one). */
+/** Whether an operator may retry a message in this status: one the lifecycle moves back to `pending` (only a dead one). */
 export function canRetry(status: OutboxStatus): boolean {
-  return OUTBOX_TRANSITIONS[status].includes('pending') && status !== 'pending';
+  return status !== 'pending' && canMove(OUTBOX_LIFECYCLE, status, 'pending');
 }

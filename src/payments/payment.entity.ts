@@ -4,7 +4,8 @@ import { uuid7 } from '../common/uuid7';
 import { bigintTransformer } from '../database/transformers';
 import { Money } from './money';
 import type { PaymentEventKind } from './payment-event';
-import { ApplyResult, CAPTURED_STATUSES, decideMove, PaymentStatus } from './payment.state';
+import { canMove } from '../common/lifecycle';
+import { ApplyResult, CAPTURED_STATUSES, decideMove, PAYMENT_LIFECYCLE, PaymentStatus } from './payment.state';
 
 /** An event in the payment's own terms: amounts parsed against their currency. */
 export interface PaymentChange {
@@ -133,13 +134,11 @@ export class Payment {
         if (from === 'disputed' || from === 'dispute_lost') {
           // The amount rises; the dispute still decides the status.
           result = { outcome: 'applied', from, to: from };
-        } else if (refunded === this.amountMinor) {
-          result = decideMove(from, 'refunded');
         } else {
-          result = decideMove(from, 'partially_refunded');
-          if (from === 'partially_refunded' && result.outcome === 'already_applied') {
-            result = { outcome: 'applied', from, to: from };
-          }
+          // A refund is a move by its amount, not a status event: another partial refund of a
+          // partially refunded payment is a move the table lists (partially_refunded → itself).
+          const to = refunded === this.amountMinor ? 'refunded' : 'partially_refunded';
+          result = canMove(PAYMENT_LIFECYCLE, from, to) ? { outcome: 'applied', from, to } : decideMove(from, to);
         }
         break;
       }

@@ -1,4 +1,6 @@
-/** The payment lifecycle (ARCHITECTURE "Payment lifecycle"), as data. */
+import { canMove, defineLifecycle, isBehind } from '../common/lifecycle';
+
+/** The payment lifecycle (docs/rest-api.md, "Payment lifecycle"), as data. */
 export const PAYMENT_STATUSES = [
   'pending',
   'processing',
@@ -27,19 +29,25 @@ export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
  *   While a dispute is open or lost, refunds raise the refunded amount and the dispute keeps the
  *   status.
  */
-export const PAYMENT_TRANSITIONS: Readonly<Record<PaymentStatus, readonly PaymentStatus[]>> = {
-  pending: ['processing', 'authorized', 'succeeded', 'failed', 'canceled', 'expired'],
-  processing: ['authorized', 'succeeded', 'failed', 'canceled', 'expired'],
-  authorized: ['succeeded', 'failed', 'canceled', 'expired'],
-  failed: ['succeeded'],
-  canceled: ['succeeded'],
-  expired: ['succeeded'],
-  succeeded: ['partially_refunded', 'refunded', 'disputed', 'dispute_lost'],
-  partially_refunded: ['partially_refunded', 'refunded', 'disputed', 'dispute_lost'],
-  disputed: ['succeeded', 'partially_refunded', 'refunded', 'dispute_lost'],
-  refunded: [],
-  dispute_lost: [],
-};
+export const PAYMENT_LIFECYCLE = defineLifecycle<PaymentStatus>({
+  name: 'payment',
+  statuses: PAYMENT_STATUSES,
+  initial: ['pending'],
+  moves: {
+    pending: ['processing', 'authorized', 'succeeded', 'failed', 'canceled', 'expired'],
+    processing: ['authorized', 'succeeded', 'failed', 'canceled', 'expired'],
+    authorized: ['succeeded', 'failed', 'canceled', 'expired'],
+    failed: ['succeeded'],
+    canceled: ['succeeded'],
+    expired: ['succeeded'],
+    succeeded: ['partially_refunded', 'refunded', 'disputed', 'dispute_lost'],
+    partially_refunded: ['partially_refunded', 'refunded', 'disputed', 'dispute_lost'],
+    disputed: ['succeeded', 'partially_refunded', 'refunded', 'dispute_lost'],
+    refunded: [],
+    dispute_lost: [],
+  },
+});
+export const PAYMENT_TRANSITIONS = PAYMENT_LIFECYCLE.moves;
 
 /** How far along each status is. A target at or behind the current progress is stale. */
 export const PAYMENT_PROGRESS: Readonly<Record<PaymentStatus, number>> = {
@@ -72,12 +80,12 @@ export type ApplyResult =
   | { outcome: 'rejected'; from: PaymentStatus; reason: RejectionReason; detail: string };
 
 /**
- * The one guard: where `from` may go when an event asks for `to`. The caller writes the status
- * this returns, never the one it asked for.
+ * Where `from` may go when an event names the status `to` (a status event: `payment.succeeded`
+ * twice is one move). The caller writes the status this returns, never the one it asked for.
  */
 export function decideMove(from: PaymentStatus, to: PaymentStatus): ApplyResult {
   if (to === from) return { outcome: 'already_applied', from, to: from };
-  if (PAYMENT_TRANSITIONS[from].includes(to)) return { outcome: 'applied', from, to };
-  if (PAYMENT_PROGRESS[to] <= PAYMENT_PROGRESS[from]) return { outcome: 'stale', from, to: from };
+  if (canMove(PAYMENT_LIFECYCLE, from, to)) return { outcome: 'applied', from, to };
+  if (isBehind(PAYMENT_PROGRESS, from, to)) return { outcome: 'stale', from, to: from };
   return { outcome: 'rejected', from, reason: 'illegal_transition', detail: `a ${from} payment cannot become ${to}` };
 }

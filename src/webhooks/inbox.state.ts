@@ -1,23 +1,32 @@
+import { defineLifecycle, statusesMovingTo } from '../common/lifecycle';
+
 /**
- * The delivery lifecycle (CONTRACT §4), as data: where a delivery's processing may end, and which
- * ends may be opened again. `received` is the only status that is not final.
+ * The delivery lifecycle (docs/webhooks.md, "Delivery outcomes"), as data: where a delivery's
+ * processing may end, and which ends may be opened again. `received` is the only status that is not
+ * final.
  */
 export const INBOX_STATUSES = ['received', 'processed', 'ignored', 'rejected', 'unmatched', 'failed'] as const;
 export type InboxStatus = (typeof INBOX_STATUSES)[number];
 export type FinalInboxStatus = Exclude<InboxStatus, 'received'>;
 
-export const INBOX_TRANSITIONS: Readonly<Record<InboxStatus, readonly InboxStatus[]>> = {
-  received: ['processed', 'ignored', 'rejected', 'unmatched', 'failed'],
-  processed: [],
-  ignored: [],
-  // An event that came too early (a refund before its capture) is opened again when its payment moves;
-  // any rejected delivery may be replayed by an operator.
-  rejected: ['received'],
-  // Released when its payment is registered, or replayed.
-  unmatched: ['received'],
-  // Replayed after the fix.
-  failed: ['received'],
-};
+export const INBOX_LIFECYCLE = defineLifecycle<InboxStatus>({
+  name: 'delivery',
+  statuses: INBOX_STATUSES,
+  initial: ['received'],
+  moves: {
+    received: ['processed', 'ignored', 'rejected', 'unmatched', 'failed'],
+    processed: [],
+    ignored: [],
+    // An event that came too early (a refund before its capture) is opened again when its payment moves;
+    // any rejected delivery may be replayed by an operator.
+    rejected: ['received'],
+    // Released when its payment is registered, or replayed.
+    unmatched: ['received'],
+    // Replayed after the fix.
+    failed: ['received'],
+  },
+});
+export const INBOX_TRANSITIONS = INBOX_LIFECYCLE.moves;
 
 /** The outcomes each final status may carry (CONTRACT §4); `failed` carries the last error's code. */
 export const INBOX_OUTCOMES = {
@@ -33,9 +42,7 @@ export type ProcessingResult = {
 }[keyof typeof INBOX_OUTCOMES];
 
 /** Final statuses a replay (reprocess) opens again: the others are left as they are. */
-export const REOPENABLE: readonly InboxStatus[] = (Object.keys(INBOX_TRANSITIONS) as InboxStatus[]).filter((s) =>
-  INBOX_TRANSITIONS[s].includes('received'),
-);
+export const REOPENABLE: readonly InboxStatus[] = statusesMovingTo(INBOX_LIFECYCLE, 'received');
 
 /**
  * What a registration of a delivery's payment lets through, as a condition on a row (`w.` columns):

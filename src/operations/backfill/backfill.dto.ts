@@ -1,11 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, IsArray, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { BACKFILL_STATUSES, type BackfillStatus } from './backfill.state';
 
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const INSTANT_MESSAGE = 'must be an ISO 8601 instant with a time zone, e.g. 2026-11-29T10:00:00Z';
 
-export const BACKFILL_STATUSES = ['running', 'done', 'failed'] as const;
-export type BackfillStatus = (typeof BACKFILL_STATUSES)[number];
+
+export { BACKFILL_STATUSES, type BackfillStatus } from './backfill.state';
 
 /** `POST /admin/backfill` (CONTRACT §4). */
 export class BackfillRequest {
