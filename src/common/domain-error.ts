@@ -59,3 +59,21 @@ export class ValidationFailed extends DomainError {
     super('VALIDATION.FAILED', details.map((d) => `${d.field}: ${d.message}`).join('; '));
   }
 }
+
+/** What a code looks like: `PAYMENT.NOT_FOUND_YET`, a SQLSTATE (`23505`), an errno (`ECONNREFUSED`). */
+const CODE_SHAPE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * The code an error carries (its own `code`, or with `cause` its cause's), when it has the shape of
+ * one; else `fallback`. Only a code is repeated where it goes (a delivery's outcome, a row, a log
+ * line): never a message from outside.
+ */
+export function codeOf(err: unknown, fallback: string, { cause = false }: { cause?: boolean } = {}): string {
+  const own = (err as { code?: unknown })?.code;
+  if (typeof own === 'string' && CODE_SHAPE.test(own)) return own;
+  if (cause) {
+    const inner = (err as { cause?: { code?: unknown } })?.cause?.code;
+    if (typeof inner === 'string' && CODE_SHAPE.test(inner)) return inner;
+  }
+  return fallback;
+}

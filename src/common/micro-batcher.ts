@@ -24,6 +24,19 @@ export class BatchWaitTimeout extends Error {
   }
 }
 
+/**
+ * One call's failure inside a batch that as a whole went through: a flush returns it in that call's
+ * place, and only that call rejects, with `error`. A class of the module's own: `instanceof Error`
+ * fails across realms (Jest's vm), and an error value may be anything.
+ */
+export class ItemFailed {
+  constructor(readonly error: unknown) {}
+
+  get message(): string {
+    return (this.error as Error)?.message ?? String(this.error);
+  }
+}
+
 interface Pending<In, Out> {
   input: In;
   since: number;
@@ -39,8 +52,11 @@ export class MicroBatcher<In, Out> {
   private expiry: NodeJS.Timeout | undefined;
 
   constructor(
-    /** Runs one batch; returns one result per input, in order. A throw fails every call of the batch. */
-    private readonly flush: (inputs: In[]) => Promise<Out[]>,
+    /**
+     * Runs one batch; returns one result per input, in order, or an ItemFailed for a call that
+     * failed alone. A throw fails every call of the batch.
+     */
+    private readonly flush: (inputs: In[]) => Promise<Array<Out | ItemFailed>>,
     private readonly options: MicroBatcherOptions<In>,
   ) {}
 
@@ -104,7 +120,11 @@ export class MicroBatcher<In, Out> {
           if (outputs.length !== batch.length) {
             throw new Error(`batch flush returned ${outputs.length} results for ${batch.length} inputs`);
           }
-          batch.forEach((entry, i) => entry.resolve(outputs[i]));
+          batch.forEach((entry, i) => {
+            const output = outputs[i];
+            if (output instanceof ItemFailed) entry.reject(output.error);
+            else entry.resolve(output);
+          });
         })
         .catch((err) => batch.forEach((entry) => entry.reject(err)))
         .finally(() => {

@@ -71,3 +71,28 @@ export class TransactionState<S> {
     return state;
   }
 }
+
+/**
+ * What a transaction collects to write once, at its end: the first `add` in a transaction schedules
+ * `flush` before its commit, and every item added until then goes to that one call (a unit of work
+ * writing many rows in one statement). Items added while a flush runs (a reaction to what it wrote)
+ * are flushed in a second call, still before the commit. Needs a transaction opened with
+ * `runTransaction`.
+ */
+export class BeforeCommitBatch<T> {
+  private readonly pending = new TransactionState<{ items: T[]; scheduled: boolean }>(() => ({ items: [], scheduled: false }));
+
+  constructor(private readonly flush: (em: EntityManager, items: T[]) => Promise<void>) {}
+
+  add(em: EntityManager, item: T): void {
+    const state = this.pending.of(em);
+    state.items.push(item);
+    if (state.scheduled) return;
+    state.scheduled = true;
+    beforeCommit(em, async () => {
+      state.scheduled = false;
+      const items = state.items.splice(0);
+      if (items.length > 0) await this.flush(em, items);
+    });
+  }
+}

@@ -133,6 +133,30 @@ export class MetricsService {
     });
   }
 
+  /**
+   * Gauges read at scrape time by the context that owns their table (a store registers them at
+   * start): `read` answers every gauge of the group in one query, once per scrape. A database that
+   * is away (or a read over 2 s) gives NaN, not a failed scrape: the other metrics matter most then.
+   */
+  readFromDatabase<G extends string>(gauges: Record<G, string>, read: () => Promise<Record<G, number>>): void {
+    let snapshot: Promise<Record<G, number>> | undefined;
+    const failed = Object.fromEntries(Object.keys(gauges).map((g) => [g, NaN])) as Record<G, number>;
+    const current = () =>
+      (snapshot ??= withTimeout(read(), 2_000, 'gauges')
+        .catch(() => failed)
+        .finally(() => setImmediate(() => (snapshot = undefined))));
+    for (const [name, help] of Object.entries(gauges) as Array<[G, string]>) {
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        async collect() {
+          this.set((await current())[name]);
+        },
+      });
+    }
+  }
+
   /** A database that is away gives NaN gauges, not a failed scrape: the other metrics matter most then. */
   private async readBacklog(): Promise<Backlog> {
     const failed = { inbox: NaN, oldestAge: NaN, outboxPending: NaN, outboxDead: NaN };
