@@ -34,7 +34,7 @@ const CONTEXTS: Record<string, readonly string[]> = {
   events: ['outbox'],
   health: [],
   webhooks: ['payments', 'outbox'],
-  operations: ['webhooks', 'payments', 'outbox'],
+  operations: ['webhooks', 'payments', 'fulfillment', 'outbox'],
 };
 
 /** Everything a folder may import; the cli (the top floor) may import any folder but the root files. */
