@@ -1,6 +1,8 @@
 /**
- * The module's BullMQ queues and job names, one enum each (Immich keeps them so): a queue carries
- * work, the database decides what it means. Keys live under the module's `queuePrefix`.
+ * The module's BullMQ queues, job names and schedules, one enum each (Immich keeps them so): a
+ * queue carries work, the database decides what it means. Keys live under the module's
+ * `queuePrefix`. The values are wire names, kept in Redis: a job queued by an earlier release must
+ * still find its processor, so a value never changes even when a member is renamed.
  */
 export enum QueueName {
   /** A recorded delivery's processing (job id = inbox id). */
@@ -15,9 +17,13 @@ export enum QueueName {
 
 export enum JobName {
   ProcessDelivery = 'process-delivery',
-  DeliverMessage = 'dispatch',
-  Retention = 'retention',
+  DispatchOutboxMessage = 'dispatch',
+  PurgeExpired = 'retention',
   RunBackfill = 'run-backfill',
+  /** @deprecated the old member names, until every producer goes through the job registry. */
+  DeliverMessage = 'dispatch',
+  /** @deprecated see DeliverMessage. */
+  Retention = 'retention',
 }
 
 /** The scheduler ids of repeated jobs (one schedule per id, across every process). */

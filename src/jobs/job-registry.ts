@@ -1,0 +1,103 @@
+import type { JobsOptions } from 'bullmq';
+import type { TuningOptions } from '../config/options';
+import { JobName, QueueName } from './queues';
+
+/** What each job carries: ids only; its processor reloads the state (the database decides). */
+export interface JobData {
+  [JobName.ProcessDelivery]: { inboxId: string };
+  [JobName.DispatchOutboxMessage]: { messageId: string };
+  [JobName.PurgeExpired]: Record<string, never>;
+  [JobName.RunBackfill]: { backfillId: string };
+}
+
+/** A job of the module: its queue, and the options of one job of it. */
+export interface JobDefinition<N extends JobName> {
+  queue: QueueName;
+  options(data: JobData[N], tuning: TuningOptions): JobsOptions;
+}
+
+/** Completed jobs are kept a while: a job id deduplicates only while its job exists. */
+const KEEP_FINISHED = { removeOnComplete: { age: 3_600, count: 10_000 }, removeOnFail: { age: 7 * 24 * 3_600 } } as const;
+
+/** Runs of a backfill's job before the backfill is `failed` (a database or Redis that stays away). */
+export const BACKFILL_ATTEMPTS = 8;
+
+/**
+ * Every job of the module, in one table: its queue and its options. The start refuses a job name
+ * that no processor handles (see JobRegistry), so a job can never be enqueued to wait forever.
+ */
+export const JOBS: { readonly [N in JobName]: JobDefinition<N> } = {
+  /**
+   * The job id is the inbox id, so the receive path, the sweeper and a replay can all enqueue
+   * without doubling.
+   */
+  [JobName.ProcessDelivery]: {
+    queue: QueueName.Inbox,
+    options: ({ inboxId }, tuning) => ({
+      jobId: inboxId,
+      attempts: tuning.inboxAttempts,
+      backoff: { type: 'exponential', delay: tuning.inboxBackoffMs, jitter: 0.5 },
+      ...KEEP_FINISHED,
+    }),
+  },
+  /**
+   * Id = message id. Retries are scheduled by the dispatcher itself from the message's own attempt
+   * count (the database decides); BullMQ's attempts only cover a dispatcher that crashed on its own
+   * infrastructure (database down), after which the relay's sweeper enqueues the message again.
+   */
+  [JobName.DispatchOutboxMessage]: {
+    queue: QueueName.Outbox,
+    options: ({ messageId }) => ({
+      jobId: messageId,
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 },
+      ...KEEP_FINISHED,
+    }),
+  },
+  /** Scheduled daily (one scheduler across every process); the job is its run. */
+  [JobName.PurgeExpired]: {
+    queue: QueueName.Maintenance,
+    options: () => ({}),
+  },
+  /**
+   * Id = backfill id, so the route, the start-up sweep and BullMQ's stalled-job recovery can all
+   * enqueue it without doubling. Removed once finished, so a backfill still `running` (its job lost)
+   * can be enqueued again; the row decides what is left to do.
+   */
+  [JobName.RunBackfill]: {
+    queue: QueueName.Backfill,
+    options: ({ backfillId }, tuning) => ({
+      jobId: backfillId,
+      attempts: BACKFILL_ATTEMPTS,
+      backoff: { type: 'exponential', delay: tuning.inboxBackoffMs, jitter: 0.5 },
+      removeOnComplete: true,
+      removeOnFail: true,
+    }),
+  },
+};
+
+/** One job, ready for `Queue.add`/`addBulk`: its name, data and options from the table. */
+export function jobOf<N extends JobName>(name: N, data: JobData[N], tuning: TuningOptions): { name: N; data: JobData[N]; opts: JobsOptions } {
+  return { name, data, opts: JOBS[name].options(data, tuning) };
+}
+
+/** The job names that go to a queue. */
+export function jobsOf(queue: QueueName): JobName[] {
+  return (Object.keys(JOBS) as JobName[]).filter((name) => JOBS[name].queue === queue);
+}
+
+/**
+ * What the start-up check refuses: a job name no processor handles, or one handled on another
+ * queue than the table's. `handled` maps each processor's queue to the job names it handles.
+ */
+export function unhandledJobs(handled: ReadonlyMap<QueueName, ReadonlySet<JobName>>): string[] {
+  const problems: string[] = [];
+  for (const name of Object.keys(JOBS) as JobName[]) {
+    const queue = JOBS[name].queue;
+    if (!handled.get(queue)?.has(name)) problems.push(`job "${name}" (queue "${queue}") has no processor`);
+  }
+  for (const [queue, names] of handled) {
+    for (const name of names) if (JOBS[name]?.queue !== queue) problems.push(`job "${name}" is handled on queue "${queue}", not its own`);
+  }
+  return problems;
+}
