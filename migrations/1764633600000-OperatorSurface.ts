@@ -10,7 +10,7 @@ export class OperatorSurface1764633600000 implements MigrationInterface {
       CREATE FUNCTION pw_uuid7_time(id uuid) RETURNS timestamptz
       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS
       $$ SELECT to_timestamp((('x' || substr(replace(id::text, '-', ''), 1, 12))::bit(48)::bigint) / 1000.0) $$`);
-    // Keyset pagination newest first under each archive filter (CONTRACT §4); provider is served
+    // Keyset pagination newest first under each archive filter; provider is served
     // by the event key (provider, merchant_account_id, event_id), a time window by the primary key.
     await q.query(`CREATE INDEX webhook_inbox_status_id_idx ON webhook_inbox (status, id)`);
     await q.query(`CREATE INDEX webhook_inbox_endpoint_id_idx ON webhook_inbox (endpoint_id, id)`);

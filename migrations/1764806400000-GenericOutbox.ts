@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * The outbox carries any message type (CONTRACT §7 events beside fulfillment), so it owns more of
+ * The outbox carries any message type, so it owns more of
  * the delivery: a lease (who works on a message, until when; checked on every write), and an
  * ordering key (a subscriber's events of one order are delivered in order at their first attempt).
  * Fulfillment keeps what it ships (address, items, reference) and learns of refunds through events,

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Backfills from a provider's events API (CONTRACT §4): one row each, with its progress, so a
+ * Backfills from a provider's events API: one row each, with its progress, so a
  * backfill survives a restart and resumes from its last recorded page. One runs per endpoint at a
  * time: a unique partial index on the running ones decides, not a look before the insert.
  */

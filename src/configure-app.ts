@@ -31,7 +31,7 @@ interface FastifyRouteOptions {
  * Prepares an Express or a Fastify app that hosts the module; call it before `listen()` (or
  * `init()`). Every route keeps the body parsing the host configured, except the webhook route,
  * whose raw bytes the signature guard reads itself: the signature covers them, and an over-size
- * or non-JSON body must get the contract's answer (§2), not the parser's. Also mounts the Swagger
+ * or non-JSON body must get the webhook route's own answer (docs/webhooks.md), not the parser's. Also mounts the Swagger
  * UI of the module's routes behind the admin token (or the host's `adminGuard`), and answers
  * `POST <prefix>/webhooks/a/b` (no single endpoint id) with the contract's 404.
  *

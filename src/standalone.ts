@@ -9,8 +9,8 @@ const JSON_LIMIT_BYTES = 1_048_576;
 
 /**
  * Fastify answers a path parameter longer than its `maxParamLength` (100 by default) with its own
- * `414`, before any route runs; an endpoint id that long is simply unknown (`404 unknown_endpoint`,
- * CONTRACT §2). A whole request line is already bounded by Node's header limit (16 KiB).
+ * `414`, before any route runs; an endpoint id that long is simply unknown (`404 unknown_endpoint`).
+ * A whole request line is already bounded by Node's header limit (16 KiB).
  */
 export const FASTIFY_MAX_PARAM_LENGTH = 16_384;
 

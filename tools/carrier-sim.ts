@@ -1,5 +1,5 @@
 /**
- * A carrier speaking CONTRACT §5 from the carrier's side, for the demo and the tests.
+ * A carrier speaking the module's carrier API (docs/carriers.md) from the carrier's side, for the demo and the tests.
  *
  *   npm run carrier:sim -- [--port 4010] [--host 127.0.0.1] [--api-key KEY]
  *

@@ -19,7 +19,7 @@ const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}
 const POLL_MS = 500;
 
 /**
- * `payment-webhooks backfill` (CONTRACT §8): the same request as `POST /admin/backfill`, validated
+ * `payment-webhooks backfill`: the same request as `POST /admin/backfill`, validated
  * and recorded the same way, then enqueued for the service's workers, which hold the walk (so a
  * worker's crash is recovered as any backfill's is); the command polls the row to its end.
  */

@@ -36,7 +36,7 @@ const USAGE = [
 ].join('\n');
 
 /**
- * `payment-webhooks conformance` (CONTRACT §8): what a team runs against a deployment before it takes
+ * `payment-webhooks conformance`: what a team runs against a deployment before it takes
  * real traffic. Reads no environment but ADMIN_TOKEN: everything goes over HTTP to the service named by `--url`.
  */
 export const conformanceCommand: CliCommand = {

@@ -27,7 +27,7 @@ export interface CliContext {
   args: string[];
   /** ADMIN_TOKEN as the command was started with, read when asked. */
   readonly remoteEnv: RemoteEnv;
-  /** The validated §1 environment, read on first use (a configuration error ends the command with exit 2). */
+  /** The validated environment (docs/configuration.md), read on first use (a configuration error ends the command with exit 2). */
   readonly config: StandaloneConfig;
   out: (line: string) => void;
   /** Opens the module's data source; an unreachable database ends the command with exit 2. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `payment-webhooks`: the module's command line (CONTRACT §8), reading the §1 environment (a local
+ * `payment-webhooks`: the module's command line, reading the environment of docs/configuration.md (a local
  * `.env` fills what the environment leaves unset). Exit code 0 success, 1 failure, 2 could not run
  * (bad arguments, configuration, database unreachable), each with one line saying why.
  */

@@ -11,8 +11,8 @@ const USAGE =
   "  provider's dashboard. Prints the report as JSON; exit 0 when there is nothing to report, 2 when there is.";
 
 /**
- * `payment-webhooks reconcile`: the same check as `POST /admin/reconciliation` (CONTRACT §4, §8),
- * nightly from cron: exit 0 when nothing is reported, 2 when something is (CONTRACT §8).
+ * `payment-webhooks reconcile`: the same check as `POST /admin/reconciliation`,
+ * nightly from cron: exit 0 when nothing is reported, 2 when something is.
  */
 export const reconcileCommand: CliCommand = {
   summary: 'compare the inbox with what the provider says it sent and was paid',

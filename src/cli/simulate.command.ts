@@ -428,7 +428,7 @@ async function createOrders(options: SimulateOptions, count: number, run: string
 // ---------------------------------------------------------------------------------------------
 
 /**
- * `payment-webhooks simulate` (CONTRACT §8): plays a provider against a running service, over
+ * `payment-webhooks simulate`: plays a provider against a running service, over
  * HTTP only (of the environment, ADMIN_TOKEN only), so an operator can watch the receiver take duplicates,
  * concurrent copies, out-of-order lifecycles, a secret rotation in flight and the provider's own
  * retry schedule, and see by the counts that every event was accepted exactly once.

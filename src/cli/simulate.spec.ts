@@ -10,7 +10,7 @@ import { Clock, paymentCount, planRun, PlannedPayment, Simulation, SimulationRep
 import { failure, formatProgress, formatSummary, parseSimulateArgs, ProgressLine, RunInfo, summaryJson, totals } from './simulate.command';
 
 /**
- * `payment-webhooks simulate` (CONTRACT §8) without a network or a real clock: a virtual clock
+ * `payment-webhooks simulate` without a network or a real clock: a virtual clock
  * that jumps to the next timer once everything else has settled, and an in-memory receiver.
  */
 

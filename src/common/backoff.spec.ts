@@ -1,7 +1,7 @@
 import { retryDelayMs } from './backoff';
 
 /**
- * Carrier retry delays (CONTRACT §5): from 1 s, doubling, capped at 5 min, with jitter (up to half
+ * Carrier retry delays: from 1 s, doubling, capped at 5 min, with jitter (up to half
  * of the nominal delay again, at random, never past the cap); a carrier's Retry-After is honoured,
  * under the same cap.
  */

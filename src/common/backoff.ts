@@ -1,5 +1,5 @@
 /**
- * The retry delay of CONTRACT §5 (carrier calls, and event deliveries that follow them): attempt n
+ * The retry delay of carrier calls (and of event deliveries, which follow them): attempt n
  * waits at least base·2^(n−1), plus up to half of it again at random so that messages failing
  * together do not retry together; never more than the cap. A `Retry-After` from the other side is
  * honoured, under the same cap.

@@ -1,5 +1,5 @@
 /**
- * How the module reads the answer of a service it calls (a carrier, an event sink), CONTRACT §5:
+ * How the module reads the answer of a service it calls (a carrier, an event sink):
  * these statuses are worth a retry, as a 5xx is; any other 4xx will not change.
  */
 export const RETRYABLE_4XX: ReadonlySet<number> = new Set([408, 425, 429]);

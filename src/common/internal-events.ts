@@ -4,7 +4,7 @@ import type { FulfillmentStatus } from './payment-events';
  * Events one context of the module announces to another inside the transaction that made the
  * change, so that a lower context never imports a higher one (Payments tells Webhooks a payment
  * exists; Fulfillment tells Payments a shipment left). They never leave the process: the outbox
- * carries only the public events of CONTRACT §7.
+ * carries only the public events of docs/events.md.
  */
 
 /** A payment was registered (by the API, or created from an event's order id). */

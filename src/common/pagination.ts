@@ -3,7 +3,7 @@ import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, Min } from 'class-validator';
 import { ValidationFailed } from './domain-error';
 
-/** `cursor` and `limit` of every list (CONTRACT §3). */
+/** `cursor` and `limit` of every list. */
 export class PageQuery {
   @ApiPropertyOptional({ description: 'Opaque cursor from the previous page\'s `nextCursor`.' })
   @Matches(/^[A-Za-z0-9_-]{1,200}$/, { message: 'cursor is not a cursor this API issued' })

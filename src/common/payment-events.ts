@@ -1,5 +1,5 @@
 /**
- * The events the module announces to its host (CONTRACT §7): their types and their body. Contract
+ * The events the module announces to its host: their types and their body. Contract
  * types only, shared by the context that makes them (payments), the one that delivers them
  * (events) and the host's code.
  */
@@ -42,11 +42,11 @@ export interface OrderItem {
   quantity: number;
 }
 
-/** Where an order's one fulfillment stands (the `fulfillment.status` of an Order, CONTRACT §3). */
+/** Where an order's one fulfillment stands (the `fulfillment.status` of an Order). */
 export const FULFILLMENT_STATUSES = ['requested', 'dispatched', 'failed'] as const;
 export type FulfillmentStatus = (typeof FULFILLMENT_STATUSES)[number];
 
-/** A Payment as the REST API shows it (CONTRACT §3). */
+/** A Payment as the REST API shows it. */
 export interface PaymentSnapshot {
   id: string;
   orderId: string;
@@ -61,7 +61,7 @@ export interface PaymentSnapshot {
   updatedAt: string;
 }
 
-/** An Order as the REST API shows it, without its payments (CONTRACT §7). */
+/** An Order as the REST API shows it, without its payments. */
 export interface OrderSnapshot {
   id: string;
   reference: string | null;
@@ -79,7 +79,7 @@ export interface OrderSnapshot {
 }
 
 /**
- * One event (CONTRACT §7). `id` is the event's own (a time-ordered UUID), the same on every
+ * One event. `id` is the event's own (a time-ordered UUID), the same on every
  * delivery of it: the key a subscriber deduplicates on.
  */
 export interface PaymentWebhooksEvent<T extends PaymentEventType = PaymentEventType> {

@@ -6,7 +6,7 @@ import type { OrderItem, ShipTo } from '../common/payment-events';
  * calls the adapters.
  */
 
-/** What a carrier is asked to ship (CONTRACT §5 body). */
+/** What a carrier is asked to ship. */
 export interface ShipmentRequest {
   orderId: string;
   orderReference: string | null;
@@ -24,7 +24,7 @@ export type ShipmentResult =
   | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number; status?: string; mayHaveShipped?: boolean };
 
 /**
- * One way to fulfil an order: the HTTP carrier of CONTRACT §5, or a host's own (a license
+ * One way to fulfil an order: the HTTP carrier of docs/carriers.md, or a host's own (a license
  * issuer, a digital-goods service). `ship` must be idempotent on `idempotencyKey` (the
  * fulfillment id): the relay may call it again after a crash, and must get the first shipment.
  * It answers, never throws, for what the carrier said; a throw counts as a retryable failure.

@@ -232,7 +232,7 @@ describe('loadStandaloneConfig', () => {
       [' True ', true],
       ['false', false],
       ['FALSE', false],
-      // Also accepted, though CONTRACT §1 names only true/false.
+      // Also accepted, though the documented values are only true/false.
       ['1', true],
       ['0', false],
     ])('reads the boolean %j as %j', (value, expected) => {
@@ -639,7 +639,7 @@ describe('loadStandaloneConfig', () => {
       });
     });
 
-    describe('a JSON setting that is valid JSON but not an array (CONTRACT §1)', () => {
+    describe('a JSON setting that is valid JSON but not an array', () => {
       // `null` must not read as "none": a typo would leave every webhook answering 404.
       it('WEBHOOK_ENDPOINTS=null is rejected', () => {
         expect(configError({ WEBHOOK_ENDPOINTS: 'null' }).message).toBe(

@@ -61,7 +61,7 @@ function jsonInlineOrFile(env: Env, inline: string, file: string): { setting: st
 }
 
 /**
- * Reads and validates the environment of the standalone app (CONTRACT §1). Throws a
+ * Reads and validates the environment of the standalone app. Throws a
  * ConfigurationError naming the variable; never echoes a secret.
  */
 export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {

@@ -3,7 +3,7 @@ import type { Logger as PinoLogger } from 'pino';
 import type { PaymentEventType } from '../common/payment-events';
 import type { CarrierAdapter } from './carrier-adapter';
 
-/** The four signature schemes the module verifies (CONTRACT §2.1–2.4). */
+/** The four signature schemes the module verifies. */
 export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
 
@@ -14,7 +14,7 @@ export interface ExpiringSecret {
   expiresAt: string;
 }
 
-/** One webhook endpoint: `POST /webhooks/{id}` (CONTRACT §1). */
+/** One webhook endpoint: `POST /webhooks/{id}`. */
 export interface EndpointDefinition {
   /** The URL segment, `[a-z0-9-]{1,64}`. */
   id: string;
@@ -39,7 +39,7 @@ export interface EndpointDefinition {
   apiBaseUrl?: string;
 }
 
-/** A carrier the fulfillment relay calls (CONTRACT §1, §5). */
+/** A carrier the fulfillment relay calls. */
 export interface CarrierDefinition {
   name: string;
   url: string;
@@ -48,7 +48,7 @@ export interface CarrierDefinition {
 }
 
 /**
- * An HTTP endpoint of the host's (or anyone's) that receives the module's events (CONTRACT §7),
+ * An HTTP endpoint of the host's (or anyone's) that receives the module's events,
  * signed as Standard Webhooks with `secret`.
  */
 export interface EventSinkDefinition {
@@ -57,7 +57,7 @@ export interface EventSinkDefinition {
   url: string;
   /** `whsec_<base64>`, as Standard Webhooks secrets are written. */
   secret: string;
-  /** The event types it receives (CONTRACT §7), or '*'; default all. */
+  /** The event types it receives, or '*'; default all. */
   types?: string[] | '*';
   /** Default 10000. */
   timeoutMs?: number;
@@ -107,7 +107,7 @@ export interface PaymentWebhooksOptions {
   carrierTimeoutMs?: number;
   /** Carrier calls in all before an outbox message is dead. Default 15. */
   carrierMaxAttempts?: number;
-  /** HTTP sinks that receive the module's events, signed (CONTRACT §7). */
+  /** HTTP sinks that receive the module's events, signed. */
   eventSinks?: EventSinkDefinition[];
   /** Deliveries of one event to one subscriber or sink, the first included, before its message is dead. Default 15. */
   eventMaxAttempts?: number;
@@ -171,9 +171,9 @@ export interface TuningOptions {
   ingestTimeoutMs: number;
   /** Bound on the receive path's wait for the enqueue (best effort). */
   enqueueTimeoutMs: number;
-  /** First carrier retry delay; it doubles each attempt (CONTRACT §5: from 1 s). */
+  /** First carrier retry delay (1 s); it doubles each attempt. */
   carrierBackoffBaseMs: number;
-  /** Longest carrier retry delay (CONTRACT §5: 5 min). */
+  /** Longest carrier retry delay (5 min). */
   carrierBackoffCapMs: number;
   /** A job whose worker died is taken back after its lock lapses (BullMQ lockDuration). */
   jobLockMs: number;

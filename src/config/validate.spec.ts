@@ -774,7 +774,7 @@ describe('resolveOptions', () => {
   });
 });
 
-describe('minimum lengths of secrets and the admin token (issue 12 finding 9e)', () => {
+describe('minimum lengths of secrets and the admin token', () => {
   const base: PaymentWebhooksOptions = {
     databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
     redisUrl: 'redis://127.0.0.1:6379',
@@ -814,7 +814,7 @@ describe('minimum lengths of secrets and the admin token (issue 12 finding 9e)',
   });
 });
 
-describe('tuning keys: own, known keys only; no prototype keys (issue 12 finding 9f)', () => {
+describe('tuning keys: own, known keys only; no prototype keys', () => {
   const base: PaymentWebhooksOptions = {
     databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/payments',
     redisUrl: 'redis://127.0.0.1:6379',

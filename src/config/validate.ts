@@ -47,13 +47,13 @@ function nonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.trim().length > 0;
 }
 
-/** Providers whose envelope declares a merchant account, so one endpoint may serve many (CONTRACT §1). */
+/** Providers whose envelope declares a merchant account, so one endpoint may serve many. */
 const MULTI_ACCOUNT_PROVIDERS: readonly ProviderName[] = ['stripe', 'factuarea', 'standard'];
 /** An ISO 8601 instant: a date, a time, and a timezone (`Z` or an offset). */
 const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
 const SECRET_KEYS = ['secret', 'expiresAt'];
 /**
- * Minimum lengths (issue 12): a webhook secret is the provider's, so the floor only catches a
+ * Minimum lengths: a webhook secret is the provider's, so the floor only catches a
  * placeholder or a truncated paste (the contract's own example, `s3cr3t-new`, has 10); the admin
  * token and an event sink's key are the operator's own choice, so theirs are firmer.
  */
@@ -76,7 +76,7 @@ export function parseIsoInstant(value: unknown): number | null {
 }
 
 /**
- * Endpoint definitions (CONTRACT §1). `nowMs` decides which secrets have already expired: an
+ * Endpoint definitions. `nowMs` decides which secrets have already expired: an
  * endpoint whose every secret has is refused.
  */
 export function validateEndpoints(setting: string, value: unknown, nowMs: number = Date.now()): EndpointDefinition[] {
@@ -250,7 +250,7 @@ export function validateCarriers(setting: string, value: unknown): CarrierDefini
   });
 }
 
-/** Event sinks (CONTRACT §1 `EVENT_SINKS`): a name, an http(s) URL and a Standard Webhooks secret each. */
+/** Event sinks: a name, an http(s) URL and a Standard Webhooks secret each. */
 export function validateEventSinks(setting: string, value: unknown): ResolvedEventSink[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of event sinks');
   const seen = new Set<string>();
@@ -331,7 +331,7 @@ function checkPositiveInteger(setting: string, value: unknown, fallback: number,
 }
 
 /**
- * Validates module options (the same rules as the environment, CONTRACT §1) and fills defaults.
+ * Validates module options (the same rules as the environment) and fills defaults.
  * `names` maps each option to the name it is reported under (the environment variable, for the
  * standalone app).
  */

@@ -12,7 +12,7 @@ import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 /** The module's own TypeORM connection name, so a host's default connection is left alone. */
 export const PW_CONNECTION = 'payment-webhooks';
 
-/** The schema a module without a `schema` option uses (CONTRACT §1 `DATABASE_SCHEMA`). */
+/** The schema a module without a `schema` option uses. */
 export const DEFAULT_SCHEMA = 'payment_webhooks';
 
 /** Listed, not globbed, so Jest, the CLI and the app see the same list. */

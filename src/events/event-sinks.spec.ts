@@ -6,7 +6,7 @@ import { MetricsService } from '../observability/metrics.service';
 import { EventSinks } from './event-sinks';
 
 /**
- * An HTTP sink's answer is never read (issue 12, finding 3): a sink answering 200 with an endless
+ * An HTTP sink's answer is never read: a sink answering 200 with an endless
  * body gets its delivery done, and the connection is closed after the first bytes, not drained.
  */
 describe('EventSinks: the answer of a sink is not read', () => {

@@ -21,7 +21,7 @@ const RETRYABLE_STATUSES = new Set([408, 425, 429]);
  * The HTTP sinks of EVENT_SINKS: each event POSTed to the sink's URL, signed as Standard Webhooks
  * with the sink's secret (the `standardwebhooks` package signs, so what a receiver verifies with it
  * is what is sent): `webhook-id` is the event's id on every attempt, `webhook-timestamp` the
- * attempt's time. Answers are read like a carrier's (CONTRACT §5): 2xx done; a network error, a
+ * attempt's time. Answers are read like a carrier's: 2xx done; a network error, a
  * timeout, 408, 425, 429 or 5xx retried; any other 4xx dead at once.
  */
 @Injectable()

@@ -105,7 +105,7 @@ export class EventSubscribers implements OnModuleInit, OutboxHandler<EventMessag
  * An in-transaction subscriber threw: the change rolls back. The host's error is carried as the
  * cause, never read as the module's own: whatever it is (an HttpException, a PostgreSQL data error
  * from the host's own write, an error with a `code`), an API action answers 500 internal_error and
- * a webhook's attempt is recorded as failed and retried (CONTRACT §7).
+ * a webhook's attempt is recorded as failed and retried.
  */
 export class SubscriberFailed extends Error {
   constructor(subscriber: string, event: PaymentWebhooksEvent, cause: unknown) {

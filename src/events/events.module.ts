@@ -5,7 +5,7 @@ import { EventSinks } from './event-sinks';
 import { EventSubscribers } from './event-subscribers';
 
 /**
- * How the host hears what changed (CONTRACT §7): its `@OnPaymentEvent` methods, found at start,
+ * How the host hears what changed: its `@OnPaymentEvent` methods, found at start,
  * and the HTTP sinks of EVENT_SINKS. It registers with the outbox; it imports no other context.
  */
 @Module({

@@ -19,8 +19,8 @@ export interface OnPaymentEventMetadata {
 }
 
 /**
- * Marks a method of any provider of the host as a subscriber to the module's events (CONTRACT
- * §7): a type (`'order.paid'`), an array of types, or `'*'`. Found at start; an unknown type is a
+ * Marks a method of any provider of the host as a subscriber to the module's events: a type
+ * (`'order.paid'`), an array of types, or `'*'`. Found at start; an unknown type is a
  * start-up error naming it.
  *
  * ```ts

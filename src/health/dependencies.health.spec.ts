@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import { resolveOptions } from '../config/validate';
 import { DependenciesHealthIndicator } from './dependencies.health';
 
-/** Issue 12 finding 8: the answer holds a fixed word; the driver's message goes to the log, without a URL password. */
+/** The answer holds a fixed word; the driver's message goes to the log, without a URL password. */
 describe('DependenciesHealthIndicator: fixed words in the answer, the cause in the log', () => {
   const warnings: Array<{ obj: Record<string, unknown>; msg: string }> = [];
   const logger = { warn: (obj: Record<string, unknown>, msg: string) => warnings.push({ obj, msg }), info: () => undefined };

@@ -14,7 +14,7 @@ class HealthReportFilter implements ExceptionFilter {
   }
 }
 
-/** Liveness and readiness, without auth (CONTRACT §4). */
+/** Liveness and readiness, without auth. */
 @ApiTags('operations')
 @Controller('health')
 @UseFilters(HealthReportFilter)

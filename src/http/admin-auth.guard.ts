@@ -9,7 +9,7 @@ function digest(value: string): Buffer {
 
 /** Which schemes a check accepts: the API takes the bearer token only; the docs also take basic auth. */
 export interface AuthSchemes {
-  /** Basic auth with any user name and the token as password: `/docs` and `/docs-json` only (CONTRACT §4). */
+  /** Basic auth with any user name and the token as password: `/docs` and `/docs-json` only. */
   basic?: boolean;
 }
 

@@ -12,7 +12,7 @@ export class ErrorBody {
   @ApiPropertyOptional({ type: [FieldErrorDoc] }) details?: FieldErrorDoc[];
 }
 
-/** The error statuses of the REST API (CONTRACT §3). */
+/** The error statuses of the REST API. */
 export type ErrorStatus = 400 | 401 | 404 | 409 | 415 | 422 | 503;
 
 /** An error body as the API answers it (api-errors.ts `toApiError`). */
@@ -67,7 +67,7 @@ const GENERIC_DESCRIPTIONS: Record<ErrorStatus, string> = {
 };
 
 /**
- * Documents the contract's error answers of a route (CONTRACT §3): the statuses it answers, then
+ * Documents the contract's error answers of a route: the statuses it answers, then
  * (optionally) its own answers by status. 401, 404, 415, 422 and 503 have shared examples; 400 and 409
  * must be given by the route, e.g.
  * `@ApiErrorResponses(400, 401, 409, 503, { 400: fieldError('limit', '…'), 409: conflict('…', 'reference_taken') })`.

@@ -14,7 +14,7 @@ import { sendJson, setHeader } from './platform';
 import { DomainError, ERROR_CODES, FieldError, HttpErrorCode, ValidationFailed } from '../common/domain-error';
 
 /**
- * The answer of every code a request may get (CONTRACT §3): the compiler demands one for each
+ * The answer of every code a request may get: the compiler demands one for each
  * code of ERROR_CODES that answers requests, and that its `error` is the table's.
  */
 const HTTP_ANSWERS = {

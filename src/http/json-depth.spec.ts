@@ -6,7 +6,7 @@ const nest = (levels: number): unknown => {
   return v;
 };
 
-describe('JSON nesting depth (issue 12 finding 6)', () => {
+describe('JSON nesting depth', () => {
   it('counts the top-level object or array as level 1; scalars have none', () => {
     expect(exceedsJsonDepth(1, 0)).toBe(false);
     expect(exceedsJsonDepth({}, 1)).toBe(false);

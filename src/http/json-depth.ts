@@ -2,7 +2,7 @@
  * The deepest a JSON value may nest, in a webhook body or an API request body: the top-level
  * object or array is level 1. Real envelopes nest well under 16 (a Stripe event about 8); the
  * limit keeps every recursive reader (class-transformer, JSON.stringify of an answer, the
- * archive's detail) far from the stack's end. CONTRACT §2 row 6: deeper is `400 malformed_payload`.
+ * archive's detail) far from the stack's end. A webhook body nested deeper answers `400 malformed_payload`.
  */
 export const MAX_JSON_DEPTH = 64;
 

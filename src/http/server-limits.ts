@@ -13,16 +13,16 @@ const UNAVAILABLE =
   `Content-Length: ${UNAVAILABLE_BODY.length}\r\nConnection: close\r\n\r\n${UNAVAILABLE_BODY}`;
 
 /**
- * Bounds what a client can make the HTTP server hold (issue 12, finding 4). Node's defaults keep a
+ * Bounds what a client can make the HTTP server hold. Node's defaults keep a
  * request whose body trickles in for 300 s, check that only every 30 s, and take any number of
  * connections. Applied to the Node server under Express or Fastify, before it listens:
  *
  * - `requestTimeout` (`httpRequestTimeoutMs`, 8 s) and `headersTimeout` (`httpHeadersTimeoutMs`,
  *   5 s): a request not arrived in full by then is answered `503 {"error":"unavailable"}` (a
- *   transient failure, CONTRACT §2: the sender retries; Node would say 408, which some providers
+ *   transient failure: the sender retries; Node would say 408, which some providers
  *   take as final) and its connection closed. Node checks them every `connectionsCheckingInterval`,
  *   set here to a quarter of the headers timeout (at most 1 s), so the cut comes on time. Chosen
- *   under 10 s so that an answer, even this one, comes well inside the 10 s of CONTRACT §2.
+ *   under 10 s so that an answer, even this one, comes well inside the 10 s a provider waits.
  * - `keepAliveTimeout` (`httpKeepAliveTimeoutMs`, 5 s): an idle connection closes. Behind a load
  *   balancer, set it above the balancer's idle timeout.
  * - `maxConnections` (`httpMaxConnections`, 4096): connections past it are closed on arrival.

@@ -18,7 +18,7 @@ function hmac(key: Buffer, content: string, encoding: 'hex' | 'base64'): string 
 }
 
 /**
- * Headers a provider would send with `body` (CONTRACT §2.1–2.4): what the tests, the benchmark and
+ * Headers a provider would send with `body`: what the tests, the benchmark and
  * a demo use to play the sender.
  */
 export function signedHeaders(

@@ -3,7 +3,7 @@ import { Answer, deliver, Delivery, describeAnswer, describeWithCause, joinUrl, 
 import { EventKind, newEventId, newResourceId, PaymentRef, providerEvent, RemoteProvider, wireBody } from './events';
 
 /**
- * The re-delivery checks a team runs before going live (CONTRACT §8 `conformance`), against any
+ * The re-delivery checks a team runs before going live, against any
  * running service that implements the contract: only its REST API and signed deliveries are used,
  * so what is checked is the deployment — gateway, proxies, secrets, workers, carrier — not the code.
  */
@@ -541,7 +541,7 @@ function fieldsOf(answer: Answer): string[] {
   return Array.isArray(details) ? details.map((d) => String((d as { field?: unknown })?.field)) : [];
 }
 
-/** The contract's answer to a delivery (§2 rows 8 and 9), naming the event sent. */
+/** The service's answer to a recorded delivery (accepted or duplicate), naming the event sent. */
 function isAnswer(answer: Answer, word: 'accepted' | 'duplicate', eventId: string): boolean {
   return answer.status === 200 && answer.json?.status === word && answer.json?.eventId === eventId;
 }

@@ -40,7 +40,7 @@ export interface SignDeliveryOptions {
   deliveryId?: string;
 }
 
-/** Signs `body` as `provider` does and names the event in its id header (CONTRACT §2.1–2.4). */
+/** Signs `body` as `provider` does and names the event in its id header. */
 export function signDelivery(provider: RemoteProvider, url: string, eventId: string, body: string, options: SignDeliveryOptions): Delivery {
   const [secret, ...extraSecrets] = options.secrets;
   const headers = signedHeaders(provider, secret, body, {

@@ -8,13 +8,13 @@ export type RemoteProvider = ProviderName;
  * Where a payment stands in the events a provider sends about it: `early` is the state before the
  * money (Paymos/Factuarea/Standard `pending`; Stripe has no pending event, so its `processing`),
  * `processing` the step between (where the provider has one), `succeeded` the money; `ignored` an
- * event of a type the service records and does not act on (CONTRACT §2).
+ * event of a type the service records and does not act on.
  */
 export type EventKind = 'early' | 'processing' | 'succeeded' | 'ignored';
 
 /** The payment an event is about, as the conformance kit and the simulator describe it. */
 export interface PaymentRef {
-  /** The provider's id of the payment (CONTRACT §2 "resource id"): `inv_…`, a UUID, `pi_…`, `pay_…`. */
+  /** The provider's id of the payment: `inv_…`, a UUID, `pi_…`, `pay_…`. */
   resourceId: string;
   /** The order the provider's metadata points at, when the sender knows it. */
   orderId?: string;
@@ -83,7 +83,7 @@ export function eventType(provider: RemoteProvider, kind: EventKind): string {
 }
 
 /**
- * The envelope of an event `kind` about `payment`, in the provider's own shape (CONTRACT §2.1–2.4).
+ * The envelope of an event `kind` about `payment`, in the provider's own shape.
  * `eventId` defaults to a fresh one.
  */
 export function providerEvent(provider: RemoteProvider, kind: EventKind, payment: PaymentRef, eventId = newEventId(provider)): ProviderEvent {

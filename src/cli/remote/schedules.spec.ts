@@ -1,6 +1,6 @@
 import { attemptsOf, formatDuration, isSuccess, SCHEDULES, seededRandom, waitAfter } from './schedules';
 
-/** The retry schedules `simulate` plays (CONTRACT §8), as each provider publishes them. */
+/** The retry schedules `simulate` plays, as each provider publishes them. */
 describe('retry schedules', () => {
   const MIN = 60_000;
   const HOUR = 60 * MIN;

@@ -1,7 +1,7 @@
 import type { Answer } from './delivery';
 
 /**
- * The retry schedules of the senders `payment-webhooks simulate` plays (CONTRACT §8): how many
+ * The retry schedules of the senders `payment-webhooks simulate` plays: how many
  * attempts a provider makes, how long it waits between them, and which answers it retries. Pure:
  * the random source is passed in, so a seeded run waits the same, and tests never sleep.
  */
