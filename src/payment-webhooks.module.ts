@@ -149,7 +149,6 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
           inject: [PW_OPTIONS],
           useFactory: (o: ResolvedOptions) => ({
             ...dataSourceOptions(o.databaseUrl, o.schema),
-            autoLoadEntities: true,
             retryAttempts: 3,
             retryDelay: 1_000,
             // A failed migration is not a connection problem: say which one, once.

@@ -44,8 +44,8 @@ export function dataSourceOptions(databaseUrl: string, schema: string = DEFAULT_
     type: 'postgres',
     url: databaseUrl,
     schema,
-    // Each context registers the entities it maps (TypeOrmModule.forFeature, autoLoadEntities): the
-    // data source knows none of them. Migrations need none.
+    // No entity: each table's store writes its SQL and maps its rows (TypeORM runs the connection,
+    // the transactions and the migrations).
     entities: [],
     migrations: MIGRATIONS,
     migrationsTableName: MIGRATIONS_TABLE,

@@ -1,8 +1,6 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, EntityManager } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import type { ResolvedOptions } from '../config/options';
-import { PW_CONNECTION } from '../database/data-source';
 import { MetricsService } from '../observability/metrics.service';
 import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-handler';
 import type { AttemptDecision, HandlerOutcome } from '../outbox/outbox.state';
@@ -11,6 +9,7 @@ import { CarrierRegistry } from './carriers/carrier-registry';
 import { isUsableShipmentId, ShipmentResult } from './carriers/carrier';
 import { Fulfillment } from './fulfillment.entity';
 import { FULFILLMENT_DISPATCH, FulfillmentDispatchPayload, FulfillmentService } from './fulfillment.service';
+import { FulfillmentStore } from './fulfillment.store';
 
 /**
  * The `fulfillment.dispatch` handler: one carrier call with `Idempotency-Key` = fulfillment id, on
@@ -22,13 +21,13 @@ import { FULFILLMENT_DISPATCH, FulfillmentDispatchPayload, FulfillmentService } 
 @Injectable()
 export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDispatchPayload>, OnModuleInit {
   readonly maxAttempts: number;
-  /** The fulfillment each attempt read, for the recording of its end. */
-  private readonly seen = new WeakMap<OutboxAttempt<FulfillmentDispatchPayload>, Fulfillment>();
+  /** The fulfillment each attempt read before its call, for the recording of its end. */
+  private readonly readBeforeCall = new WeakMap<OutboxAttempt<FulfillmentDispatchPayload>, Fulfillment>();
 
   constructor(
-    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly carriers: CarrierRegistry,
     private readonly fulfillments: FulfillmentService,
+    private readonly store: FulfillmentStore,
     private readonly handlers: OutboxHandlers,
     private readonly metrics: MetricsService,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
@@ -41,9 +40,9 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
   }
 
   async handle(attempt: OutboxAttempt<FulfillmentDispatchPayload>): Promise<HandlerOutcome> {
-    const fulfillment = await this.fulfillments.load(String(attempt.payload.fulfillmentId));
+    const fulfillment = await this.store.load(String(attempt.payload.fulfillmentId));
     if (!fulfillment) return { kind: 'dead', reason: 'fulfillment not found' };
-    this.seen.set(attempt, fulfillment);
+    this.readBeforeCall.set(attempt, fulfillment);
     // The money went back (or the order was called off) while the shipment waited: do not ship.
     // If a call already began (a worker died during it, or it timed out), the carrier may have
     // shipped: say so, for the operator to confirm with the carrier under the same key.
@@ -103,8 +102,8 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
     if (decision.status === 'pending') return;
     // A copy: a recording that fails rolls back, and the fallback that records the attempt must
     // find the fulfillment as it was read, not as the failed recording left it in memory.
-    const seen = this.seen.get(attempt);
-    const fulfillment = seen ? Object.assign(new Fulfillment(), seen) : await this.fulfillments.find(em, String(attempt.payload.fulfillmentId));
+    const read = this.readBeforeCall.get(attempt);
+    const fulfillment = read ? Object.assign(new Fulfillment(), read) : await this.store.find(em, String(attempt.payload.fulfillmentId));
     if (!fulfillment) return;
     const from = fulfillment.status;
     const now = new Date();
@@ -116,7 +115,7 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
   }
 
   async retried(em: EntityManager, message: { payload: FulfillmentDispatchPayload }): Promise<void> {
-    const fulfillment = await this.fulfillments.find(em, String(message.payload.fulfillmentId));
+    const fulfillment = await this.store.find(em, String(message.payload.fulfillmentId));
     if (!fulfillment) return;
     const from = fulfillment.status;
     if (fulfillment.requestAgain()) this.fulfillments.saveMove(em, fulfillment, from);

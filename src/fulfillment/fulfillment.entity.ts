@@ -1,4 +1,3 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
 import type { OrderItem, ShipTo } from '../common/payment-events';
 import { uuid7 } from '../common/uuid7';
 import { canMove, FulfillmentStatus } from './fulfillment.state';
@@ -11,46 +10,20 @@ export { FULFILLMENT_STATUSES, type FulfillmentStatus } from './fulfillment.stat
  * carrier's `Idempotency-Key`. It keeps what it ships (address, items), taken from the order when it
  * became paid, so dispatching never reads another context's tables.
  */
-@Entity({ name: 'fulfillments' })
 export class Fulfillment {
-  @PrimaryColumn('uuid')
   id: string;
-
-  @Column({ name: 'order_id', type: 'uuid' })
   orderId: string;
-
-  @Column({ name: 'order_reference', type: 'text', nullable: true })
   orderReference: string | null;
-
-  @Column({ type: 'text' })
   status: FulfillmentStatus;
-
-  @Column({ type: 'text' })
   carrier: string;
-
-  @Column({ name: 'ship_to', type: 'jsonb' })
   shipTo: ShipTo;
-
-  @Column({ type: 'jsonb' })
   items: OrderItem[];
-
-  @Column({ name: 'shipment_id', type: 'text', nullable: true })
   shipmentId: string | null;
-
-  @Column({ name: 'last_error', type: 'text', nullable: true })
   lastError: string | null;
-
   /** Why it must not ship any more (`order refunded`): set while it waits, read before each call. */
-  @Column({ name: 'stop_reason', type: 'text', nullable: true })
   stopReason: string | null;
-
-  @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
-
-  @Column({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;
-
-  @Column({ name: 'dispatched_at', type: 'timestamptz', nullable: true })
   dispatchedAt: Date | null;
 
   static request(order: { id: string; reference: string | null; carrier: string; shipTo: ShipTo; items: OrderItem[] }, now = new Date()): Fulfillment {

@@ -1,18 +1,18 @@
 import { Module } from '@nestjs/common';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { PW_CONNECTION } from '../database/data-source';
 import { OutboxModule } from '../outbox/outbox.module';
 import { CarrierRegistry } from './carriers/carrier-registry';
 import { FulfillmentDispatchHandler } from './fulfillment-dispatch.handler';
-import { Fulfillment } from './fulfillment.entity';
 import { FulfillmentService } from './fulfillment.service';
+import { FulfillmentStore } from './fulfillment.store';
 
 /**
- * The Fulfillment aggregate, carrier adapters and the `fulfillment.dispatch` handler. It hears of
- * orders through events and registers its handler with the outbox: it imports no other context.
+ * The Fulfillment aggregate, its store, carrier adapters and the `fulfillment.dispatch` handler.
+ * It hears of orders through events and registers its handler with the outbox: it imports no
+ * other context.
  */
 @Module({
-  imports: [TypeOrmModule.forFeature([Fulfillment], PW_CONNECTION), OutboxModule],
-  providers: [FulfillmentService, FulfillmentDispatchHandler, CarrierRegistry],
+  imports: [OutboxModule],
+  providers: [FulfillmentService, FulfillmentStore, FulfillmentDispatchHandler, CarrierRegistry],
+  exports: [FulfillmentStore],
 })
 export class FulfillmentModule {}

@@ -94,44 +94,9 @@ export class MetricsService {
     registers: [this.registry],
   });
 
-  constructor(@InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource) {
-    const read = this.readBacklog.bind(this);
-    let snapshot: Promise<Backlog> | undefined;
-    // One query per scrape for the four gauges.
-    const backlog = () => (snapshot ??= read().finally(() => setImmediate(() => (snapshot = undefined))));
-    new Gauge({
-      name: 'pw_inbox_backlog',
-      help: 'Deliveries recorded and not processed yet',
-      registers: [this.registry],
-      async collect() {
-        this.set((await backlog()).inbox);
-      },
-    });
-    new Gauge({
-      name: 'pw_inbox_oldest_unprocessed_age_seconds',
-      help: 'Age of the oldest delivery not processed yet (0 when none)',
-      registers: [this.registry],
-      async collect() {
-        this.set((await backlog()).oldestAge);
-      },
-    });
-    new Gauge({
-      name: 'pw_outbox_backlog',
-      help: 'Outbox messages pending',
-      registers: [this.registry],
-      async collect() {
-        this.set((await backlog()).outboxPending);
-      },
-    });
-    new Gauge({
-      name: 'pw_outbox_dead',
-      help: 'Outbox messages dead (need an operator)',
-      registers: [this.registry],
-      async collect() {
-        this.set((await backlog()).outboxDead);
-      },
-    });
-  }
+  // The DataSource is no longer read here (each store reads its own gauges, see readFromDatabase);
+  // the parameter stays while callers construct the service with it.
+  constructor(@InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource) {}
 
   /**
    * Gauges read at scrape time by the context that owns their table (a store registers them at
@@ -156,22 +121,4 @@ export class MetricsService {
       });
     }
   }
-
-  /** A database that is away gives NaN gauges, not a failed scrape: the other metrics matter most then. */
-  private async readBacklog(): Promise<Backlog> {
-    const failed = { inbox: NaN, oldestAge: NaN, outboxPending: NaN, outboxDead: NaN };
-    const [row] = await withTimeout(this.dataSource.query(`
-      SELECT (SELECT count(*) FROM webhook_inbox WHERE status = 'received')::int AS inbox,
-             COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(received_at) FROM webhook_inbox WHERE status = 'received')), 0)::float8 AS "oldestAge",
-             (SELECT count(*) FROM outbox_message WHERE status = 'pending')::int AS "outboxPending",
-             (SELECT count(*) FROM outbox_message WHERE status = 'dead')::int AS "outboxDead"`), 2_000, 'backlog').catch(() => [failed]);
-    return row;
-  }
-}
-
-interface Backlog {
-  inbox: number;
-  oldestAge: number;
-  outboxPending: number;
-  outboxDead: number;
 }

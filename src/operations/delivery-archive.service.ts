@@ -3,99 +3,66 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import { capJsonDepth } from '../http/json-depth';
-import { keysetQuery, Page, toPage } from '../common/pagination';
+import type { Page } from '../common/pagination';
 import type { ProviderName } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PROVIDERS } from '../webhooks/providers';
 import { InboxQueueService } from '../webhooks/inbox-queue.service';
-import type { InboxStatus } from '../webhooks/inbox.state';
+import { ArchivedDelivery, InboxStore } from '../webhooks/inbox.store';
 import type { DeliveryDetail, DeliveryView, ListDeliveriesQuery } from './dto/operations.dto';
 
-const COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
-  event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", delivery_id AS "deliveryId",
-  api_version AS "apiVersion", source, status, outcome, attempts, last_error AS "lastError", received_at AS "receivedAt", processed_at AS "processedAt"`;
-
-type Row = Omit<DeliveryView, 'receivedAt' | 'processedAt'> & { receivedAt: Date; processedAt: Date | null };
-
-/** The smallest UUIDv7 of a millisecond: ids and receivedAt share one clock (see the migration). */
-function idFloor(ms: number): string {
-  const hex = Math.max(0, ms).toString(16).padStart(12, '0');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
-}
-
-/** The delivery archive of the admin API (CONTRACT §4): the receiver's own table is the record. */
+/**
+ * The delivery archive of the admin API (docs/operations.md#archive-and-replays): the receiver's
+ * own table is the record.
+ */
 @Injectable()
 export class DeliveryArchiveService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly inbox: InboxStore,
     private readonly inboxQueue: InboxQueueService,
   ) {}
 
-  /**
-   * Newest first, keyset on the time-ordered id; every filter has an index (status, endpoint,
-   * event type, event id, resource id with the id; provider through the indexes led by provider;
-   * a time window through the primary key).
-   */
+  /** Newest first, a page at a time; every filter is served by an index (see InboxStore.archivePage). */
   async list(query: ListDeliveriesQuery): Promise<Page<DeliveryView>> {
-    const from = query.from ? new Date(query.from) : undefined;
-    const to = query.to ? new Date(query.to) : undefined;
-    const { text, params, limit } = keysetQuery(
-      `SELECT ${COLUMNS} FROM webhook_inbox`,
-      [
-        ['status = ?', query.status],
-        ['endpoint_id = ?', query.endpointId],
-        ['provider = ?', query.provider],
-        ['event_type = ?', query.eventType],
-        ['event_id = ?', query.eventId],
-        ['resource_id = ?', query.resourceId],
-        // The window on receivedAt, and the same window on the id, so the primary key serves it.
-        ['received_at >= ?', from],
-        ['id >= ?', from && idFloor(Math.floor(from.getTime()))],
-        ['received_at < ?', to],
-        ['id < ?', to && idFloor(Math.ceil(to.getTime()) + 1)],
-      ],
+    const page = await this.inbox.archivePage(
+      this.dataSource,
+      {
+        status: query.status,
+        endpointId: query.endpointId,
+        provider: query.provider,
+        eventType: query.eventType,
+        eventId: query.eventId,
+        resourceId: query.resourceId,
+        receivedFrom: query.from ? new Date(query.from) : undefined,
+        receivedBefore: query.to ? new Date(query.to) : undefined,
+      },
       query,
     );
-    const rows: Row[] = await this.dataSource.query(text, params);
-    return toPage(rows, limit, view);
+    return { items: page.items.map(view), nextCursor: page.nextCursor };
   }
 
   async get(id: string): Promise<DeliveryDetail> {
-    const [row]: Array<Row & { headers: Record<string, string>; body: string }> = await this.dataSource.query(
-      `SELECT ${COLUMNS}, headers, body FROM webhook_inbox WHERE id = $1`,
-      [id],
-    );
+    const row = await this.inbox.archivedDelivery(this.dataSource, id);
     if (!row) throw new DomainError('DELIVERY.NOT_FOUND', 'no such delivery');
     const { headers, body, ...rest } = row;
     return { ...view(rest), headers: redact(row.provider, headers), body: parseBody(body) };
   }
 
   /**
-   * Runs processing again; safe at any time, because the transition guard decides. A delivery
-   * whose processing is running right now (its row is locked) answers 409 rather than wait; two
-   * runs never overlap. A final delivery that can still change (failed, unmatched, rejected) goes
-   * back to `received`; a processed or ignored one is left as it is and the run finds nothing to do.
+   * Runs processing again; safe at any time, because the lifecycle decides. A delivery whose
+   * processing is running right now (its row is locked) answers 409 rather than wait; two runs
+   * never overlap. A final delivery that can still change (failed, unmatched, rejected) goes back to
+   * `received`; a processed or ignored one is left as it is and the run finds nothing to do.
    */
   async reprocess(id: string): Promise<void> {
-    await this.dataSource.transaction(async (em) => {
-      let rows: Array<{ status: InboxStatus }>;
-      try {
-        rows = await em.query(`SELECT status FROM webhook_inbox WHERE id = $1 FOR UPDATE NOWAIT`, [id]);
-      } catch (err) {
-        if ((err as { code?: string }).code === '55P03') {
-          throw new DomainError('DELIVERY.BUSY', 'busy', 'the delivery is being processed right now; try again shortly');
-        }
-        throw err;
-      }
-      if (rows.length === 0) throw new DomainError('DELIVERY.NOT_FOUND', 'no such delivery');
-      await this.inboxQueue.reopen(em, id, rows[0].status);
-    });
+    await this.dataSource.transaction((em) => this.inbox.reopenForReplay(em, id));
     // Committed: a Redis that is away only delays the run (the sweeper enqueues the row).
     await this.inboxQueue.requeueAfterCommit([id], { expedite: true });
   }
 }
 
-function view(row: Row): DeliveryView {
+function view(row: ArchivedDelivery): DeliveryView {
   return { ...row, receivedAt: row.receivedAt.toISOString(), processedAt: row.processedAt?.toISOString() ?? null };
 }
 

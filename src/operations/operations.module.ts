@@ -2,6 +2,7 @@ import { BullModule } from '@nestjs/bullmq';
 import { QueueName } from '../jobs/queues';
 import { Module } from '@nestjs/common';
 import { OutboxModule } from '../outbox/outbox.module';
+import { PaymentsModule } from '../payments/payments.module';
 import { PW_BULL } from '../config/tokens';
 import { InboxIngestService } from '../webhooks/inbox-ingest.service';
 import { InboxQueueModule } from '../webhooks/inbox-queue.module';
@@ -19,6 +20,7 @@ import { MaintenanceProcessor, RetentionService } from './retention.service';
   imports: [
     InboxQueueModule,
     OutboxModule,
+    PaymentsModule,
     WebhooksModule,
     BullModule.registerQueue({ name: QueueName.Maintenance, configKey: PW_BULL }),
     BullModule.registerQueue({ name: QueueName.Backfill, configKey: PW_BULL }),

@@ -1,5 +1,8 @@
 import { DataSource } from 'typeorm';
 import type { EndpointDefinition } from '../config/options';
+import { FulfillmentStore } from '../fulfillment/fulfillment.store';
+import { PaymentStore } from '../payments/payment-store';
+import { InboxStore } from '../webhooks/inbox.store';
 import type { ReconciliationBackfill, ReconciliationReport } from './dto/operations.dto';
 
 export interface ReconciliationInput {
@@ -11,8 +14,8 @@ export interface ReconciliationInput {
   paidResourceIds?: string[];
 }
 
-/** Statuses that mean "the money was captured here". */
-const CAPTURED = ['succeeded', 'partially_refunded', 'refunded', 'disputed', 'dispute_lost'];
+/** The inbox's statements; stateless, so the command line's reconcile needs no Nest application. */
+const inbox = new InboxStore();
 
 /** How far back Stripe's Events API lists events: the widest window a backfill can recover. */
 export const STRIPE_EVENTS_RETENTION_DAYS = 30;
@@ -65,42 +68,20 @@ export async function reconcile(
   const eventIds = [...new Set(input.eventIds ?? [])];
   const paidIds = [...new Set(input.paidResourceIds ?? [])];
 
-  const recorded: Array<{ event_id: string }> = eventIds.length
-    ? await dataSource.query(
-        // An event recorded by an endpoint that does not serve the account was never that account's.
-        `SELECT event_id FROM webhook_inbox WHERE provider = $1 AND merchant_account_id = $2 AND event_id = ANY($3) AND key_scope = ''`,
-        [input.provider, input.merchantAccountId, eventIds],
-      )
-    : [];
-  const seen = new Set(recorded.map((r) => r.event_id));
-
-  const captured: Array<{ provider_payment_id: string }> = paidIds.length
-    ? await dataSource.query(
-        `SELECT provider_payment_id FROM payments
-          WHERE provider = $1 AND merchant_account_id = $2 AND provider_payment_id = ANY($3) AND status = ANY($4)`,
-        [input.provider, input.merchantAccountId, paidIds, CAPTURED],
-      )
-    : [];
-  const paidHere = new Set(captured.map((r) => r.provider_payment_id));
-
-  const stuck: Array<{ id: string }> = await dataSource.query(
-    `SELECT o.id FROM orders o
-       LEFT JOIN fulfillments f ON f.order_id = o.id
-      WHERE o.status = 'paid' AND o.paid_at < now() - interval '10 minutes'
-        AND (f.id IS NULL OR f.status <> 'dispatched')
-      ORDER BY o.paid_at`,
-  );
-  const doubled: Array<{ order_id: string }> = await dataSource.query(
-    `SELECT order_id FROM fulfillments WHERE shipment_id IS NOT NULL
-      GROUP BY order_id HAVING count(DISTINCT shipment_id) > 1`,
+  const recorded = new Set(
+    await inbox.recordedEventIds(dataSource, { provider: input.provider, merchantAccountId: input.merchantAccountId, eventIds }),
   );
 
-  const missingEvents = eventIds.filter((id) => !seen.has(id));
+  const paidHere = new Set(await PaymentStore.capturedPaymentIds(dataSource, input.provider, input.merchantAccountId, paidIds));
+  const stuck = await PaymentStore.paidNotDispatched(dataSource, 10);
+  const doubled = await FulfillmentStore.ordersWithSeveralShipments(dataSource);
+
+  const missingEvents = eventIds.filter((id) => !recorded.has(id));
   return {
     missingEvents,
     missingPaidPayments: paidIds.filter((id) => !paidHere.has(id)),
-    paidNotFulfilled: stuck.map((r) => r.id),
-    duplicateEffects: doubled.map((r) => r.order_id),
+    paidNotFulfilled: stuck,
+    duplicateEffects: doubled,
     backfill: missingEvents.length > 0 ? recoveringBackfill(endpoints, input.provider, input.merchantAccountId, nowMs) : null,
   };
 }

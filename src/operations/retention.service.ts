@@ -8,14 +8,16 @@ import { startWorker } from '../jobs/start-worker';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_BULL, PW_OPTIONS } from '../config/tokens';
-import { PURGEABLE } from '../webhooks/inbox.state';
+import { OutboxStore } from '../outbox/outbox.store';
+import { IdempotencyKeyStore } from '../payments/idempotency-key.store';
+import { InboxStore } from '../webhooks/inbox.store';
 
 const BATCH = 500;
 
 /**
- * Retention (CONTRACT §4): deliveries in a final status and dispatched outbox messages older than
- * INBOX_RETENTION_DAYS are deleted in small committed batches, so no long lock is ever held;
- * `received` and `failed` deliveries, and pending or dead messages, are never purged.
+ * Retention (docs/operations.md#retention): deliveries in a final status and dispatched outbox
+ * messages older than INBOX_RETENTION_DAYS are deleted in small committed batches, so no long lock
+ * is ever held; `received` and `failed` deliveries, and pending or dead messages, are never purged.
  */
 @Injectable()
 export class RetentionService {
@@ -24,44 +26,21 @@ export class RetentionService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly outboxStore: OutboxStore,
+    private readonly idempotencyKeys: IdempotencyKeyStore,
+    private readonly inbox: InboxStore,
   ) {}
 
   async purge(): Promise<{ deleted: number }> {
     const days = this.options.inboxRetentionDays;
-    const deliveries = await this.inBatches(
-      `DELETE FROM webhook_inbox WHERE id IN (
-         SELECT id FROM webhook_inbox
-          WHERE status = ANY($1) AND received_at < now() - make_interval(days => $2)
-          LIMIT ${BATCH})`,
-      [PURGEABLE, days],
-    );
-    const messages = await this.inBatches(
-      `DELETE FROM outbox_message WHERE id IN (
-         SELECT id FROM outbox_message
-          WHERE status = 'dispatched' AND created_at < now() - make_interval(days => $1)
-          LIMIT ${BATCH})`,
-      [days],
-    );
+    const deliveries = await this.inbox.purgeSettled(this.dataSource, { olderThanDays: days, batchSize: BATCH });
+    const messages = await this.outboxStore.purgeDispatched(days, BATCH);
     // Idempotency keys promise 24 hours; older ones are only weight.
-    await this.inBatches(
-      `DELETE FROM idempotency_keys WHERE (scope, key) IN (
-         SELECT scope, key FROM idempotency_keys WHERE created_at < now() - interval '24 hours' LIMIT ${BATCH})`,
-      [],
-    );
+    await this.idempotencyKeys.purgeExpired(BATCH);
     if (deliveries + messages > 0) {
       this.logger.log(`purged ${deliveries} deliveries and ${messages} outbox messages older than ${days} days`);
     }
     return { deleted: deliveries + messages };
-  }
-
-  /** Each batch is its own statement, committed on its own. */
-  private async inBatches(sql: string, params: unknown[]): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const [{ n }] = await this.dataSource.query(`WITH d AS (${sql} RETURNING 1) SELECT count(*)::int AS n FROM d`, params);
-      total += n;
-      if (n < BATCH) return total;
-    }
   }
 }
 

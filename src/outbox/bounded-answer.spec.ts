@@ -1,8 +1,9 @@
 import { ANSWER_READ_LIMIT_BYTES, readBoundedAnswer } from './bounded-answer';
 
 /**
- * The bound on reading an outside answer (issue 12, finding 3), on the logic itself: an endless
- * body is pulled only up to the bound plus one chunk, then cancelled; nothing past it is kept.
+ * The bound on reading an outside answer (docs/design.md#what-an-outsider-can-make-the-process-hold),
+ * on the logic itself: an endless body is pulled only up to the bound plus one chunk, then
+ * cancelled; nothing past it is kept.
  */
 
 /** An endless (or `total`-byte) body of `chunk`-byte pieces, counting what was pulled and whether it was cancelled. */

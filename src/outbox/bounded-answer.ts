@@ -6,7 +6,10 @@
  * hundred bytes (`{"id":"shp_…"}`, `{"error":"invalid_address"}`).
  */
 
-/** The most bytes of an outside answer ever read: 64 KiB (CONTRACT §5 answers are tiny). */
+/**
+ * The most bytes of an outside answer ever read: 64 KiB, where a carrier's answer
+ * (docs/carriers.md#the-carrier-contract) takes a few hundred.
+ */
 export const ANSWER_READ_LIMIT_BYTES = 65_536;
 
 export interface BoundedAnswer {
@@ -78,12 +81,12 @@ export function boundedFetch(limit: number): typeof fetch {
   return async (input, init) => {
     const response = await fetch(input, init);
     if (!response.body) return response;
-    let seen = 0;
+    let bytesSoFar = 0;
     const bounded = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
-          seen += chunk.byteLength;
-          if (seen > limit) controller.error(new AnswerTooLarge(limit));
+          bytesSoFar += chunk.byteLength;
+          if (bytesSoFar > limit) controller.error(new AnswerTooLarge(limit));
           else controller.enqueue(chunk);
         },
       }),

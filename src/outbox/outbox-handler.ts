@@ -44,7 +44,8 @@ export interface OutboxHandler<P = Record<string, unknown>> {
 @Injectable()
 export class OutboxHandlers implements OnApplicationBootstrap {
   private readonly handlers = new Map<string, OutboxHandler<never>>();
-  private readonly written = new Map<string, string>();
+  /** Each type something writes, and the first writer that declared it (named in the start-up error). */
+  private readonly writers = new Map<string, string>();
 
   register<P>(type: string, handler: OutboxHandler<P>): void {
     if (this.handlers.has(type)) throw new Error(`two outbox handlers for the message type "${type}"`);
@@ -53,7 +54,7 @@ export class OutboxHandlers implements OnApplicationBootstrap {
 
   /** `writer` writes messages of `type`: a handler must exist by the time the app starts. */
   declareWritten(type: string, writer: string): void {
-    if (!this.written.has(type)) this.written.set(type, writer);
+    if (!this.writers.has(type)) this.writers.set(type, writer);
   }
 
   get(type: string): OutboxHandler<Record<string, unknown>> | undefined {
@@ -64,9 +65,8 @@ export class OutboxHandlers implements OnApplicationBootstrap {
     return [...this.handlers.keys()];
   }
 
-
   onApplicationBootstrap(): void {
-    const missing = [...this.written].filter(([type]) => !this.handlers.has(type));
+    const missing = [...this.writers].filter(([type]) => !this.handlers.has(type));
     if (missing.length > 0) {
       throw new Error(
         `outbox message types written without a handler: ${missing.map(([type, writer]) => `"${type}" (written by ${writer})`).join(', ')}`,

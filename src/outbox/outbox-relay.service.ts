@@ -1,16 +1,15 @@
 import { InjectQueue } from '@nestjs/bullmq';
 import { QueueName, JobName } from '../jobs/queues';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import type { Queue } from 'bullmq';
 import { Client } from 'pg';
-import { DataSource } from 'typeorm';
 import { requeueJobs } from '../jobs/requeue';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
-import { pgConnection, PW_CONNECTION } from '../database/data-source';
+import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
 import { outboxChannel, OutboxJobData, outboxJobOptions } from './outbox.queue';
+import { OutboxStore } from './outbox.store';
 
 /**
  * Carries committed outbox messages to the queue. Low latency without polling load: each commit
@@ -31,7 +30,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   private flushScheduled = false;
 
   constructor(
-    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly store: OutboxStore,
     @InjectQueue(QueueName.Outbox) private readonly queue: Queue<OutboxJobData>,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
@@ -59,19 +58,9 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
    */
   async runOnce(): Promise<number> {
     const { sweepAfterMs, sweepBatchSize, enqueueTimeoutMs } = this.options.tuning;
-    return this.dataSource.transaction(async (em) => {
-      const rows: Array<{ id: string }> = await em.query(
-        `SELECT id FROM outbox_message
-          WHERE status = 'pending' AND next_attempt_at <= now() - make_interval(secs => $1::double precision / 1000)
-            AND (lease_until IS NULL OR lease_until < now())
-          ORDER BY next_attempt_at
-          LIMIT $2
-          FOR UPDATE SKIP LOCKED`,
-        [sweepAfterMs, sweepBatchSize],
-      );
-      if (rows.length === 0) return 0;
-      return withTimeout(this.requeue(rows.map((r) => r.id)), Math.max(enqueueTimeoutMs, 5_000), 'outbox sweep enqueue');
-    });
+    return this.store.sweepDue(sweepAfterMs, sweepBatchSize, (ids) =>
+      withTimeout(this.requeue(ids), Math.max(enqueueTimeoutMs, 5_000), 'outbox sweep enqueue'),
+    );
   }
 
   /**

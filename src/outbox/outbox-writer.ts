@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { uuid7 } from '../common/uuid7';
-import { beforeCommit, TransactionState } from '../database/transaction';
-import { OUTBOX_CHANNEL_SQL } from './outbox.queue';
+import { BeforeCommitBatch } from '../database/transaction';
+import { MessageToWrite, OutboxStore } from './outbox.store';
 
 export interface NewOutboxMessage {
   type: string;
@@ -19,65 +19,34 @@ export interface NewOutboxMessage {
 /**
  * Writes outbox messages, and only inside the caller's transaction: the message must commit or
  * roll back with the business change that decided it. A manager outside a transaction is a
- * programming error.
+ * programming error. Each message gets its id when it is asked for, so ids (time-ordered) keep the
+ * order messages were asked in.
  */
 @Injectable()
 export class OutboxWriter {
-  private readonly later = new TransactionState<{ messages: Array<NewOutboxMessage & { id: string }>; scheduled: boolean }>(() => ({
-    messages: [],
-    scheduled: false,
-  }));
+  private readonly atCommit = new BeforeCommitBatch<MessageToWrite>(async (em, messages) => {
+    await this.store.write(em, messages);
+  });
+
+  constructor(private readonly store: OutboxStore) {}
 
   /**
    * Like `add`, but written at the end of the caller's transaction (opened with runTransaction),
-   * with every other message it asks for, in one statement. Messages are written in the order they
-   * were asked for (their ids, time-ordered, keep it), a second one with a key already there is not.
+   * with every other message asked for that way, in one statement.
    */
-  addLater(em: EntityManager, message: NewOutboxMessage): void {
-    if (!em.queryRunner?.isTransactionActive) {
-      throw new Error('OutboxWriter.addLater needs the EntityManager of an open transaction');
-    }
-    const pending = this.later.of(em);
-    pending.messages.push({ ...message, id: uuid7() });
-    if (pending.scheduled) return;
-    pending.scheduled = true;
-    beforeCommit(em, async () => {
-      pending.scheduled = false;
-      const messages = pending.messages.splice(0);
-      await em.query(
-        `WITH written AS (
-           INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, status, attempts, next_attempt_at, created_at)
-           SELECT r.id, r.type, r.payload, r.idempotency_key, r.ordering_key, 'pending', 0, now(), now()
-             FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, type text, payload jsonb, idempotency_key text, ordering_key text)
-            ORDER BY r.id
-           ON CONFLICT (idempotency_key) DO NOTHING
-           RETURNING id)
-         SELECT count(pg_notify(${OUTBOX_CHANNEL_SQL}, id::text)) FROM written`,
-        [
-          JSON.stringify(
-            messages.map((m) => ({ id: m.id, type: m.type, payload: m.payload, idempotency_key: m.idempotencyKey, ordering_key: m.orderingKey ?? null })),
-          ),
-        ],
-      );
-    });
+  writeAtCommit(em: EntityManager, message: NewOutboxMessage): void {
+    refuseOutsideTransaction(em, 'OutboxWriter.writeAtCommit');
+    this.atCommit.add(em, { ...message, id: uuid7() });
   }
 
-  /** Returns the new message's id, or null when a message with this key already exists. */
+  /** Writes the message now; returns its id, or null when a message with this key already exists. */
   async add(em: EntityManager, message: NewOutboxMessage): Promise<string | null> {
-    if (!em.queryRunner?.isTransactionActive) {
-      throw new Error('OutboxWriter.add needs the EntityManager of an open transaction');
-    }
-    // One statement writes and announces it; the notification reaches the relays only if this
-    // transaction commits, so nothing announced is ever missing.
-    const rows: Array<{ id: string }> = await em.query(
-      `WITH written AS (
-         INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, status, attempts, next_attempt_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, 'pending', 0, now(), now())
-         ON CONFLICT (idempotency_key) DO NOTHING
-         RETURNING id)
-       SELECT id, pg_notify(${OUTBOX_CHANNEL_SQL}, id::text) FROM written`,
-      [uuid7(), message.type, JSON.stringify(message.payload), message.idempotencyKey, message.orderingKey ?? null],
-    );
-    return rows[0]?.id ?? null;
+    refuseOutsideTransaction(em, 'OutboxWriter.add');
+    const [written] = await this.store.write(em, [{ ...message, id: uuid7() }]);
+    return written ?? null;
   }
+}
+
+function refuseOutsideTransaction(em: EntityManager, method: string): void {
+  if (!em.queryRunner?.isTransactionActive) throw new Error(`${method} needs the EntityManager of an open transaction`);
 }

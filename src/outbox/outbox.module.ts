@@ -8,17 +8,18 @@ import { OutboxRelay } from './outbox-relay.service';
 import { OutboxWriter } from './outbox-writer';
 import { OutboxProcessor } from './outbox.processor';
 import { OutboxService } from './outbox.service';
-
+import { OutboxStore } from './outbox.store';
 import { TransactionEvents } from './transaction-events';
 
 /**
- * The transactional outbox, for every message type: the writer used inside transactions, the
- * events published in them, the relay (notify + sweep), the one processor that claims, retries,
- * backs off and dead-letters, and the handlers registered by type. It imports no other context.
+ * The transactional outbox, for every message type: its store (the one owner of outbox_message,
+ * which also registers the outbox gauges), the writer used inside transactions, the events
+ * published in them, the relay (notify + sweep), the one processor that claims, retries, backs off
+ * and dead-letters, and the handlers registered by type. It imports no other context.
  */
 @Module({
   imports: [BullModule.registerQueue({ name: QueueName.Outbox, configKey: PW_BULL })],
-  providers: [OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxDispatcher, OutboxProcessor, OutboxService],
-  exports: [OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxService, BullModule],
+  providers: [OutboxStore, OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxDispatcher, OutboxProcessor, OutboxService],
+  exports: [OutboxStore, OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxService, BullModule],
 })
 export class OutboxModule {}

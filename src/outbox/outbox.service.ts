@@ -1,43 +1,31 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { DomainError } from '../common/domain-error';
 import { withTimeout } from '../common/with-timeout';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { OutboxHandlers } from './outbox-handler';
 import { OutboxRelay } from './outbox-relay.service';
-import { canRetry, OutboxStatus } from './outbox.state';
+import { OutboxStore } from './outbox.store';
 
 /** The outbox's one service for the rest of the module: an operator's retry, for any message type. */
 @Injectable()
 export class OutboxService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly store: OutboxStore,
     private readonly handlers: OutboxHandlers,
     private readonly relay: OutboxRelay,
   ) {}
 
   /**
    * A dead message gets a fresh attempt budget and is enqueued at once; its handler's own state
-   * follows (a failed fulfillment asks again). Anything else is refused: a pending message is
-   * already on its way, a dispatched one is done.
+   * follows in the same transaction (a failed fulfillment asks again). Anything else is refused: a
+   * pending message is already on its way, a dispatched one is done.
    */
   async retry(id: string): Promise<void> {
     await runTransaction(this.dataSource, async (em) => {
-      const [message]: Array<{ status: OutboxStatus; type: string; payload: Record<string, unknown> }> = await em.query(
-        `SELECT status, type, payload FROM outbox_message WHERE id = $1 FOR UPDATE`,
-        [id],
-      );
-      if (!message) throw new DomainError('OUTBOX.NOT_FOUND', 'no such message');
-      if (!canRetry(message.status)) {
-        throw new DomainError('OUTBOX.ILLEGAL_TRANSITION', 'refused', `a ${message.status} message cannot be retried; only a dead one`);
-      }
-      await em.query(
-        `UPDATE outbox_message SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, lease_until = NULL
-          WHERE id = $1`,
-        [id],
-      );
+      const message = await this.store.retry(em, id);
       await this.handlers.get(message.type)?.retried?.(em, { id, payload: message.payload });
     });
     // Committed: a Redis that is away only delays the dispatch (the relay's sweeper finds it).

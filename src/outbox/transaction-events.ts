@@ -16,11 +16,11 @@ export type InTransactionListener<E extends TransactionEvent = TransactionEvent>
 export interface Subscription {
   /** Unique; the second half of each message's idempotency key (`<event id>:<name>`). */
   name: string;
-  /** The §7 types it receives, or '*' for all. */
+  /** The public event types it receives (docs/events.md#types), or '*' for all. */
   types: readonly PaymentEventType[] | '*';
 }
 
-/** The outbox message type of a §7 event for an after-commit subscriber (CONTRACT §7). */
+/** The outbox message type of a public event for an after-commit subscriber: `event.<event type>`. */
 export function eventMessageType(type: PaymentEventType): string {
   return `event.${type}`;
 }
@@ -47,7 +47,7 @@ export class TransactionEvents {
     private readonly handlers: OutboxHandlers,
   ) {}
 
-  /** An in-transaction listener for these types (internal ones included), or '*' for every §7 event. */
+  /** An in-transaction listener for these types (internal ones included), or '*' for every public event. */
   on(types: '*', listener: InTransactionListener<PaymentWebhooksEvent>): void;
   on<T extends EventType>(types: readonly T[], listener: InTransactionListener<EventOf<T>>): void;
   on(types: readonly EventType[] | '*', listener: InTransactionListener<never>): void {
@@ -78,7 +78,7 @@ export class TransactionEvents {
       if (!isPublic(event)) continue;
       for (const subscription of this.subscriptions) {
         if (subscription.types !== '*' && !subscription.types.includes(event.type)) continue;
-        this.writer.addLater(em, {
+        this.writer.writeAtCommit(em, {
           type: eventMessageType(event.type),
           payload: { event, subscriber: subscription.name } satisfies EventMessagePayload,
           idempotencyKey: `${event.id}:${subscription.name}`,

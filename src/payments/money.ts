@@ -1,6 +1,6 @@
 /**
- * Money as exact integer minor units (CONTRACT §3): amounts travel as decimal strings in the
- * currency's own exponent ("49.90" EUR, "5000" JPY, "1.250" BHD) and are never floats here.
+ * Money as exact integer minor units (docs/rest-api.md#money): amounts travel as decimal strings
+ * in the currency's own exponent ("49.90" EUR, "5000" JPY, "1.250" BHD) and are never floats here.
  */
 
 export type MoneyErrorCode =

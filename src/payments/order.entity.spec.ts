@@ -81,7 +81,7 @@ const METHODS = [
 ] as const;
 
 describe('order status table', () => {
-  it('pins ORDER_TRANSITIONS (CONTRACT §3)', () => {
+  it('pins ORDER_TRANSITIONS (docs/rest-api.md#order-lifecycle)', () => {
     expect([...ORDER_STATUSES]).toEqual(['awaiting_payment', 'paid', 'fulfilled', 'canceled', 'refunded']);
     expect(ORDER_TRANSITIONS).toEqual({
       awaiting_payment: ['paid', 'canceled'],

@@ -1,7 +1,6 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { RecordsChanges } from '../common/aggregate';
 import type { OrderItem, OrderSnapshot, PaymentEventType, ShipTo } from '../common/payment-events';
 import { uuid7 } from '../common/uuid7';
-import { bigintTransformer } from '../database/transformers';
 import { Money } from './money';
 import type { Payment } from './payment.entity';
 import { decideOrderMove, OrderMoveResult, OrderStatus } from './order.state';
@@ -11,7 +10,7 @@ export type { OrderItem, ShipTo } from '../common/payment-events';
 /** What the order knows of its fulfillment (kept in step by the fulfillment's events). */
 export type OrderFulfillment = NonNullable<OrderSnapshot['fulfillment']>;
 
-/** The event an order's move announces (CONTRACT §7). */
+/** The event an order's move announces (docs/events.md#types). */
 const ORDER_EVENTS: Partial<Record<OrderStatus, PaymentEventType>> = {
   paid: 'order.paid',
   fulfilled: 'order.fulfilled',
@@ -39,51 +38,24 @@ export type PaidVia = { source: 'payment'; paymentId: string } | { source: 'supp
 /**
  * The Order aggregate. It follows its payments: the first capture of the exact amount makes it
  * `paid` (and only that first time asks for a fulfillment); a full refund makes it `refunded`.
- * The support path (`mark-paid`) goes through the same `markPaid`.
+ * The support path (`mark-paid`) goes through the same `markPaid`. Each applied move records the
+ * event it announces; PaymentStore maps the row and saves it.
  */
-@Entity({ name: 'orders' })
-export class Order {
-  @PrimaryColumn('uuid')
+export class Order extends RecordsChanges<PaymentEventType> {
   id: string;
-
-  @Column({ type: 'text', nullable: true })
   reference: string | null;
-
-  @Column({ type: 'text' })
   status: OrderStatus;
-
-  @Column({ name: 'amount_minor', type: 'bigint', transformer: bigintTransformer })
   amountMinor: bigint;
-
-  @Column({ type: 'text' })
   currency: string;
-
-  @Column({ type: 'text' })
   carrier: string;
-
   /** The merchant account whose payments the order accepts; null: the order names none. */
-  @Column({ name: 'merchant_account_id', type: 'text', nullable: true })
   merchantAccountId: string | null;
-
-  @Column({ name: 'ship_to', type: 'jsonb' })
   shipTo: ShipTo;
-
-  @Column({ type: 'jsonb' })
   items: OrderItem[];
-
-  @Column({ name: 'paid_via', type: 'jsonb', nullable: true })
   paidVia: PaidVia | null;
-
-  @Column({ name: 'paid_at', type: 'timestamptz', nullable: true })
   paidAt: Date | null;
-
-  @Column({ type: 'jsonb', nullable: true })
   fulfillment: OrderFulfillment | null;
-
-  @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
-
-  @Column({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;
 
   static place(params: {
@@ -114,18 +86,8 @@ export class Order {
     });
   }
 
-  /** Moves made since the order was loaded, in order: what the transaction that saves it announces. */
-  private changes: PaymentEventType[] = [];
-
   get amount(): Money {
     return Money.fromMinor(this.amountMinor, this.currency);
-  }
-
-  /** The events of the moves made since the last call (each move announced once). */
-  takeChanges(): PaymentEventType[] {
-    const taken = this.changes ?? [];
-    this.changes = [];
-    return taken;
   }
 
   /**
@@ -155,7 +117,7 @@ export class Order {
       this.paidVia = via;
       this.paidAt = now;
       this.updatedAt = now;
-      this.announce(result.to);
+      this.recordMove(result.to);
     }
     return result;
   }
@@ -205,13 +167,13 @@ export class Order {
     if (result.outcome === 'applied') {
       this.status = result.to;
       this.updatedAt = now;
-      this.announce(result.to);
+      this.recordMove(result.to);
     }
     return result;
   }
 
-  private announce(to: OrderStatus): void {
+  private recordMove(to: OrderStatus): void {
     const type = ORDER_EVENTS[to];
-    if (type) (this.changes ??= []).push(type);
+    if (type) this.record(type);
   }
 }

@@ -1,6 +1,6 @@
 import { canMove, defineLifecycle } from '../common/lifecycle';
 
-/** The order lifecycle (docs/rest-api.md, "Order lifecycle"), as data. */
+/** The order lifecycle (docs/rest-api.md#order-lifecycle), as data. */
 export const ORDER_STATUSES = ['awaiting_payment', 'paid', 'fulfilled', 'canceled', 'refunded'] as const;
 export type OrderStatus = (typeof ORDER_STATUSES)[number];
 

@@ -13,7 +13,7 @@ import { MAX_PAYMENTS_PER_ORDER } from './order.entity';
 
 /**
  * An id in the path names a resource: one that is not even a UUID names none, so it answers like
- * any unknown id (404 not_found, CONTRACT §3), without a query.
+ * any unknown id (404 not_found, docs/rest-api.md#errors), without a query.
  */
 export const uuidParam = new ParseUUIDPipe({
   exceptionFactory: () => new DomainError('RESOURCE.NOT_FOUND', 'no resource has this id'),

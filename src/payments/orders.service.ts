@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { canonicalJson } from '../common/canonical-json';
 import { DomainError, ValidationFailed } from '../common/domain-error';
-import { keysetQuery, Page, toPage } from '../common/pagination';
+import type { Page } from '../common/pagination';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
@@ -15,6 +15,7 @@ import type { OrderView, PaymentView } from './dto/views';
 import { Money, MoneyError } from './money';
 import { MAX_PAYMENTS_PER_ORDER, Order } from './order.entity';
 import { Payment } from './payment.entity';
+import { IdempotencyKeyStore } from './idempotency-key.store';
 import { orderSnapshot, PaymentExists, PaymentStore, paymentView } from './payment-store';
 
 /** A response to send as it is: status and body (the first response of an idempotent request). */
@@ -25,7 +26,10 @@ export interface Answer<T> {
 
 const IDEMPOTENCY_SCOPE = 'POST /orders';
 
-/** The host application's orders and payments (CONTRACT §3). Each use case is one transaction. */
+/**
+ * The host application's orders and payments (docs/rest-api.md#orders-and-payments). Each use case
+ * is one transaction.
+ */
 @Injectable()
 export class OrdersService {
   constructor(
@@ -33,6 +37,7 @@ export class OrdersService {
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     @Inject(PW_CARRIER_NAMES) private readonly carriers: ReadonlySet<string>,
     private readonly store: PaymentStore,
+    private readonly idempotencyKeys: IdempotencyKeyStore,
   ) {}
 
   /**
@@ -64,58 +69,30 @@ export class OrdersService {
       });
       if (!(await this.store.insertOrder(em, order))) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
       const answer = { status: 201, body: orderView(order, []) };
-      if (idempotencyKey !== undefined) {
-        await em.query(
-          `UPDATE idempotency_keys SET response_status = $3, response_body = $4 WHERE scope = $1 AND key = $2`,
-          [IDEMPOTENCY_SCOPE, idempotencyKey, answer.status, JSON.stringify(answer.body)],
-        );
-      }
+      if (idempotencyKey !== undefined) await this.idempotencyKeys.saveAnswer(em, IDEMPOTENCY_SCOPE, idempotencyKey, answer);
       return answer;
     });
   }
 
   /** Claims the key for this request, or returns the first response; an expired key (24 h) is taken over. */
   private async claimKey(em: EntityManager, key: string, hash: string): Promise<Answer<OrderView> | null> {
-    const claimed: unknown[] = await em.query(
-      `INSERT INTO idempotency_keys (scope, key, request_hash, created_at) VALUES ($1, $2, $3, now())
-       ON CONFLICT (scope, key) DO UPDATE
-         SET request_hash = EXCLUDED.request_hash, response_status = NULL, response_body = NULL, created_at = now()
-         WHERE idempotency_keys.created_at < now() - interval '24 hours'
-       RETURNING key`,
-      [IDEMPOTENCY_SCOPE, key, hash],
-    );
-    if (claimed.length > 0) return null;
-    const [first] = await em.query(
-      `SELECT request_hash, response_status, response_body FROM idempotency_keys WHERE scope = $1 AND key = $2`,
-      [IDEMPOTENCY_SCOPE, key],
-    );
-    if (first.request_hash !== hash) {
+    const first = await this.idempotencyKeys.claim(em, IDEMPOTENCY_SCOPE, key, hash);
+    if (!first) return null;
+    if (first.requestHash !== hash) {
       throw new DomainError('IDEMPOTENCY.KEY_REUSED', 'this Idempotency-Key was used with another body');
     }
-    return { status: first.response_status, body: JSON.parse(first.response_body) };
+    return first.answer as Answer<OrderView>;
   }
 
   async get(id: string): Promise<OrderView> {
-    const order = await this.dataSource.getRepository(Order).findOne({ where: { id } });
+    const order = await this.store.findOrder(this.dataSource, id);
     if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
     return (await this.views([order]))[0];
   }
 
   async list(query: ListOrdersQuery): Promise<Page<OrderView>> {
-    const { text, params, limit } = keysetQuery(
-      'SELECT id FROM orders',
-      [
-        ['status = ?', query.status],
-        ['merchant_account_id = ?', query.merchantAccountId],
-      ],
-      query,
-    );
-    const ids: Array<{ id: string }> = await this.dataSource.query(text, params);
-    const orders = ids.length
-      ? await this.dataSource.getRepository(Order).find({ where: ids.map(({ id }) => ({ id })), order: { id: 'DESC' } })
-      : [];
-    const views = await this.views(orders);
-    return toPage(views, limit, (v) => v);
+    const page = await this.store.listOrders(this.dataSource, query);
+    return { items: await this.views(page.items), nextCursor: page.nextCursor };
   }
 
   /**
@@ -135,7 +112,7 @@ export class OrdersService {
           const merchantAccountId = dto.merchantAccountId ?? this.defaultAccount(dto.provider, order.merchantAccountId);
           const key = { provider: dto.provider, merchantAccountId, providerPaymentId: dto.providerPaymentId };
           // Read, not locked: payments are locked before orders everywhere, and this holds the order.
-          const existing = await em.getRepository(Payment).findOne({ where: key });
+          const existing = await this.store.findPaymentByKey(em, key);
           if (existing) {
             if (existing.orderId !== orderId) {
               throw new DomainError('PAYMENT.ALREADY_REGISTERED', 'this provider payment belongs to another order');
@@ -152,7 +129,7 @@ export class OrdersService {
           }
           const payment = Payment.register({ orderId, ...key, expected: order.amount });
           // Announced in this transaction: the deliveries parked for this payment are released.
-          await this.store.commit(em, { payment, newPayment: true, sourceEventId: null });
+          await this.store.save(em, { payment, newPayment: true, sourceEventId: null });
           return { status: 201, body: paymentView(payment) };
         });
       } catch (err) {
@@ -175,7 +152,7 @@ export class OrdersService {
         throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be marked paid`);
       }
       // `order.paid` is announced in this transaction: the fulfillment is requested from there.
-      if (result.outcome === 'applied') await this.store.commit(em, { order, sourceEventId: null });
+      if (result.outcome === 'applied') await this.store.save(em, { order, sourceEventId: null });
     });
     return this.get(id);
   }
@@ -187,32 +164,20 @@ export class OrdersService {
       if (result.outcome !== 'applied') {
         throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be canceled`);
       }
-      await this.store.commit(em, { order, sourceEventId: null });
+      await this.store.save(em, { order, sourceEventId: null });
     });
     return this.get(id);
   }
 
   async getPayment(id: string): Promise<PaymentView> {
-    const payment = await this.dataSource.getRepository(Payment).findOne({ where: { id } });
+    const payment = await this.store.findPayment(this.dataSource, id);
     if (!payment) throw new DomainError('PAYMENT.NOT_FOUND', 'no such payment');
     return paymentView(payment);
   }
 
   async listPayments(query: ListPaymentsQuery): Promise<Page<PaymentView>> {
-    const { text, params, limit } = keysetQuery(
-      'SELECT id FROM payments',
-      [
-        ['provider = ?', query.provider],
-        ['provider_payment_id = ?', query.providerPaymentId],
-        ['order_id = ?', query.orderId],
-      ],
-      query,
-    );
-    const ids: Array<{ id: string }> = await this.dataSource.query(text, params);
-    const payments = ids.length
-      ? await this.dataSource.getRepository(Payment).find({ where: ids.map(({ id }) => ({ id })), order: { id: 'DESC' } })
-      : [];
-    return toPage(payments, limit, paymentView);
+    const page = await this.store.listPayments(this.dataSource, query);
+    return { items: page.items.map(paymentView), nextCursor: page.nextCursor };
   }
 
   private async lockOrder(em: EntityManager, id: string): Promise<Order> {
@@ -264,16 +229,10 @@ export class OrdersService {
     ]);
   }
 
-  /** Orders with their payments (and their copy of the fulfillment), in two queries whatever the page size. */
+  /** Orders with their payments (and their copy of the fulfillment): one statement for the payments, whatever the page size. */
   private async views(orders: Order[]): Promise<OrderView[]> {
     if (orders.length === 0) return [];
-    const ids = orders.map((o) => o.id);
-    const payments = await this.dataSource
-      .getRepository(Payment)
-      .createQueryBuilder('p')
-      .where('p.order_id = ANY(:ids)', { ids })
-      .orderBy('p.id', 'ASC')
-      .getMany();
+    const payments = await this.store.paymentsOfOrders(this.dataSource, orders.map((o) => o.id));
     return orders.map((order) => orderView(order, payments.filter((p) => p.orderId === order.id)));
   }
 }

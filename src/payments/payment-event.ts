@@ -1,7 +1,8 @@
 /**
- * A provider event normalised to what the payment domain acts on (CONTRACT §2.1–2.4 mapping
- * tables). Amounts stay as the provider sent them, with their form, until the processing
- * transaction parses them against the currency (a bad amount is a mismatch, not a crash).
+ * A provider event normalised to what the payment domain acts on (each provider's table in
+ * docs/webhooks.md#signature-schemes). Amounts stay as the provider sent them, with their form,
+ * until the processing transaction parses them against the currency (a bad amount is a mismatch,
+ * not a crash).
  */
 export type PaymentEventKind =
   | 'pending'

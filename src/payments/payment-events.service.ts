@@ -9,7 +9,7 @@ import { toPaymentChange } from './payment-change';
 import { PaymentStore } from './payment-store';
 
 export interface DeliveryContext {
-  /** The provider's event id: the source of whatever this changes (CONTRACT §7 `sourceEventId`). */
+  /** The provider's event id: the `sourceEventId` of whatever this changes (docs/events.md#the-body). */
   eventId: string;
   provider: string;
   /** The event's merchant account: part of the payment's key, and what a declared account must equal. */
@@ -21,7 +21,7 @@ export interface DeliveryContext {
   servedAccounts?: string[] | '*';
 }
 
-/** How a delivery's processing ends, in the inbox's vocabulary (CONTRACT §4). */
+/** How a delivery's processing ends, in the inbox's vocabulary (docs/webhooks.md#delivery-outcomes). */
 export type EventOutcome =
   | { status: 'processed'; outcome: 'applied' | 'already_applied' | 'stale' }
   | { status: 'rejected'; outcome: RejectionReason | PaymentRefusal }
@@ -30,10 +30,11 @@ export type EventOutcome =
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * The payment domain's step of the processing transaction (ARCHITECTURE "Processing
- * transaction"): everything runs on the caller's EntityManager, so it commits or rolls back with
- * the inbox row. What it changes is announced in that transaction (PaymentStore): the deliveries
- * waiting for the payment, the fulfillment and the host hear of it from there.
+ * The payment domain's step of the processing transaction
+ * (docs/design.md#the-processing-transaction): everything runs on the caller's EntityManager, so it
+ * commits or rolls back with the inbox row. What it changes is announced in that transaction
+ * (PaymentStore): the deliveries waiting for the payment, the fulfillment and the host hear of it
+ * from there.
  */
 @Injectable()
 export class PaymentEventsService {
@@ -92,12 +93,12 @@ export class PaymentEventsService {
     if (result.outcome === 'rejected') return { status: 'rejected', outcome: result.reason };
     if (result.outcome !== 'applied') {
       // A payment this event creates is registered all the same (its parked deliveries hear of it).
-      if (isNew) await this.store.commit(em, { payment, newPayment: true, sourceEventId: ctx.eventId });
+      if (isNew) await this.store.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId });
       return { status: 'processed', outcome: result.outcome };
     }
     const order = await this.store.lockOrder(em, payment.orderId);
     order?.followPayment(payment, now);
-    await this.store.commit(em, { order, payment, newPayment: isNew, sourceEventId: ctx.eventId });
+    await this.store.save(em, { order, payment, newPayment: isNew, sourceEventId: ctx.eventId });
     return { status: 'processed', outcome: 'applied' };
   }
 

@@ -1,13 +1,16 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
+import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
 import type { OrderSnapshot, PaymentSnapshot, PaymentWebhooksEvent } from '../common/payment-events';
 import type { FulfillmentChangedEvent } from '../common/internal-events';
 import { uuid7 } from '../common/uuid7';
-import { beforeCommit, TransactionState } from '../database/transaction';
+import { BeforeCommitBatch, TransactionState } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { Order } from './order.entity';
+import type { OrderStatus } from './order.state';
 import { Payment } from './payment.entity';
+import { CAPTURED_STATUSES } from './payment.state';
 
 /** What a use case changed, to save and announce in its transaction. */
 export interface Changes {
@@ -19,50 +22,68 @@ export interface Changes {
   sourceEventId: string | null;
 }
 
-type PaymentKey = { provider: string; merchantAccountId: string; providerPaymentId: string };
+/** A connection or a transaction: what a read outside the unit of work runs on. */
+export type Queryable = Pick<EntityManager, 'query'>;
+
+export type PaymentKey = { provider: string; merchantAccountId: string; providerPaymentId: string };
 const paymentKey = (k: PaymentKey) => `${k.provider}\u0000${k.merchantAccountId}\u0000${k.providerPaymentId}`;
 
-/** What one transaction has loaded and changed: its identity maps, and the writes due at its end. */
-interface Unit {
+/** The filters of the orders list. */
+export interface OrderFilter extends PageQuery {
+  status?: OrderStatus;
+  merchantAccountId?: string;
+}
+
+/** The filters of the payments list. */
+export interface PaymentFilter extends PageQuery {
+  provider?: string;
+  providerPaymentId?: string;
+  orderId?: string;
+}
+
+type FulfillmentChange = FulfillmentChangedEvent['fulfillment'];
+
+/** One row to write at the end of a transaction. */
+type Write = { insert: Payment } | { update: Payment } | { order: Order };
+
+/** What one transaction has read and locked (its identity maps), and what it registered. */
+interface TransactionWork {
+  /** The orders it has locked, by id. */
   orders: Map<string, Order>;
-  /** By provider key; null: looked for, not there. */
+  /** The payments it has looked for (and locked), by provider key; null: looked for, not there. */
   payments: Map<string, Payment | null>;
-  newPayments: Set<Payment>;
-  dirtyPayments: Set<Payment>;
-  dirtyOrders: Set<Order>;
+  /** Payments registered in it and not written yet: inserted at its end, not updated. */
+  unwritten: Set<Payment>;
   /** By order id: the account of each payment the order holds, read once its row is locked. */
-  attached: Map<string, string[]>;
-  /** Fulfillment changes for orders this transaction has not locked yet (a batch of dispatches). */
-  fulfillments: Map<string, FulfillmentChangedEvent['fulfillment']>;
-  flushScheduled: boolean;
-  fulfillmentsScheduled: boolean;
+  accountsByOrder: Map<string, string[]>;
 }
 
 /**
- * The one place the Order and Payment aggregates are persisted, and where what they changed is
- * announced: each applied move becomes a CONTRACT §7 event, published in the same transaction (so
- * an event exists if and only if its change committed; a move that was not applied announces
- * nothing). It also keeps an order's copy of its fulfillment in step with the fulfillment's own
- * events.
+ * The store of the tables `orders` and `payments`, and the unit of work of the Order and Payment
+ * aggregates: where they are read, locked and saved, and where what they changed is announced.
+ * Each applied move becomes an event (docs/events.md), published in the same transaction, so an
+ * event exists if and only if its change committed; a move that was not applied announces nothing.
+ * It also keeps an order's copy of its fulfillment in step with the fulfillment's own events.
  *
- * A unit of work: within one transaction each order and payment is read (and locked) once, and
- * written once, at the end, in one statement for all of them (a batch of deliveries writes all its
- * payments and orders in three statements, however many). In-transaction subscribers see the
- * change in the event they are given; the module's tables show it at the commit.
+ * Within one transaction each order and payment is read (and locked) once, and written once, at
+ * the end, in one statement for all of them: a batch of deliveries writes all its payments and
+ * orders in three statements, however many. In-transaction subscribers see the change in the event
+ * they are given; the tables show it at the commit.
  */
 @Injectable()
 export class PaymentStore implements OnModuleInit {
-  private readonly units = new TransactionState<Unit>(() => ({
+  private readonly work = new TransactionState<TransactionWork>(() => ({
     orders: new Map(),
     payments: new Map(),
-    newPayments: new Set(),
-    dirtyPayments: new Set(),
-    dirtyOrders: new Set(),
-    attached: new Map(),
-    fulfillments: new Map(),
-    flushScheduled: false,
-    fulfillmentsScheduled: false,
+    unwritten: new Set(),
+    accountsByOrder: new Map(),
   }));
+
+  /** The transaction's writes, in one flush: payments inserted, payments updated, orders updated. */
+  private readonly writes = new BeforeCommitBatch<Write>((em, writes) => this.write(em, writes));
+
+  /** Fulfillment changes of orders the transaction has not locked yet (a batch of dispatches): locked together at its end. */
+  private readonly fulfillmentsToFollow = new BeforeCommitBatch<FulfillmentChange>((em, changes) => this.followFulfillments(em, changes));
 
   constructor(private readonly events: TransactionEvents) {}
 
@@ -70,34 +91,28 @@ export class PaymentStore implements OnModuleInit {
     // The shipment left: the order is fulfilled (and announces it). Any change of the fulfillment is
     // copied onto the order, for its views.
     this.events.on(['internal.fulfillment.changed'], async ({ fulfillment }, em) => {
-      const unit = this.units.of(em);
-      const known = unit.orders.get(fulfillment.orderId);
+      const known = this.work.of(em).orders.get(fulfillment.orderId);
       if (known) return this.followFulfillment(em, known, fulfillment);
-      // Orders not locked yet are locked together at the end, in one statement.
-      unit.fulfillments.set(fulfillment.orderId, fulfillment);
-      if (!unit.fulfillmentsScheduled) {
-        unit.fulfillmentsScheduled = true;
-        beforeCommit(em, () => this.followFulfillments(em, unit));
-      }
+      this.fulfillmentsToFollow.add(em, fulfillment);
     });
   }
 
-  private async followFulfillments(em: EntityManager, unit: Unit): Promise<void> {
-    unit.fulfillmentsScheduled = false;
-    const changes = [...unit.fulfillments.values()];
-    unit.fulfillments.clear();
-    await this.lockOrders(em, changes.map((c) => c.orderId));
-    for (const change of changes) {
-      const order = unit.orders.get(change.orderId);
+  private async followFulfillments(em: EntityManager, changes: FulfillmentChange[]): Promise<void> {
+    // The last change of each order is the one it keeps.
+    const latest = new Map(changes.map((c) => [c.orderId, c]));
+    await this.lockOrders(em, [...latest.keys()]);
+    const { orders } = this.work.of(em);
+    for (const change of latest.values()) {
+      const order = orders.get(change.orderId);
       if (order) await this.followFulfillment(em, order, change);
     }
   }
 
-  private async followFulfillment(em: EntityManager, order: Order, fulfillment: FulfillmentChangedEvent['fulfillment']): Promise<void> {
+  private async followFulfillment(em: EntityManager, order: Order, fulfillment: FulfillmentChange): Promise<void> {
     const now = new Date();
     order.trackFulfillment({ id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }, now);
     if (fulfillment.status === 'dispatched') order.markFulfilled(now);
-    await this.commit(em, { order, sourceEventId: null });
+    await this.save(em, { order, sourceEventId: null });
   }
 
   /**
@@ -106,16 +121,16 @@ export class PaymentStore implements OnModuleInit {
    */
   async lockOrder(em: EntityManager, id: string): Promise<Order | null> {
     await this.lockOrders(em, [id]);
-    return this.units.of(em).orders.get(id) ?? null;
+    return this.work.of(em).orders.get(id) ?? null;
   }
 
   /** Locks the orders this transaction has not locked yet, in one statement, in id order. */
   async lockOrders(em: EntityManager, ids: readonly string[]): Promise<void> {
-    const unit = this.units.of(em);
-    const missing = [...new Set(ids)].filter((id) => !unit.orders.has(id)).sort();
+    const { orders } = this.work.of(em);
+    const missing = [...new Set(ids)].filter((id) => !orders.has(id)).sort();
     if (missing.length === 0) return;
     const rows = await em.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [missing]);
-    for (const row of rows) unit.orders.set(row.id, orderFromRow(row));
+    for (const row of rows) orders.set(row.id, orderFromRow(row));
   }
 
   /**
@@ -125,13 +140,13 @@ export class PaymentStore implements OnModuleInit {
    * adds.
    */
   async attachedAccounts(em: EntityManager, orderId: string): Promise<readonly string[]> {
-    const unit = this.units.of(em);
-    let accounts = unit.attached.get(orderId);
+    const work = this.work.of(em);
+    let accounts = work.accountsByOrder.get(orderId);
     if (!accounts) {
       const rows: Array<{ merchant_account_id: string }> = await em.query(`SELECT merchant_account_id FROM payments WHERE order_id = $1`, [orderId]);
       accounts = rows.map((r) => r.merchant_account_id);
-      for (const p of unit.newPayments) if (p.orderId === orderId) accounts.push(p.merchantAccountId);
-      unit.attached.set(orderId, accounts);
+      for (const p of work.unwritten) if (p.orderId === orderId) accounts.push(p.merchantAccountId);
+      work.accountsByOrder.set(orderId, accounts);
     }
     return accounts;
   }
@@ -139,14 +154,14 @@ export class PaymentStore implements OnModuleInit {
   /** The payment of a provider key, locked (the processing transaction's first look). */
   async lockPayment(em: EntityManager, key: PaymentKey): Promise<Payment | null> {
     await this.lockPayments(em, [key]);
-    return this.units.of(em).payments.get(paymentKey(key)) ?? null;
+    return this.work.of(em).payments.get(paymentKey(key)) ?? null;
   }
 
   /** Locks the payments of these keys this transaction has not looked for yet, in one statement, in key order. */
   async lockPayments(em: EntityManager, keys: readonly PaymentKey[]): Promise<void> {
-    const unit = this.units.of(em);
+    const { payments } = this.work.of(em);
     const missing = new Map<string, PaymentKey>();
-    for (const key of keys) if (!unit.payments.has(paymentKey(key))) missing.set(paymentKey(key), key);
+    for (const key of keys) if (!payments.has(paymentKey(key))) missing.set(paymentKey(key), key);
     if (missing.size === 0) return;
     const sorted = [...missing.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, k]) => k);
     const rows = await em.query(
@@ -158,13 +173,14 @@ export class PaymentStore implements OnModuleInit {
           FOR UPDATE OF p`,
       [JSON.stringify(sorted.map((k) => ({ provider: k.provider, account: k.merchantAccountId, payment: k.providerPaymentId })))],
     );
-    for (const k of missing.keys()) unit.payments.set(k, null);
+    for (const k of missing.keys()) payments.set(k, null);
     for (const row of rows) {
       const payment = paymentFromRow(row);
-      unit.payments.set(paymentKey(payment), payment);
+      payments.set(paymentKey(payment), payment);
     }
   }
 
+  /** Inserts a placed order; false when its reference is taken. */
   async insertOrder(em: EntityManager, o: Order): Promise<boolean> {
     const inserted: unknown[] = await em.query(
       `INSERT INTO orders (id, reference, status, amount_minor, currency, carrier, merchant_account_id, ship_to, items, created_at, updated_at)
@@ -178,28 +194,26 @@ export class PaymentStore implements OnModuleInit {
   }
 
   /**
-   * Takes what changed (written at the end of the transaction) and publishes its events now: the
-   * payment's moves first, then the order's (`payment.succeeded` before `order.paid`).
+   * Saves what a use case changed: written at the end of the transaction (with everything else it
+   * changes, in one flush), announced now, in it: the payment's moves first, then the order's
+   * (`payment.succeeded` before `order.paid`). The commit is the transaction's.
    */
-  async commit(em: EntityManager, changes: Changes): Promise<void> {
+  async save(em: EntityManager, changes: Changes): Promise<void> {
     const { order, payment } = changes;
-    const unit = this.units.of(em);
+    const work = this.work.of(em);
     if (payment && changes.newPayment) {
       const key = paymentKey(payment);
-      if (unit.payments.get(key)) throw new PaymentExists();
-      unit.payments.set(key, payment);
-      unit.newPayments.add(payment);
-      unit.attached.get(payment.orderId)?.push(payment.merchantAccountId);
-    } else if (payment && !unit.newPayments.has(payment)) {
-      unit.dirtyPayments.add(payment);
+      if (work.payments.get(key)) throw new PaymentExists();
+      work.payments.set(key, payment);
+      work.unwritten.add(payment);
+      work.accountsByOrder.get(payment.orderId)?.push(payment.merchantAccountId);
+      this.writes.add(em, { insert: payment });
+    } else if (payment && !work.unwritten.has(payment)) {
+      this.writes.add(em, { update: payment });
     }
     if (order) {
-      unit.orders.set(order.id, order);
-      unit.dirtyOrders.add(order);
-    }
-    if (!unit.flushScheduled && (payment || order)) {
-      unit.flushScheduled = true;
-      beforeCommit(em, () => this.flush(em, unit));
+      work.orders.set(order.id, order);
+      this.writes.add(em, { order });
     }
 
     if (payment && changes.newPayment) {
@@ -222,16 +236,19 @@ export class PaymentStore implements OnModuleInit {
     if (published.length > 0) await this.events.publish(em, ...published);
   }
 
-  /** The writes of the transaction, at its end: new payments, changed payments, changed orders. */
-  private async flush(em: EntityManager, unit: Unit): Promise<void> {
-    unit.flushScheduled = false;
-    const inserts = [...unit.newPayments];
-    const payments = [...unit.dirtyPayments];
-    const orders = [...unit.dirtyOrders];
-    unit.newPayments.clear();
-    unit.dirtyPayments.clear();
-    unit.dirtyOrders.clear();
-    if (inserts.length > 0) {
+  /** The transaction's writes, at its end, each row once: new payments, changed payments, changed orders. */
+  private async write(em: EntityManager, writes: Write[]): Promise<void> {
+    const inserts = new Set<Payment>();
+    const payments = new Set<Payment>();
+    const orders = new Set<Order>();
+    for (const w of writes) {
+      if ('insert' in w) inserts.add(w.insert);
+      else if ('update' in w) payments.add(w.update);
+      else orders.add(w.order);
+    }
+    const { unwritten } = this.work.of(em);
+    for (const p of inserts) unwritten.delete(p);
+    if (inserts.size > 0) {
       const inserted: unknown[] = await em.query(
         `INSERT INTO payments (${PAYMENT_COLUMNS})
          SELECT r.id, r.order_id, r.provider, r.provider_payment_id, r.merchant_account_id, r.status, r.amount_minor::bigint,
@@ -241,25 +258,25 @@ export class PaymentStore implements OnModuleInit {
                 dispute_outcome text, created_at timestamptz, updated_at timestamptz)
          ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
          RETURNING id`,
-        [JSON.stringify(inserts.map(paymentRow))],
+        [JSON.stringify([...inserts].map(paymentRow))],
       );
       // Registered meanwhile: the caller decides (the API answers the existing one; a delivery retries).
-      if (inserted.length < inserts.length) throw new PaymentExists();
+      if (inserted.length < inserts.size) throw new PaymentExists();
     }
-    if (payments.length > 0) {
+    if (payments.size > 0) {
       await em.query(
         `UPDATE payments p SET status = r.status, refunded_minor = r.refunded_minor::bigint, dispute_outcome = r.dispute_outcome, updated_at = r.updated_at
            FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, refunded_minor text, dispute_outcome text, updated_at timestamptz)
           WHERE p.id = r.id`,
-        [JSON.stringify(payments.map(paymentRow))],
+        [JSON.stringify([...payments].map(paymentRow))],
       );
     }
-    if (orders.length > 0) {
+    if (orders.size > 0) {
       await em.query(
         `UPDATE orders o SET status = r.status, paid_via = r.paid_via, paid_at = r.paid_at, fulfillment = r.fulfillment, updated_at = r.updated_at
            FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, paid_via jsonb, paid_at timestamptz, fulfillment jsonb, updated_at timestamptz)
           WHERE o.id = r.id`,
-        [JSON.stringify(orders.map((o) => ({ id: o.id, status: o.status, paid_via: o.paidVia, paid_at: o.paidAt, fulfillment: o.fulfillment, updated_at: o.updatedAt })))],
+        [JSON.stringify([...orders].map((o) => ({ id: o.id, status: o.status, paid_via: o.paidVia, paid_at: o.paidAt, fulfillment: o.fulfillment, updated_at: o.updatedAt })))],
       );
     }
   }
@@ -275,10 +292,97 @@ export class PaymentStore implements OnModuleInit {
   }
 
   private async snapshotOf(em: EntityManager, orderId: string): Promise<OrderSnapshot | null> {
-    const known = this.units.of(em).orders.get(orderId);
-    if (known) return orderSnapshot(known);
-    const [row] = await em.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [orderId]);
-    return row ? orderSnapshot(orderFromRow(row)) : null;
+    const known = this.work.of(em).orders.get(orderId) ?? (await this.findOrder(em, orderId));
+    return known ? orderSnapshot(known) : null;
+  }
+
+  // Reads outside the unit of work: nothing locked, nothing kept.
+
+  async findOrder(db: Queryable, id: string): Promise<Order | null> {
+    const [row] = await db.query(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [id]);
+    return row ? orderFromRow(row) : null;
+  }
+
+  /** A page of orders, newest first, in one statement. */
+  async listOrders(db: Queryable, filter: OrderFilter): Promise<Page<Order>> {
+    const { text, params, limit } = keysetQuery(
+      `SELECT ${ORDER_COLUMNS} FROM orders`,
+      [
+        ['status = ?', filter.status],
+        ['merchant_account_id = ?', filter.merchantAccountId],
+      ],
+      filter,
+    );
+    const rows: Array<Record<string, unknown>> = await db.query(text, params);
+    return toPage(rows.map(orderFromRow), limit, (o) => o);
+  }
+
+  async findPayment(db: Queryable, id: string): Promise<Payment | null> {
+    const [row] = await db.query(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [id]);
+    return row ? paymentFromRow(row) : null;
+  }
+
+  /** The payment of a provider key, not locked. */
+  async findPaymentByKey(db: Queryable, key: PaymentKey): Promise<Payment | null> {
+    const [row] = await db.query(
+      `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE provider = $1 AND merchant_account_id = $2 AND provider_payment_id = $3`,
+      [key.provider, key.merchantAccountId, key.providerPaymentId],
+    );
+    return row ? paymentFromRow(row) : null;
+  }
+
+  /** The payments of these orders, in one statement, oldest first. */
+  async paymentsOfOrders(db: Queryable, orderIds: readonly string[]): Promise<Payment[]> {
+    const rows: Array<Record<string, unknown>> = await db.query(
+      `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE order_id = ANY($1::uuid[]) ORDER BY id`,
+      [orderIds],
+    );
+    return rows.map(paymentFromRow);
+  }
+
+  /** A page of payments, newest first, in one statement. */
+  async listPayments(db: Queryable, filter: PaymentFilter): Promise<Page<Payment>> {
+    const { text, params, limit } = keysetQuery(
+      `SELECT ${PAYMENT_COLUMNS} FROM payments`,
+      [
+        ['provider = ?', filter.provider],
+        ['provider_payment_id = ?', filter.providerPaymentId],
+        ['order_id = ?', filter.orderId],
+      ],
+      filter,
+    );
+    const rows: Array<Record<string, unknown>> = await db.query(text, params);
+    return toPage(rows.map(paymentFromRow), limit, (p) => p);
+  }
+
+  // The operator's reports (reconciliation): static, so the admin route and the command line, which
+  // has no Nest application, run the same statement on any connection.
+
+  /** Of these provider payment ids of one provider and account, those captured here. */
+  static async capturedPaymentIds(db: Queryable, provider: string, merchantAccountId: string, providerPaymentIds: readonly string[]): Promise<string[]> {
+    if (providerPaymentIds.length === 0) return [];
+    const rows: Array<{ provider_payment_id: string }> = await db.query(
+      `SELECT provider_payment_id FROM payments
+        WHERE provider = $1 AND merchant_account_id = $2 AND provider_payment_id = ANY($3) AND status = ANY($4)`,
+      [provider, merchantAccountId, providerPaymentIds, [...CAPTURED_STATUSES]],
+    );
+    return rows.map((r) => r.provider_payment_id);
+  }
+
+  /**
+   * Orders paid more than `minutes` ago whose fulfillment has not been dispatched, oldest payment
+   * first. The order's copy of its fulfillment answers: it changes in the transaction that changes
+   * the fulfillment.
+   */
+  static async paidNotDispatched(db: Queryable, minutes: number): Promise<string[]> {
+    const rows: Array<{ id: string }> = await db.query(
+      `SELECT id FROM orders
+        WHERE status = 'paid' AND paid_at < now() - make_interval(mins => $1)
+          AND (fulfillment->>'status') IS DISTINCT FROM 'dispatched'
+        ORDER BY paid_at`,
+      [minutes],
+    );
+    return rows.map((r) => r.id);
   }
 }
 
@@ -304,7 +408,7 @@ const ORDER_COLUMNS = 'id, reference, status, amount_minor, currency, carrier, m
 const PAYMENT_COLUMNS =
   'id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor, currency, refunded_minor, dispute_outcome, created_at, updated_at';
 
-/** An order from its row (plain SQL on the hot path: the ORM's query building costs more than the query). */
+/** An order from its row (ORDER_COLUMNS). */
 export function orderFromRow(r: Record<string, any>): Order {
   return Object.assign(new Order(), {
     id: r.id,
@@ -324,6 +428,7 @@ export function orderFromRow(r: Record<string, any>): Order {
   });
 }
 
+/** A payment from its row (PAYMENT_COLUMNS). */
 export function paymentFromRow(r: Record<string, any>): Payment {
   return Object.assign(new Payment(), {
     id: r.id,

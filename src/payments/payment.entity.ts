@@ -1,7 +1,6 @@
-import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { RecordsChanges } from '../common/aggregate';
 import type { PaymentEventType } from '../common/payment-events';
 import { uuid7 } from '../common/uuid7';
-import { bigintTransformer } from '../database/transformers';
 import { Money } from './money';
 import type { PaymentEventKind } from './payment-event';
 import { canMove } from '../common/lifecycle';
@@ -22,44 +21,21 @@ export interface PaymentChange {
  * The Payment aggregate: one provider payment (invoice, PaymentIntent…) expected to bring an
  * order's exact amount. Its status only moves forward (PAYMENT_TRANSITIONS); every change goes
  * through `apply`, which returns the outcome as a value and never does twice what it already did.
+ * Each applied move records the event it announces; PaymentStore maps the row and saves it.
  */
-@Entity({ name: 'payments' })
-export class Payment {
-  @PrimaryColumn('uuid')
+export class Payment extends RecordsChanges<PaymentEventType> {
   id: string;
-
-  @Column({ name: 'order_id', type: 'uuid' })
   orderId: string;
-
-  @Column({ type: 'text' })
   provider: string;
-
-  @Column({ name: 'provider_payment_id', type: 'text' })
   providerPaymentId: string;
-
-  @Column({ name: 'merchant_account_id', type: 'text' })
   merchantAccountId: string;
-
-  @Column({ type: 'text' })
   status: PaymentStatus;
-
-  @Column({ name: 'amount_minor', type: 'bigint', transformer: bigintTransformer })
   amountMinor: bigint;
-
-  @Column({ type: 'text' })
   currency: string;
-
-  @Column({ name: 'refunded_minor', type: 'bigint', transformer: bigintTransformer })
   refundedMinor: bigint;
-
   /** How the last dispute ended; a dispute event after that is stale. */
-  @Column({ name: 'dispute_outcome', type: 'text', nullable: true })
   disputeOutcome: 'won' | 'lost' | null;
-
-  @Column({ name: 'created_at', type: 'timestamptz' })
   createdAt: Date;
-
-  @Column({ name: 'updated_at', type: 'timestamptz' })
   updatedAt: Date;
 
   static register(params: {
@@ -87,18 +63,8 @@ export class Payment {
     });
   }
 
-  /** Moves made since the payment was loaded, in order: what the transaction that saves it announces. */
-  private changes: PaymentEventType[] = [];
-
   get amount(): Money {
     return Money.fromMinor(this.amountMinor, this.currency);
-  }
-
-  /** The events of the moves made since the last call (each applied move announced once). */
-  takeChanges(): PaymentEventType[] {
-    const taken = this.changes ?? [];
-    this.changes = [];
-    return taken;
   }
 
   get refundedAmount(): Money {
@@ -177,14 +143,15 @@ export class Payment {
       this.refundedMinor = refunded;
       this.disputeOutcome = disputeOutcome;
       this.updatedAt = now;
-      (this.changes ??= []).push(this.eventOf(change.kind, result.to));
+      this.record(this.eventOf(change.kind, result.to));
     }
     return result;
   }
 
   /**
-   * The event of an applied move (CONTRACT §7): `payment.<status>`; a refund is `partially_refunded`
-   * or `refunded` by its amount (also while a dispute keeps the status), a dispute won `dispute_won`.
+   * The event of an applied move (docs/events.md#types): `payment.<status>`; a refund is
+   * `partially_refunded` or `refunded` by its amount (also while a dispute keeps the status), a
+   * dispute won `dispute_won`.
    */
   private eventOf(kind: PaymentChange['kind'], to: PaymentStatus): PaymentEventType {
     if (kind === 'refunded') return this.refundedMinor === this.amountMinor ? 'payment.refunded' : 'payment.partially_refunded';

@@ -66,7 +66,7 @@ function pinned(from: PaymentStatus, to: PaymentStatus): ApplyResult['outcome'] 
 }
 
 describe('payment status table', () => {
-  it('lists the eleven statuses of CONTRACT §3, in the matrix column order', () => {
+  it('lists the eleven statuses (docs/rest-api.md#payment-lifecycle), in the matrix column order', () => {
     expect([...PAYMENT_STATUSES]).toEqual([...COLUMNS]);
     expect(CELLS).toHaveLength(121);
   });

@@ -1,6 +1,6 @@
 import { canMove, defineLifecycle, isBehind } from '../common/lifecycle';
 
-/** The payment lifecycle (docs/rest-api.md, "Payment lifecycle"), as data. */
+/** The payment lifecycle (docs/rest-api.md#payment-lifecycle), as data. */
 export const PAYMENT_STATUSES = [
   'pending',
   'processing',

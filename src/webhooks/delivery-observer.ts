@@ -20,7 +20,7 @@ interface DeliveryNotes {
 export class DeliveryObserver {
   /** Delivery lines carry only the fields above, so the root logger's redaction (half the cost of a line) is skipped. */
   private readonly logger: Logger;
-  /** Metric children per label set: looking labels up on every delivery costs more than the increment. */
+  /** The labelled counter and histogram per label set: looking labels up on every delivery costs more than the increment. */
   private readonly counters = new Map<string, { deliveries: { inc(): void }; duration: { observe(v: number): void } }>();
   private readonly notes = new WeakMap<IncomingMessage, DeliveryNotes>();
 
@@ -41,23 +41,23 @@ export class DeliveryObserver {
     this.notes.set(request, notes);
     const response = rawResponse(res);
     // The workers of this process give way until the answer has gone (or the connection has).
-    const received = this.pressure.receive();
-    response.once('close', received);
+    const endReceiving = this.pressure.receive();
+    response.once('close', endReceiving);
     response.once('finish', () => {
-      received();
+      endReceiving();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const answer = notes.answer ?? `http_${response.statusCode}`;
       const key = `${endpoint}\u0000${provider}\u0000${answer}`;
-      let children = this.counters.get(key);
-      if (!children) {
-        children = {
+      let labelled = this.counters.get(key);
+      if (!labelled) {
+        labelled = {
           deliveries: this.metrics.deliveries.labels(endpoint, provider, answer),
           duration: this.metrics.receiveDuration.labels(answer),
         };
-        this.counters.set(key, children);
+        this.counters.set(key, labelled);
       }
-      children.deliveries.inc();
-      children.duration.observe(seconds);
+      labelled.deliveries.inc();
+      labelled.duration.observe(seconds);
       this.logger.info(
         { endpoint, provider, eventId: notes.eventId ?? null, answer, status: response.statusCode, durationMs: Math.round(seconds * 1e4) / 10 },
         'webhook delivery',

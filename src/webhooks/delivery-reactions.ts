@@ -2,20 +2,19 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
-import { afterCommit, beforeCommit, runTransaction, TransactionState } from '../database/transaction';
+import { afterCommit, BeforeCommitBatch, runTransaction, TransactionState } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
-import { InboxQueueService, ResourceKey } from './inbox-queue.service';
-import { REOPEN_SQL, WAITS_FOR_REGISTRATION } from './inbox.state';
+import { InboxQueueService } from './inbox-queue.service';
+import { InboxStore, PaymentFollowUp, ResourceKey } from './inbox.store';
 
 /** Deliveries a transaction is processing itself: never among those it releases or reopens. */
 export const deliveriesInProcess = new TransactionState<Set<string>>(() => new Set());
 
-interface Pending {
-  /** Provider payments registered in the transaction: their parked deliveries are released. */
-  release: Map<string, ResourceKey>;
-  /** Provider payments that moved: their deliveries refused as too early get their turn. */
-  reopen: Map<string, ResourceKey>;
-  scheduled: boolean;
+/** What a payment's change asks of its deliveries: release those waiting for it, or reopen those too early. */
+interface PaymentChange {
+  key: ResourceKey;
+  /** `release`: the payment was registered; `reopen`: it moved. */
+  ask: 'release' | 'reopen';
 }
 
 const keyOf = (k: ResourceKey) => `${k.provider}\u0000${k.merchantAccountId}\u0000${k.resourceId}`;
@@ -32,10 +31,11 @@ const keyOf = (k: ResourceKey) => `${k.provider}\u0000${k.merchantAccountId}\u00
  */
 @Injectable()
 export class DeliveryReactions implements OnModuleInit {
-  private readonly pending = new TransactionState<Pending>(() => ({ release: new Map(), reopen: new Map(), scheduled: false }));
+  private readonly changes = new BeforeCommitBatch<PaymentChange>((em, changes) => this.react(em, changes));
 
   constructor(
     private readonly events: TransactionEvents,
+    private readonly inbox: InboxStore,
     private readonly inboxQueue: InboxQueueService,
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
   ) {}
@@ -43,78 +43,45 @@ export class DeliveryReactions implements OnModuleInit {
   onModuleInit(): void {
     this.events.on(['internal.payment.registered'], ({ payment }, em) => {
       const key = { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId };
-      this.schedule(em).release.set(keyOf(key), key);
+      this.changes.add(em, { key, ask: 'release' });
     });
     this.events.on('*', (event, em) => {
       const payment = event.data.payment;
       if (!event.type.startsWith('payment.') || !payment) return;
       const key = { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId };
-      this.schedule(em).reopen.set(keyOf(key), key);
+      this.changes.add(em, { key, ask: 'reopen' });
     });
   }
 
-  private schedule(em: EntityManager): Pending {
-    const pending = this.pending.of(em);
-    if (!pending.scheduled) {
-      pending.scheduled = true;
-      beforeCommit(em, () => this.react(em, pending));
+  private async react(em: EntityManager, changes: PaymentChange[]): Promise<void> {
+    // One entry per payment, whatever it was asked for and however often.
+    const payments = new Map<string, PaymentFollowUp>();
+    for (const { key, ask } of changes) {
+      const entry = payments.get(keyOf(key)) ?? { ...key, release: false, reopen: false };
+      entry[ask] = true;
+      payments.set(keyOf(key), entry);
     }
-    return pending;
-  }
-
-  private async react(em: EntityManager, pending: Pending): Promise<void> {
-    pending.scheduled = false;
-    const keys = new Map<string, ResourceKey & { release: boolean; reopen: boolean }>();
-    for (const [k, key] of pending.release) keys.set(k, { ...key, release: true, reopen: false });
-    for (const [k, key] of pending.reopen) keys.set(k, { ...(keys.get(k) ?? { ...key, release: false }), reopen: true });
-    pending.release.clear();
-    pending.reopen.clear();
-    if (keys.size === 0) return;
-    const own = [...deliveriesInProcess.of(em)];
-    // One statement: reopen what came too early, and look (without a lock) for deliveries waiting
-    // for a payment just registered. Nearly always the look finds nothing.
-    const rows: Array<{ kind: 'reopened' | 'waiting'; id: string; provider: string; account: string; resource: string }> = await em.query(
-      `WITH k AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(provider text, account text, resource text, release boolean, reopen boolean)),
-       reopened AS (
-         ${REOPEN_SQL.replace('UPDATE webhook_inbox SET', 'UPDATE webhook_inbox w SET')}
-           FROM k
-          WHERE k.reopen AND w.provider = k.provider AND w.merchant_account_id = k.account AND w.resource_id = k.resource
-            AND w.status = 'rejected' AND w.outcome = 'illegal_transition' AND NOT (w.id = ANY($2::uuid[]))
-         RETURNING w.id)
-       SELECT 'reopened' AS kind, id, NULL AS provider, NULL AS account, NULL AS resource FROM reopened
-       UNION ALL
-       SELECT 'waiting', w.id, k.provider, k.account, k.resource
-         FROM webhook_inbox w JOIN k ON k.release AND w.provider = k.provider AND w.merchant_account_id = k.account AND w.resource_id = k.resource
-        WHERE (w.status = 'received' OR ${WAITS_FOR_REGISTRATION}) AND NOT (w.id = ANY($2::uuid[]))`,
-      [
-        JSON.stringify([...keys.values()].map((k) => ({ provider: k.provider, account: k.merchantAccountId, resource: k.resourceId, release: k.release, reopen: k.reopen }))),
-        own,
-      ],
-    );
-    const requeue = rows.filter((r) => r.kind === 'reopened').map((r) => r.id);
-    const waiting = new Map<string, ResourceKey>();
-    for (const r of rows) {
-      if (r.kind === 'waiting') waiting.set(`${r.provider}\u0000${r.account}\u0000${r.resource}`, { provider: r.provider, merchantAccountId: r.account, resourceId: r.resource });
-    }
-    let again: ResourceKey[] = [];
-    for (const key of waiting.values()) {
+    const inProcess = [...deliveriesInProcess.of(em)];
+    const { reopened, waiting } = await this.inbox.reopenTooEarlyAndFindWaiting(em, [...payments.values()], inProcess);
+    const toRequeue = [...reopened];
+    const toReleaseAfterCommit: ResourceKey[] = [];
+    for (const key of waiting) {
       // The registering transaction holds the order's lock: waiting here for a delivery a worker
       // holds (which locks the order after its own row) could deadlock, so those are skipped now…
-      const released = await this.inboxQueue.releaseParked(em, key, { skipLocked: true, exceptIds: own });
-      requeue.push(...released.ids);
-      if (released.skipped) again.push(key);
+      const released = await this.inbox.releaseParked(em, key, { skipLocked: true, exceptIds: inProcess });
+      toRequeue.push(...released.ids);
+      if (released.skipped) toReleaseAfterCommit.push(key);
     }
-    if (requeue.length === 0 && again.length === 0) return;
+    if (toRequeue.length === 0 && toReleaseAfterCommit.length === 0) return;
     afterCommit(em, async () => {
       // …and, where any was skipped, released again once this has committed and holds nothing,
       // waiting for any a worker holds (one being parked at that very moment is then seen parked).
-      const later: string[] = [];
-      for (const key of again) {
-        later.push(...(await runTransaction(this.dataSource, (tx) => this.inboxQueue.releaseParked(tx, key, { exceptIds: own }))).ids);
+      const releasedAfterCommit: string[] = [];
+      for (const key of toReleaseAfterCommit) {
+        const released = await runTransaction(this.dataSource, (tx) => this.inbox.releaseParked(tx, key, { exceptIds: inProcess }));
+        releasedAfterCommit.push(...released.ids);
       }
-      again = [];
-      await this.inboxQueue.requeueAfterCommit([...new Set([...requeue, ...later])], { expedite: true });
+      await this.inboxQueue.requeueAfterCommit([...new Set([...toRequeue, ...releasedAfterCommit])], { expedite: true });
     });
   }
 }

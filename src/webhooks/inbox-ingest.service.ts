@@ -7,89 +7,28 @@ import type { ResolvedOptions } from '../config/options';
 import { withTimeout } from '../common/with-timeout';
 import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
-import { MicroBatcher } from '../common/micro-batcher';
+import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } from '../common/redis-connection';
 import { uuid7 } from '../common/uuid7';
 import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+import type { DeliverySource } from './inbox.state';
+import { InboxStore, NewDelivery } from './inbox.store';
 import type { EnvelopeIdentity } from './providers';
 import { eventAccount, servesAccount, type ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
-
-/** How a delivery reached the inbox: pushed by the provider, or pulled back by a backfill (CONTRACT §4). */
-export type DeliverySource = 'webhook' | 'backfill';
 
 export interface IngestAnswer {
   status: 'accepted' | 'duplicate';
   eventId: string;
 }
 
-/** A delivery to record, one field per column. */
-interface InboxRow {
-  id: string;
-  endpointId: string;
-  provider: string;
-  merchantAccountId: string;
-  eventId: string;
-  eventType: string;
-  resourceId: string | null;
-  deliveryId: string | null;
-  apiVersion: string | null;
-  source: DeliverySource;
-  /**
-   * Part of the key: `''` for an event its endpoint serves; the endpoint's id for one it does not
-   * (an account outside its list), so that such an event, recorded to be rejected, never takes the
-   * key of the account it names: that account's real event, delivered through an endpoint that
-   * serves it, is then a new event, not a duplicate.
-   */
-  keyScope: string;
-  /** The kept headers, as JSON text. */
-  headers: string;
-  body: string;
-}
-
-/** The row's fields in column order: how a batch travels to the statement, and one row's parameters. */
-function values(row: InboxRow): Array<string | null> {
-  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.apiVersion, row.source, row.headers, row.body, row.keyScope];
-}
-
-const COLUMNS =
-  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, api_version, source, headers, body, key_scope, received_at';
-const KEY = 'provider, merchant_account_id, event_id, key_scope';
-
-// One statement for a whole batch: a duplicate costs an index probe and writes nothing; the new
-// rows come back. The batch travels as one JSON array of rows in column order (see values()),
-// which both sides encode and decode natively; named keys would repeat every name in every row.
-const INSERT_BATCH_SQL = `
-  INSERT INTO webhook_inbox (${COLUMNS})
-  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9, (r->>10)::jsonb, r->>11, r->>12,
-         pw_uuid7_time((r->>0)::uuid)
-    FROM jsonb_array_elements($1::jsonb) AS r
-  ON CONFLICT (${KEY}) DO NOTHING
-  RETURNING id, ${KEY}`;
-
-// The same for one row: used to isolate a row the batch statement refused.
-const INSERT_ONE_SQL = `
-  INSERT INTO webhook_inbox (${COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, pw_uuid7_time($1))
-  ON CONFLICT (${KEY}) DO NOTHING
-  RETURNING id, event_id`;
-/** A row the database did not take. A class of our own: `instanceof Error` fails across realms (Jest's vm). */
-class NotRecorded {
-  constructor(readonly cause: unknown) {}
-  get message(): string {
-    return (this.cause as Error)?.message ?? String(this.cause);
-  }
-}
-type InsertResult = string | null | NotRecorded;
-type RowOutcome = 'accepted' | 'duplicate' | NotRecorded;
+/** What the statement gave one row: its new id, null for a duplicate, or the error that kept it out. */
+type InsertResult = string | null | ItemFailed;
+type RowOutcome = IngestAnswer['status'];
 
 /** The deduplication key: (provider, merchant account, event id), in the scope of its row. */
-function keyOf(row: InboxRow): string {
-  return eventKey(row.provider, row.merchantAccountId, row.eventId, row.keyScope);
-}
-
-function eventKey(provider: string, merchantAccountId: string, eventId: string, keyScope: string): string {
-  return `${provider}\u0000${merchantAccountId}\u0000${eventId}\u0000${keyScope}`;
+function eventKey(row: Pick<NewDelivery, 'provider' | 'merchantAccountId' | 'eventId' | 'keyScope'>): string {
+  return `${row.provider}\u0000${row.merchantAccountId}\u0000${row.eventId}\u0000${row.keyScope}`;
 }
 
 /** The 400 detail of a body that declares no account on an endpoint of many. */
@@ -110,9 +49,12 @@ export class InboxIngestService implements OnApplicationShutdown {
   private readonly queue: Queue<ProcessDeliveryData>;
   /** The queue's connection: options (BullMQ's own client), or a Cluster this service closes. */
   private readonly redis: ModuleRedisConnection;
-  private readonly batcher: MicroBatcher<InboxRow, RowOutcome>;
+  private readonly batcher: MicroBatcher<NewDelivery, RowOutcome>;
 
-  constructor(@Inject(PW_OPTIONS) private readonly options: ResolvedOptions) {
+  constructor(
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly inbox: InboxStore,
+  ) {
     const { tuning } = options;
     this.pool = new Pool({
       ...pgConnection(options.databaseUrl, options.schema),
@@ -148,7 +90,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     const merchantAccountId = eventAccount(endpoint, identity.account);
     // An endpoint of many accounts keys each event on the account its body declares: none, no key.
     if (merchantAccountId === null) throw new WebhookError('malformed_payload', MANY_ACCOUNTS_NONE_DECLARED);
-    const row: InboxRow = {
+    const row: NewDelivery = {
       keyScope: servesAccount(endpoint, merchantAccountId) ? '' : endpoint.id,
       id: uuid7(),
       endpointId: endpoint.id,
@@ -163,70 +105,62 @@ export class InboxIngestService implements OnApplicationShutdown {
       headers: storedHeaders(endpoint, headers),
       body,
     };
-    let outcome: RowOutcome;
+    let status: RowOutcome;
     try {
-      outcome = await this.batcher.submit(row);
+      status = await this.batcher.submit(row);
     } catch (err) {
-      outcome = new NotRecorded(err);
-    }
-    if (outcome instanceof NotRecorded) {
-      this.logger.warn(`delivery to ${endpoint.id} not recorded: ${outcome.message}`);
+      this.logger.warn(`delivery to ${endpoint.id} not recorded: ${(err as Error)?.message ?? String(err)}`);
       throw new WebhookError('unavailable');
     }
-    return { status: outcome, eventId: identity.eventId };
+    return { status, eventId: identity.eventId };
   }
 
   /**
    * Inserts a batch in one statement, enqueues the new rows in one call, then answers each. The
    * same event twice in one batch is inserted once; the later copies are duplicates of it.
    */
-  private async recordBatch(rows: InboxRow[]): Promise<RowOutcome[]> {
-    const first = new Map<string, InboxRow>();
-    for (const row of rows) if (!first.has(keyOf(row))) first.set(keyOf(row), row);
+  private async recordBatch(rows: NewDelivery[]): Promise<Array<RowOutcome | ItemFailed>> {
+    const firstOfKey = new Map<string, NewDelivery>();
+    for (const row of rows) if (!firstOfKey.has(eventKey(row))) firstOfKey.set(eventKey(row), row);
     // In key order: two batches holding the same events then take their index locks in the same
     // order and cannot deadlock.
-    const unique = [...first.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
-    const results = unique.length === 1 ? await this.insertOne(unique[0]) : await this.insertMany(unique);
-    const newIds = [...results.values()].filter((r): r is string => typeof r === 'string');
+    const toInsert = [...firstOfKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+    const byKey = toInsert.length === 1 ? await this.insertOne(toInsert[0]) : await this.insertMany(toInsert);
+    const newIds = [...byKey.values()].filter((r): r is string => typeof r === 'string');
     if (newIds.length > 0) await this.enqueue(newIds);
     return rows.map((row) => {
-      const result = results.get(keyOf(row));
-      if (result instanceof NotRecorded) return result;
-      return first.get(keyOf(row)) === row && typeof result === 'string' ? 'accepted' : 'duplicate';
+      const result = byKey.get(eventKey(row));
+      if (result instanceof ItemFailed) return result;
+      return firstOfKey.get(eventKey(row)) === row && typeof result === 'string' ? 'accepted' : 'duplicate';
     });
   }
 
   /** Per key: the new row's id, null for a duplicate, or the error that kept the row out. */
-  private async insertMany(rows: InboxRow[]): Promise<Map<string, InsertResult>> {
-    let returned;
+  private async insertMany(rows: NewDelivery[]): Promise<Map<string, InsertResult>> {
+    let written;
     try {
-      const run = () =>
-        this.pool.query<{ id: string; provider: string; merchant_account_id: string; event_id: string; key_scope: string }>({
-          name: 'pw_inbox_insert_batch',
-          text: INSERT_BATCH_SQL,
-          values: [JSON.stringify(rows.map(values))],
-        });
+      const insert = () => this.inbox.insertBatch(this.pool, rows);
       // A deadlock or serialization failure is a race with another batch: run it once more.
-      returned = await run().catch((err) => (/^40(P01|001)$/.test(String(err?.code)) ? run() : Promise.reject(err)));
+      written = await insert().catch((err) => (/^40(P01|001)$/.test(String(err?.code)) ? insert() : Promise.reject(err)));
     } catch (err) {
       // A row the database refuses (a data or constraint error, not an outage) must not take its
       // batch-mates down with it: insert them one by one, so only that row fails.
       if (!/^(22|23)/.test(String((err as { code?: unknown }).code ?? ''))) throw err;
-      const results = new Map<string, InsertResult>();
-      for (const row of rows) for (const [key, result] of await this.insertOne(row)) results.set(key, result);
-      return results;
+      const byKey = new Map<string, InsertResult>();
+      for (const row of rows) for (const [key, result] of await this.insertOne(row)) byKey.set(key, result);
+      return byKey;
     }
-    const results = new Map<string, InsertResult>(rows.map((row) => [keyOf(row), null]));
-    for (const r of returned.rows) results.set(eventKey(r.provider, r.merchant_account_id, r.event_id, r.key_scope), r.id);
-    return results;
+    const byKey = new Map<string, InsertResult>(rows.map((row) => [eventKey(row), null]));
+    for (const recorded of written) byKey.set(eventKey(recorded), recorded.id);
+    return byKey;
   }
 
-  private async insertOne(row: InboxRow): Promise<Map<string, InsertResult>> {
+  /** The same for one row: a batch of one, or a row isolated after the batch statement refused it. */
+  private async insertOne(row: NewDelivery): Promise<Map<string, InsertResult>> {
     try {
-      const result = await this.pool.query<{ id: string }>({ name: 'pw_inbox_insert_one', text: INSERT_ONE_SQL, values: values(row) });
-      return new Map([[keyOf(row), result.rows[0]?.id ?? null]]);
+      return new Map([[eventKey(row), await this.inbox.insertOne(this.pool, row)]]);
     } catch (err) {
-      return new Map([[keyOf(row), new NotRecorded(err)]]);
+      return new Map([[eventKey(row), new ItemFailed(err)]]);
     }
   }
 

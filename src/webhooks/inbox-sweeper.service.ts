@@ -7,12 +7,12 @@ import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
 import { InboxQueueService } from './inbox-queue.service';
+import { InboxStore } from './inbox.store';
 
 /**
  * Re-enqueues deliveries still `received` a few seconds after they arrived: an enqueue lost to a
  * Redis outage, a crash before the enqueue, or a flushed Redis delays a delivery, never loses it.
  * Jobs that still exist are not doubled (the job id is the inbox id).
- * Returns how many jobs it added.
  */
 @Injectable()
 export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -25,6 +25,7 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+    private readonly inbox: InboxStore,
     private readonly inboxQueue: InboxQueueService,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
@@ -53,20 +54,13 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
       if (!locked) return 0;
       // Rows waiting out a retry backoff keep their place in the backlog; walking it with a cursor
       // means a row whose job was lost is reached however many of those sit before it.
-      const rows: Array<{ id: string }> = await em.query(
-        `SELECT id FROM webhook_inbox
-          WHERE status = 'received' AND received_at < now() - make_interval(secs => $1::double precision / 1000)
-            AND id > COALESCE($3::uuid, '00000000-0000-0000-0000-000000000000'::uuid)
-          ORDER BY id
-          LIMIT $2`,
-        [sweepAfterMs, sweepBatchSize, this.cursor],
-      );
-      this.cursor = rows.length === sweepBatchSize ? rows[rows.length - 1].id : null;
-      if (rows.length === 0) return 0;
+      const ids = await this.inbox.stillReceived(em, { olderThanMs: sweepAfterMs, afterId: this.cursor, limit: sweepBatchSize });
+      this.cursor = ids.length === sweepBatchSize ? ids[ids.length - 1] : null;
+      if (ids.length === 0) return 0;
       // A job still waiting or running is left alone; a finished one kept under the same id is
       // replaced (the row says it must run again).
       return withTimeout(
-        this.inboxQueue.requeue(rows.map((r) => r.id)),
+        this.inboxQueue.requeue(ids),
         Math.max(enqueueTimeoutMs, 5_000),
         'sweeper enqueue',
       );

@@ -1,9 +1,9 @@
-import { INBOX_OUTCOMES, INBOX_STATUSES, INBOX_TRANSITIONS, PURGEABLE, REOPENABLE } from './inbox.state';
+import { INBOX_LIFECYCLE, INBOX_OUTCOMES, INBOX_STATUSES, PURGEABLE, REOPENABLE } from './inbox.state';
 
 describe('the delivery lifecycle (inbox.state.ts)', () => {
   it('the transition table: received ends in any final status; rejected, unmatched and failed may open again', () => {
     expect(INBOX_STATUSES).toEqual(['received', 'processed', 'ignored', 'rejected', 'unmatched', 'failed']);
-    expect(INBOX_TRANSITIONS).toEqual({
+    expect(INBOX_LIFECYCLE.moves).toEqual({
       received: ['processed', 'ignored', 'rejected', 'unmatched', 'failed'],
       processed: [],
       ignored: [],
@@ -18,7 +18,7 @@ describe('the delivery lifecycle (inbox.state.ts)', () => {
     expect(PURGEABLE).toEqual(['processed', 'ignored', 'rejected', 'unmatched']);
   });
 
-  it('the outcome vocabulary of CONTRACT §4', () => {
+  it('the outcome vocabulary (docs/webhooks.md#delivery-outcomes)', () => {
     expect(INBOX_OUTCOMES).toEqual({
       processed: ['applied', 'already_applied', 'stale'],
       ignored: ['no_handler'],

@@ -3,7 +3,7 @@ import { defineLifecycle, statusesMovingTo } from '../common/lifecycle';
 /**
  * The delivery lifecycle (docs/webhooks.md, "Delivery outcomes"), as data: where a delivery's
  * processing may end, and which ends may be opened again. `received` is the only status that is not
- * final.
+ * final. Every status the inbox writes is checked against it (inbox.store.ts).
  */
 export const INBOX_STATUSES = ['received', 'processed', 'ignored', 'rejected', 'unmatched', 'failed'] as const;
 export type InboxStatus = (typeof INBOX_STATUSES)[number];
@@ -26,9 +26,11 @@ export const INBOX_LIFECYCLE = defineLifecycle<InboxStatus>({
     failed: ['received'],
   },
 });
-export const INBOX_TRANSITIONS = INBOX_LIFECYCLE.moves;
 
-/** The outcomes each final status may carry (CONTRACT §4); `failed` carries the last error's code. */
+/**
+ * The outcomes each final status may carry (docs/webhooks.md#delivery-outcomes); `failed` carries
+ * the last error's code.
+ */
 export const INBOX_OUTCOMES = {
   processed: ['applied', 'already_applied', 'stale'],
   ignored: ['no_handler'],
@@ -45,19 +47,14 @@ export type ProcessingResult = {
 export const REOPENABLE: readonly InboxStatus[] = statusesMovingTo(INBOX_LIFECYCLE, 'received');
 
 /**
- * What a registration of a delivery's payment lets through, as a condition on a row (`w.` columns):
- * a delivery parked `unmatched` (no payment to apply it to yet), or one `rejected` as
- * `account_mismatch` because its order did not expect its account yet — a registration under that
- * account is what makes the order expect it. Only events keyed in their own account (`key_scope`
- * empty): one its endpoint does not serve stays rejected.
- */
-export const WAITS_FOR_REGISTRATION = `(w.status = 'unmatched' OR (w.status = 'rejected' AND w.outcome = 'account_mismatch' AND w.key_scope = ''))`;
-
-/** The one statement that opens deliveries again (to `received`); the caller adds `WHERE …`. */
-export const REOPEN_SQL = `UPDATE webhook_inbox SET status = 'received', outcome = NULL, processed_at = NULL`;
-
-/**
  * Final statuses that retention may purge: the outcome is settled. `failed` is kept (it waits for an
  * operator's replay), like `received` (not processed yet).
  */
 export const PURGEABLE: readonly FinalInboxStatus[] = ['processed', 'ignored', 'rejected', 'unmatched'];
+
+/**
+ * How a delivery reached the inbox: pushed by the provider, or pulled back by a backfill
+ * (docs/operations.md#backfill).
+ */
+export const DELIVERY_SOURCES = ['webhook', 'backfill'] as const;
+export type DeliverySource = (typeof DELIVERY_SOURCES)[number];

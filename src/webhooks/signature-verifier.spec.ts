@@ -65,7 +65,7 @@ function verify(ep: ResolvedEndpoint, headers: IncomingHttpHeaders, body = BODY,
   return verifySignature(ep, headers, Buffer.from(body, 'utf8'), now);
 }
 
-describe('verifySignature: shared signature vectors (CONTRACT §2)', () => {
+describe('verifySignature: shared signature vectors (docs/webhooks.md#signature-schemes)', () => {
   const vectors = signatureVectors();
   const inFile = JSON.parse(readFileSync(join(FIXTURES_DIR, 'vectors', 'signatures.json'), 'utf8')) as {
     vectors: unknown[];

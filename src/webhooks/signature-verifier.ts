@@ -55,9 +55,9 @@ export type Verification =
 
 /**
  * Checks a delivery's signature over its raw bytes: one HMAC per live configured secret (an
- * expired one is skipped, from its `expiresAt` on), each
- * compared with every `v1` candidate in constant time; then the signed timestamp, in both
- * directions (CONTRACT §2, checks 3–5).
+ * expired one is skipped, from its `expiresAt` on), each compared with every `v1` candidate in
+ * constant time; then the signed timestamp, in both directions (checks 3–5 of
+ * docs/webhooks.md#checks-and-answers).
  */
 export function verifySignature(
   endpoint: ResolvedEndpoint,

@@ -28,16 +28,16 @@ export interface WebhookRequest {
 const TOO_LARGE = Symbol('too-large');
 const OVER_BUDGET = Symbol('over-budget');
 
-/** What one client's (remote address's) deliveries hold, and how many of them are being read. */
-interface ClientShare {
+/** The unverified bytes of one client's (remote address's) deliveries, and how many of them are being read. */
+interface ClientBytes {
   bytes: number;
   deliveries: number;
 }
 
-/** What one delivery holds of the budget and of its client's share. */
-export interface Hold {
-  readonly client: string;
-  readonly share: ClientShare;
+/** The unverified bytes one delivery has taken, counted in the budget and in its client's share. */
+export interface DeliveryBytes {
+  readonly clientAddress: string;
+  readonly ofClient: ClientBytes;
   bytes: number;
 }
 
@@ -50,53 +50,55 @@ export interface Hold {
  * out. What a delivery took is given back once it is verified (or refused, or gone).
  */
 export class UnverifiedBytes {
-  private held = 0;
-  private readonly clients = new Map<string, ClientShare>();
+  private bytesTaken = 0;
+  private readonly clients = new Map<string, ClientBytes>();
   constructor(
     readonly budget: number,
     readonly clientShare: number,
   ) {}
 
-  /** Bytes held now. */
+  /** Unverified bytes taken now, by every delivery. */
   get inFlight(): number {
-    return this.held;
+    return this.bytesTaken;
   }
 
-  /** Bytes held now for one client's deliveries. */
-  heldBy(client: string): number {
-    return this.clients.get(client)?.bytes ?? 0;
+  /** Unverified bytes taken now by one client's deliveries. */
+  heldBy(clientAddress: string): number {
+    return this.clients.get(clientAddress)?.bytes ?? 0;
   }
 
-  /** A delivery from `client` starts; `end` it exactly once. The client's entry is kept while any of
-   * its deliveries is read, so that a chunk costs no lookup. */
-  begin(client: string): Hold {
-    let share = this.clients.get(client);
-    if (!share) this.clients.set(client, (share = { bytes: 0, deliveries: 0 }));
-    share.deliveries++;
-    return { client, share, bytes: 0 };
+  /**
+   * A delivery from `clientAddress` starts; `end` it exactly once. The client's entry is kept while
+   * any of its deliveries is read, so that a chunk costs no lookup.
+   */
+  begin(clientAddress: string): DeliveryBytes {
+    let ofClient = this.clients.get(clientAddress);
+    if (!ofClient) this.clients.set(clientAddress, (ofClient = { bytes: 0, deliveries: 0 }));
+    ofClient.deliveries++;
+    return { clientAddress, ofClient, bytes: 0 };
   }
 
-  /** `bytes` more arrived for `hold`; false, taking nothing, if its client's share or the budget would pass. */
-  take(hold: Hold, bytes: number): boolean {
-    if (hold.share.bytes + bytes > this.clientShare || this.held + bytes > this.budget) return false;
-    hold.share.bytes += bytes;
-    hold.bytes += bytes;
-    this.held += bytes;
+  /** `bytes` more arrived for `delivery`; false, taking nothing, if its client's share or the budget would pass. */
+  take(delivery: DeliveryBytes, bytes: number): boolean {
+    if (delivery.ofClient.bytes + bytes > this.clientShare || this.bytesTaken + bytes > this.budget) return false;
+    delivery.ofClient.bytes += bytes;
+    delivery.bytes += bytes;
+    this.bytesTaken += bytes;
     return true;
   }
 
-  /** The delivery is verified, refused or gone: what it held is given back. */
-  end(hold: Hold): void {
-    this.held -= hold.bytes;
-    hold.share.bytes -= hold.bytes;
-    hold.bytes = 0;
-    if (--hold.share.deliveries === 0) this.clients.delete(hold.client);
+  /** The delivery is verified, refused or gone: what it took is given back. */
+  end(delivery: DeliveryBytes): void {
+    this.bytesTaken -= delivery.bytes;
+    delivery.ofClient.bytes -= delivery.bytes;
+    delivery.bytes = 0;
+    if (--delivery.ofClient.deliveries === 0) this.clients.delete(delivery.clientAddress);
   }
 }
 
 /**
- * Checks 1–5 of CONTRACT §2, in order: known endpoint, body size, signature present, a `v1`
- * candidate matching a configured secret, timestamp within tolerance. The body is read as raw
+ * Checks 1–5 of docs/webhooks.md#checks-and-answers, in order: known endpoint, body size, signature
+ * present, a `v1` candidate matching a configured secret, timestamp within tolerance. The body is read as raw
  * bytes here, whatever its content type, and never parsed before it is authentic.
  */
 @Injectable()
@@ -126,10 +128,11 @@ export class WebhookSignatureGuard implements CanActivate {
     restoreContentType(raw);
     if (!endpoint) throw new WebhookError('unknown_endpoint');
 
-    // One share per remote address: behind a proxy every sender is the proxy (see docs/design.md).
-    const hold = this.unverified.begin(raw.socket?.remoteAddress ?? '');
+    // One share per remote address: behind a proxy every sender is the proxy
+    // (docs/design.md#what-an-outsider-can-make-the-process-hold).
+    const taken = this.unverified.begin(raw.socket?.remoteAddress ?? '');
     try {
-      const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, hold);
+      const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, taken);
       if (rawBody === TOO_LARGE || rawBody === OVER_BUDGET) {
         // The rest of the body is not read: close the connection rather than drain it.
         setHeader(http.getResponse(), 'Connection', 'close');
@@ -138,7 +141,7 @@ export class WebhookSignatureGuard implements CanActivate {
       }
       return this.verified(req, endpoint, rawBody);
     } finally {
-      this.unverified.end(hold);
+      this.unverified.end(taken);
     }
   }
 
@@ -155,8 +158,8 @@ export class WebhookSignatureGuard implements CanActivate {
 
 /**
  * The request's bytes, up to `limit`, each taken from the budget of unverified bytes as it arrives
- * (into `hold`, for the caller to give back). A host app that keeps Nest's body parser must create
- * the app with `rawBody: true`, or the bytes the signature covers are gone (see README); those were
+ * (into `taken`, for the caller to give back). A host app that keeps Nest's body parser must create
+ * the app with `rawBody: true`, or the bytes the signature covers are gone (docs/embedding.md#the-alternative-rawbody-true); those were
  * read by the host's parser, outside the budget.
  */
 function readRawBody(
@@ -164,10 +167,10 @@ function readRawBody(
   raw: IncomingMessage,
   limit: number,
   budget: UnverifiedBytes,
-  hold: Hold,
+  taken: DeliveryBytes,
 ): Promise<Buffer | typeof TOO_LARGE | typeof OVER_BUDGET> | Buffer | typeof TOO_LARGE | typeof OVER_BUDGET {
-  const kept = req.rawBody ?? (raw as { rawBody?: Buffer }).rawBody;
-  if (Buffer.isBuffer(kept)) return kept.length > limit ? TOO_LARGE : kept;
+  const readByHost = req.rawBody ?? (raw as { rawBody?: Buffer }).rawBody;
+  if (Buffer.isBuffer(readByHost)) return readByHost.length > limit ? TOO_LARGE : readByHost;
   if (raw.readableEnded) {
     throw new Error(
       'The webhook body was consumed before the webhook route: create the app with rawBody: true, ' +
@@ -196,7 +199,7 @@ function readRawBody(
         resolve(TOO_LARGE);
         return;
       }
-      if (!budget.take(hold, chunk.length)) {
+      if (!budget.take(taken, chunk.length)) {
         cleanup();
         raw.pause();
         resolve(OVER_BUDGET);

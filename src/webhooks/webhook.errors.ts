@@ -1,6 +1,6 @@
 import { HttpException } from '@nestjs/common';
 
-/** Every answer of the receive path other than 200, and its status (CONTRACT §2), in one place. */
+/** Every answer of the receive path other than 200, and its status (docs/webhooks.md#checks-and-answers), in one place. */
 export const WEBHOOK_ERROR_STATUS = {
   unknown_endpoint: 404,
   payload_too_large: 413,

@@ -1,4 +1,8 @@
-import { Module } from '@nestjs/common';
+import { Module, OnModuleInit } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { PW_CONNECTION } from '../database/data-source';
+import { MetricsService } from '../observability/metrics.service';
 import { OutboxModule } from '../outbox/outbox.module';
 import { PaymentsModule } from '../payments/payments.module';
 import { DeliveryReactions } from './delivery-reactions';
@@ -9,6 +13,7 @@ import { InboxIngestService } from './inbox-ingest.service';
 import { InboxSweeper } from './inbox-sweeper.service';
 import { InboxProcessor } from './inbox.processor';
 import { InboxQueueModule } from './inbox-queue.module';
+import { INBOX_GAUGES, InboxStore } from './inbox.store';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhooksController } from './webhooks.controller';
 
@@ -20,12 +25,24 @@ import { WebhooksController } from './webhooks.controller';
     EndpointRegistry,
     DeliveryObserver,
     WebhookSignatureGuard,
+    InboxStore,
     InboxIngestService,
     DeliveryProcessingService,
     InboxProcessor,
     InboxSweeper,
     DeliveryReactions,
   ],
-  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueModule],
+  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueModule, InboxStore],
 })
-export class WebhooksModule {}
+export class WebhooksModule implements OnModuleInit {
+  constructor(
+    private readonly inbox: InboxStore,
+    private readonly metrics: MetricsService,
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
+  ) {}
+
+  /** The inbox gauges are read from the inbox at scrape time; observability cannot import webhooks, so they are registered from here. */
+  onModuleInit(): void {
+    this.metrics.readFromDatabase(INBOX_GAUGES, () => this.inbox.gauges(this.dataSource));
+  }
+}

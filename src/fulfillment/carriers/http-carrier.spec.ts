@@ -4,8 +4,9 @@ import type { ShipmentRequest } from './carrier';
 import { HttpCarrierAdapter } from './http-carrier';
 
 /**
- * The HTTP carrier of CONTRACT §5 against a real local HTTP server (the "carrier"), so the
- * request on the wire and every class of answer are observed as a carrier would send them.
+ * The HTTP carrier (docs/carriers.md#the-carrier-contract) against a real local HTTP server (the
+ * "carrier"), so the request on the wire and every class of answer are observed as a carrier would
+ * send them.
  */
 
 interface Seen {
@@ -28,7 +29,7 @@ const REQUEST: ShipmentRequest = {
 };
 const KEY = '01900000-0000-7000-8000-0000000000ff';
 
-describe('HttpCarrierAdapter (CONTRACT §5) against a local HTTP carrier', () => {
+describe('HttpCarrierAdapter (docs/carriers.md#the-carrier-contract) against a local HTTP carrier', () => {
   let server: Server;
   let base: string;
   const sockets = new Set<Socket>();

@@ -4,10 +4,10 @@ import { ANSWER_READ_LIMIT_BYTES, readBoundedAnswer } from '../../outbox/bounded
 import { CarrierAdapter, isUsableShipmentId, ShipmentRequest, ShipmentResult } from './carrier';
 
 /**
- * `POST {url}/shipments` with `Idempotency-Key` (CONTRACT §5). The answer is read up to
- * ANSWER_READ_LIMIT_BYTES (64 KiB) and no further: a longer one is cancelled unread and handled by
- * its status with an unreadable body (a 2xx is then "without an id"). A shipment id that cannot be
- * kept (see isUsableShipmentId) is no id either.
+ * `POST {url}/shipments` with `Idempotency-Key` (docs/carriers.md#the-carrier-contract). The
+ * answer is read up to ANSWER_READ_LIMIT_BYTES (64 KiB) and no further: a longer one is cancelled
+ * unread and handled by its status with an unreadable body (a 2xx is then "without an id"). A
+ * shipment id that cannot be kept (see isUsableShipmentId) is no id either.
  */
 export class HttpCarrierAdapter implements CarrierAdapter {
   readonly name: string;

@@ -7,7 +7,7 @@ import { uuidParam } from '../../payments/orders.controller';
 import { BackfillRequest, BackfillStarted, BackfillView } from './backfill.dto';
 import { BackfillService } from './backfill.service';
 
-/** Backfill from Stripe's Events API (CONTRACT §4): events missed during an outage longer than the provider's retries. */
+/** Backfill from Stripe's Events API (docs/operations.md#backfill): events missed during an outage longer than the provider's retries. */
 @ApiTags('admin')
 @ApiBearerAuth('admin')
 @Controller('admin/backfill')

@@ -8,7 +8,7 @@ const INSTANT_MESSAGE = 'must be an ISO 8601 instant with a time zone, e.g. 2026
 
 export { BACKFILL_STATUSES, type BackfillStatus } from './backfill.state';
 
-/** `POST /admin/backfill` (CONTRACT §4). */
+/** `POST /admin/backfill` (docs/operations.md#backfill). */
 export class BackfillRequest {
   @ApiProperty({ example: 'stripe-main', description: 'A stripe endpoint configured with an apiKey' })
   @MaxLength(64)

@@ -7,11 +7,11 @@ import { isPrintableId, showUnprintable } from '../../common/printable';
 import { QueueName } from '../../jobs/queues';
 import type { ResolvedOptions } from '../../config/options';
 import { PW_CONNECTION } from '../../database/data-source';
-import { rowsReturned } from '../../database/returning';
 import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../../http/json-depth';
 import { PW_OPTIONS } from '../../config/tokens';
 import { EndpointRegistry } from '../../webhooks/endpoint-registry';
 import { InboxIngestService } from '../../webhooks/inbox-ingest.service';
+import { InboxStore } from '../../webhooks/inbox.store';
 import { asObject, MalformedPayloadError } from '../../webhooks/providers';
 import { eventAccount, ResolvedEndpoint } from '../../webhooks/signature-verifier';
 import { WebhookError } from '../../webhooks/webhook.errors';
@@ -19,18 +19,22 @@ import type { BackfillRequest, BackfillStarted, BackfillView } from './backfill.
 import {
   AccountCursor,
   backfillUserAgent,
-  BackfillRow,
   createBackfill,
+  failBackfill,
   findBackfill,
+  finishBackfill,
+  loadBackfill,
   RunBackfillData,
   runBackfillJob,
+  runningBackfillIds,
+  saveBackfillProgress,
 } from './backfill.store';
 import { DEFAULT_STRIPE_API, EventsApiError, StripeEventsClient } from './stripe-events';
 
 /**
- * Backfill (CONTRACT §4): walks Stripe's Events API page by page and records every event through
- * the receive path's own insert (InboxIngestService.record, source `backfill`), so it is keyed,
- * deduplicated and processed exactly as a webhook. Progress is saved per page, in one guarded
+ * Backfill (docs/operations.md#backfill): walks Stripe's Events API page by page and records every
+ * event through the receive path's own insert (InboxIngestService.record, source `backfill`), so it
+ * is keyed, deduplicated and processed exactly as a webhook. Progress is saved per page, in one guarded
  * UPDATE (counts and cursor together), after the page's events are committed: a crash re-lists at
  * most the unfinished page, whose events are then found recorded. So that the counts stay those of
  * an uninterrupted run, a page's `accepted` is read from the inbox (rows of this backfill, by the
@@ -48,6 +52,7 @@ export class BackfillService {
     @InjectQueue(QueueName.Backfill) private readonly queue: Queue<RunBackfillData>,
     private readonly registry: EndpointRegistry,
     private readonly ingest: InboxIngestService,
+    private readonly inbox: InboxStore,
   ) {}
 
   async start(request: BackfillRequest): Promise<BackfillStarted> {
@@ -70,17 +75,14 @@ export class BackfillService {
 
   /** Enqueues every running backfill again (a no-op for one whose job exists). */
   async sweep(): Promise<number> {
-    const rows: Array<{ id: string }> = await this.dataSource.query(`SELECT id FROM backfills WHERE status = 'running'`);
-    for (const { id } of rows) await this.enqueue(id);
-    return rows.length;
+    const ids = await runningBackfillIds(this.dataSource);
+    for (const id of ids) await this.enqueue(id);
+    return ids.length;
   }
 
   /** Records that a backfill cannot go on; the reason is shown as its `error`. */
   async fail(id: string, reason: string): Promise<void> {
-    await this.dataSource.query(
-      `UPDATE backfills SET status = 'failed', error = $2, updated_at = now() WHERE id = $1 AND status = 'running'`,
-      [id, reason.slice(0, 2_000)],
-    );
+    await failBackfill(this.dataSource, id, reason);
     this.logger.warn(`backfill ${id} failed: ${reason}`);
   }
 
@@ -90,7 +92,7 @@ export class BackfillService {
    * not cure ends it `failed` with Stripe's message.
    */
   async run(id: string): Promise<void> {
-    const [row]: BackfillRow[] = await this.dataSource.query(`SELECT * FROM backfills WHERE id = $1`, [id]);
+    const row = await loadBackfill(this.dataSource, id);
     if (!row || row.status !== 'running') return;
     const definition = this.options.endpoints.find((e) => e.id === row.endpoint_id);
     const endpoint = this.registry.get(row.endpoint_id);
@@ -117,62 +119,50 @@ export class BackfillService {
         }
         // The head of this page the previous one already counted: events after its cursor whose ids
         // could not be the next cursor (see cursorId), listed again.
-        let repeated = 0;
-        while (repeated < (cursor.skip ?? 0) && repeated < page.events.length && cursorId(page.events[repeated]) === null) repeated++;
-        const fresh = page.events.slice(repeated);
-        const outcomes = await Promise.all(fresh.map((event) => this.recordListed(endpoint, event, account, userAgent)));
+        let countedAlready = 0;
+        while (countedAlready < (cursor.skip ?? 0) && countedAlready < page.events.length && cursorId(page.events[countedAlready]) === null) {
+          countedAlready++;
+        }
+        const toRecord = page.events.slice(countedAlready);
+        const outcomes = await Promise.all(toRecord.map((event) => this.recordListed(endpoint, event, account, userAgent)));
         const recorded: Array<{ merchantAccountId: string; eventId: string }> = [];
         outcomes.forEach((outcome, i) => {
           if ('recorded' in outcome) recorded.push(outcome.recorded);
-          else this.logger.warn(`backfill ${id}: event ${shownId(fresh[i])} refused (the webhook route would answer 400): ${outcome.refused}`);
+          else this.logger.warn(`backfill ${id}: event ${shownId(toRecord[i])} refused (the webhook route would answer 400): ${outcome.refused}`);
         });
-        const refused = fresh.length - recorded.length;
-        const [{ mine }]: Array<{ mine: number }> = recorded.length
-          ? await this.dataSource.query(
-              `SELECT count(*)::int AS mine FROM webhook_inbox
-                WHERE provider = $1 AND (merchant_account_id, event_id) IN (SELECT * FROM unnest($2::text[], $3::text[]))
-                  AND source = 'backfill' AND headers->>'user-agent' = $4`,
-              [endpoint.provider.name, recorded.map((r) => r.merchantAccountId), recorded.map((r) => r.eventId), userAgent],
-            )
-          : [{ mine: 0 }];
+        const refused = toRecord.length - recorded.length;
+        const accepted = await this.inbox.countRecordedByBackfill(this.dataSource, { provider: endpoint.provider.name, events: recorded, userAgent });
         const done = !page.hasMore || page.events.length === 0;
         // The next page starts after the last id that can be sent back and saved; the events listed
         // after it (refused: their ids are not printable) come first on that page and are not counted again.
-        const last = page.events.findLastIndex((event) => cursorId(event) !== null);
-        if (last < 0 && !done) {
+        const lastCursor = page.events.findLastIndex((event) => cursorId(event) !== null);
+        if (lastCursor < 0 && !done) {
           return this.fail(
             id,
             `the events API listed ${page.events.length} events in a row without an id the walk can continue after (printable text): it cannot go past them`,
           );
         }
-        const tail = page.events.length - 1 - last;
-        const moved: AccountCursor =
-          last < 0
+        const afterLastCursor = page.events.length - 1 - lastCursor;
+        const movedCursor: AccountCursor =
+          lastCursor < 0
             ? { startingAfter: cursor.startingAfter, done }
-            : { startingAfter: cursorId(page.events[last]), done, ...(!done && tail > 0 ? { skip: tail } : {}) };
-        const next = cursors.map((c, i): AccountCursor => (i === index ? moved : c));
-        // Guarded by the cursor this run read: a second runner of the same backfill (a job taken
-        // back while its first holder still ran) can never count a page twice.
-        const saved = await rowsReturned(
-          this.dataSource,
-          `UPDATE backfills
-              SET cursors = $3::jsonb, listed = listed + $4, accepted = accepted + $5, duplicates = duplicates + $6,
-                  refused = refused + $7, updated_at = now()
-            WHERE id = $1 AND status = 'running' AND cursors = $2::jsonb
-          RETURNING id`,
-          [id, JSON.stringify(cursors), JSON.stringify(next), fresh.length, mine, recorded.length - mine, refused],
-        );
-        if (saved.length !== 1) {
+            : { startingAfter: cursorId(page.events[lastCursor]), done, ...(!done && afterLastCursor > 0 ? { skip: afterLastCursor } : {}) };
+        const nextCursors = cursors.map((c, i): AccountCursor => (i === index ? movedCursor : c));
+        const saved = await saveBackfillProgress(this.dataSource, id, cursors, {
+          cursors: nextCursors,
+          listed: toRecord.length,
+          accepted,
+          duplicates: recorded.length - accepted,
+          refused,
+        });
+        if (!saved) {
           this.logger.warn(`backfill ${id}: its progress moved elsewhere; this run stops`);
           return;
         }
-        cursors = next;
+        cursors = nextCursors;
       }
     }
-    await this.dataSource.query(
-      `UPDATE backfills SET status = 'done', updated_at = now() WHERE id = $1 AND status = 'running' AND cursors = $2::jsonb`,
-      [id, JSON.stringify(cursors)],
-    );
+    await finishBackfill(this.dataSource, id, cursors);
   }
 
   /**

@@ -1,14 +1,31 @@
-import type { DataSource } from 'typeorm';
+import type { EntityManager } from 'typeorm';
 import { DomainError, FieldError, ValidationFailed } from '../../common/domain-error';
+import { canMove, IllegalMove } from '../../common/lifecycle';
 import { JobName } from '../../jobs/queues';
 import { uuid7 } from '../../common/uuid7';
 import type { EndpointDefinition, TuningOptions } from '../../config/options';
-import type { BackfillRequest, BackfillStatus, BackfillView } from './backfill.dto';
+import { rowsReturned } from '../../database/returning';
+import type { BackfillRequest, BackfillView } from './backfill.dto';
+import { BACKFILL_LIFECYCLE, type BackfillStatus } from './backfill.state';
 
 /**
- * A backfill's row (table backfills) and its job: what the route, the workers and the command line
- * share. Plain functions on a DataSource, so the command line needs no Nest application.
+ * The one owner of table backfills: a backfill's row and its job, what the route, the workers and
+ * the command line share. Plain functions on a runner (the DataSource), so the command line needs
+ * no Nest application. A status written is one the backfill lifecycle (backfill.state.ts) allows
+ * from the status the statement guards.
  */
+
+/** What a statement runs on: the DataSource (each statement commits on its own), or a transaction. */
+type Runner = Pick<EntityManager, 'query'>;
+
+/** Where a backfill starts, the one status whose walk may go on, and the one its ends are written from. */
+const RUNNING: BackfillStatus = 'running';
+if (!BACKFILL_LIFECYCLE.initial.includes(RUNNING)) throw new Error(`a backfill cannot start ${RUNNING}`);
+// The ends below are written from RUNNING (the statements guard it): checked against the lifecycle
+// once, when the module loads, so a table that stops allowing one stops the start.
+for (const end of ['done', 'failed'] as const) {
+  if (!canMove(BACKFILL_LIFECYCLE, RUNNING, end)) throw new IllegalMove(BACKFILL_LIFECYCLE, RUNNING, end);
+}
 
 export interface RunBackfillData {
   backfillId: string;
@@ -73,7 +90,7 @@ const INSERT_SQL = `
  * (BACKFILL.RUNNING), not a look before the insert. Shared by the route and the command line.
  */
 export async function createBackfill(
-  dataSource: DataSource,
+  runner: Runner,
   endpoints: EndpointDefinition[],
   request: BackfillRequest,
   nowMs: number,
@@ -96,7 +113,7 @@ export async function createBackfill(
   const accounts = backfillAccounts(definition!, request.accounts, fail);
   const id = uuid7();
   try {
-    await dataSource.query(INSERT_SQL, [
+    await runner.query(INSERT_SQL, [
       id,
       definition!.id,
       new Date(since).toISOString(),
@@ -136,10 +153,65 @@ function backfillAccounts(definition: EndpointDefinition, requested: string[] | 
   return [...new Set(requested)];
 }
 
-export async function findBackfill(dataSource: DataSource, id: string): Promise<BackfillView> {
-  const [row]: BackfillRow[] = await dataSource.query(`SELECT * FROM backfills WHERE id = $1`, [id]);
+/** A backfill's row; undefined when there is none. */
+export async function loadBackfill(runner: Runner, id: string): Promise<BackfillRow | undefined> {
+  const [row]: BackfillRow[] = await runner.query(`SELECT * FROM backfills WHERE id = $1`, [id]);
+  return row;
+}
+
+export async function findBackfill(runner: Runner, id: string): Promise<BackfillView> {
+  const row = await loadBackfill(runner, id);
   if (!row) throw new DomainError('BACKFILL.NOT_FOUND', `no backfill ${id}`);
   return view(row);
+}
+
+/** The ids of the backfills still running (each should have a job). */
+export async function runningBackfillIds(runner: Runner): Promise<string[]> {
+  const rows: Array<{ id: string }> = await runner.query(`SELECT id FROM backfills WHERE status = '${RUNNING}'`);
+  return rows.map((r) => r.id);
+}
+
+/** Ends a running backfill `failed`, with the reason shown as its `error` (a backfill already ended is left). */
+export async function failBackfill(runner: Runner, id: string, reason: string): Promise<void> {
+  await runner.query(`UPDATE backfills SET status = 'failed', error = $2, updated_at = now() WHERE id = $1 AND status = '${RUNNING}'`, [
+    id,
+    reason.slice(0, 2_000),
+  ]);
+}
+
+/** A page's progress: the cursors after it, and what its events turned out to be. */
+export interface PageProgress {
+  cursors: AccountCursor[];
+  listed: number;
+  accepted: number;
+  duplicates: number;
+  refused: number;
+}
+
+/**
+ * Saves a page's progress (counts and cursor together, one statement), guarded by the cursors this
+ * run read: a second runner of the same backfill (a job taken back while its first holder still
+ * ran) can never count a page twice. Returns whether it was saved (false: the walk moved on elsewhere).
+ */
+export async function saveBackfillProgress(runner: Runner, id: string, readCursors: AccountCursor[], page: PageProgress): Promise<boolean> {
+  const saved = await rowsReturned(
+    runner,
+    `UPDATE backfills
+        SET cursors = $3::jsonb, listed = listed + $4, accepted = accepted + $5, duplicates = duplicates + $6,
+            refused = refused + $7, updated_at = now()
+      WHERE id = $1 AND status = '${RUNNING}' AND cursors = $2::jsonb
+    RETURNING id`,
+    [id, JSON.stringify(readCursors), JSON.stringify(page.cursors), page.listed, page.accepted, page.duplicates, page.refused],
+  );
+  return saved.length === 1;
+}
+
+/** Ends a backfill `done` once its window is walked, guarded by the cursors this run saved last. */
+export async function finishBackfill(runner: Runner, id: string, cursors: AccountCursor[]): Promise<void> {
+  await runner.query(`UPDATE backfills SET status = 'done', updated_at = now() WHERE id = $1 AND status = '${RUNNING}' AND cursors = $2::jsonb`, [
+    id,
+    JSON.stringify(cursors),
+  ]);
 }
 
 export function view(row: BackfillRow): BackfillView {

@@ -2,10 +2,10 @@ import Stripe from 'stripe';
 import { retryDelayMs } from '../../common/backoff';
 import { AnswerTooLarge, boundedFetch } from '../../outbox/bounded-answer';
 
-/** Stripe's own API, where an endpoint names no `apiBaseUrl` (CONTRACT §1). */
+/** Stripe's own API, where an endpoint names no `apiBaseUrl` (docs/configuration.md#webhook-endpoints). */
 export const DEFAULT_STRIPE_API = 'https://api.stripe.com';
 
-/** The page size the contract asks for (Stripe's maximum). */
+/** Events per page: Stripe's maximum, so a window takes the fewest calls. */
 export const PAGE_LIMIT = 100;
 
 /** Retries the client makes itself: 5xx, 409, connection errors, and whatever Stripe marks `Stripe-Should-Retry: true`. */
@@ -40,7 +40,7 @@ export class EventsApiError extends Error {
   }
 }
 
-/** Reads Stripe's Events API for one endpoint with the official client (CONTRACT §4 backfill). */
+/** Reads Stripe's Events API for one endpoint with the official client (docs/operations.md#backfill). */
 export class StripeEventsClient {
   private readonly stripe: Stripe;
 

@@ -7,7 +7,7 @@ import { decodeHexSignature } from './provider';
 import { standardProvider } from './standard.provider';
 
 /**
- * Issue 12, finding 9d: a signature verifies in its canonical encoding only (CONTRACT §2.1–2.4):
+ * A signature verifies in its canonical encoding only (docs/webhooks.md#signature-schemes):
  * lower-case hex for Paymos, Factuarea and Stripe; standard base64 for Standard Webhooks, whose
  * last character before `=` carries 2 padding bits that must be zero. Another spelling of the
  * same bytes is not the signature the provider sent.
@@ -50,7 +50,7 @@ function nonCanonical(b64: string): string[] {
   return [1, 2, 3].map((bits) => `${b64.slice(0, 42)}${alphabet[last | bits]}=`).filter((s) => s !== b64);
 }
 
-describe('canonical signature encodings (issue 12 finding 9d)', () => {
+describe('canonical signature encodings', () => {
   describe.each(['paymos', 'factuarea', 'stripe'] as const)('%s: lower-case hex only', (provider) => {
     it('the signature as sent verifies', () => {
       expect(verify(provider, signed(provider))).toEqual({ ok: true, secretIndex: 0 });

@@ -15,7 +15,7 @@ import {
   unixDate,
 } from './provider';
 
-/** CONTRACT §2.2: invoice event types the service acts on. */
+/** The invoice event types the service acts on (docs/webhooks.md#factuarea), as the payment event each is. */
 const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['invoice.created', 'pending'],
   ['invoice.sent', 'pending'],
@@ -24,7 +24,7 @@ const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['invoice.refunded', 'refunded'],
 ]);
 
-/** Factuarea (CONTRACT §2.2): `Factuarea-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `<t>.<body>`. */
+/** Factuarea (docs/webhooks.md#factuarea): `Factuarea-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `<t>.<body>`. */
 export const factuareaProvider: ProviderAdapter = {
   name: 'factuarea',
   storedHeaders: [

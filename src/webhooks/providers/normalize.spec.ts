@@ -33,7 +33,7 @@ function expectSameTypes(provider: string, expected: Record<string, PaymentEvent
 }
 
 // ---------------------------------------------------------------------------------------------
-// paymos (CONTRACT §2.1)
+// paymos (docs/webhooks.md#paymos)
 
 describe('paymosProvider.normalize', () => {
   const invoice = (kind: PaymentEvent['kind'], extra: Partial<PaymentEvent> = {}): PaymentEvent => ({
@@ -134,7 +134,7 @@ describe('paymosProvider.normalize', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// factuarea (CONTRACT §2.2)
+// factuarea (docs/webhooks.md#factuarea)
 
 describe('factuareaProvider.normalize', () => {
   const invoice = (kind: PaymentEvent['kind'], extra: Partial<PaymentEvent> = {}): PaymentEvent => ({
@@ -257,7 +257,7 @@ describe('factuareaProvider.normalize', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// stripe (CONTRACT §2.3)
+// stripe (docs/webhooks.md#stripe)
 
 describe('stripeProvider.normalize', () => {
   const event = (kind: PaymentEvent['kind'], extra: Partial<PaymentEvent> = {}): PaymentEvent => ({
@@ -437,7 +437,7 @@ describe('stripeProvider.normalize', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// standard (CONTRACT §2.4)
+// standard (docs/webhooks.md#standard-webhooks)
 
 describe('standardProvider.normalize', () => {
   const OCCURRED = new Date('2026-09-28T10:16:01Z');

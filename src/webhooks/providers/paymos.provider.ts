@@ -17,7 +17,7 @@ import {
   v1Candidates,
 } from './provider';
 
-/** CONTRACT §2.1: invoice event types the service acts on. */
+/** The invoice event types the service acts on (docs/webhooks.md#paymos), as the payment event each is. */
 const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['invoice.created', 'pending'],
   ['invoice.confirming', 'processing'],
@@ -27,7 +27,7 @@ const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['invoice.refunded', 'refunded'],
 ]);
 
-/** Paymos (CONTRACT §2.1): `X-Webhook-Signature: v1=<hex>[,v1=<hex>…]` over `<timestamp>.<body>`. */
+/** Paymos (docs/webhooks.md#paymos): `X-Webhook-Signature: v1=<hex>[,v1=<hex>…]` over `<timestamp>.<body>`. */
 export const paymosProvider: ProviderAdapter = {
   name: 'paymos',
   storedHeaders: ['x-webhook-id', 'x-webhook-timestamp', 'x-webhook-signature'],

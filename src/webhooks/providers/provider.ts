@@ -61,7 +61,7 @@ export class MalformedPayloadError extends Error {
 // Any whole number that stays exact as a double: a value in milliseconds is a timestamp, far out of
 // tolerance (timestamp_out_of_tolerance), not a missing one.
 const UNIX_SECONDS = /^\d{1,15}$/;
-/** CONTRACT §2.1–2.3: lower-case hex. An upper-case spelling of the same bytes is not what the provider sent. */
+/** Paymos, Factuarea and Stripe sign in lower-case hex: an upper-case spelling of the same bytes is not what the provider sent. */
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
 export function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];

@@ -468,7 +468,7 @@ describe('provider helpers', () => {
   });
 
   describe('decodeHexSignature', () => {
-    it('decodes 64 lower-case hex digits and refuses anything else (upper case too: CONTRACT §2.1–2.3)', () => {
+    it('decodes 64 lower-case hex digits and refuses anything else (upper case too: the providers sign in lower-case hex)', () => {
       const hex = 'ab'.repeat(32);
       expect(decodeHexSignature(hex)).toEqual(Buffer.alloc(32, 0xab));
       expect(decodeHexSignature(hex.toUpperCase())).toBe(null);

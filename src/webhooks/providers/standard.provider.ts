@@ -16,7 +16,7 @@ import {
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
 
 /**
- * A `v1` candidate in standard base64 (CONTRACT §2.4), canonical only: 32 bytes take 43
+ * A `v1` candidate in standard base64 (docs/webhooks.md#standard-webhooks), canonical only: 32 bytes take 43
  * characters and `=`, and the last character's 2 padding bits must be zero. Node decodes the
  * other three spellings to the same bytes, so they are refused by re-encoding.
  */
@@ -26,7 +26,7 @@ function decodeBase64Signature(value: string): Buffer | null {
   return bytes.toString('base64') === value ? bytes : null;
 }
 
-/** CONTRACT §2.4: the service's native event types. */
+/** The service's native event types (docs/webhooks.md#standard-webhooks), as the payment event each is. */
 const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['payment.pending', 'pending'],
   ['payment.processing', 'processing'],
@@ -52,7 +52,7 @@ function isoDate(value: unknown): Date | null {
 }
 
 /**
- * Standard Webhooks (CONTRACT §2.4): `webhook-signature: v1,<base64>[ v1,<base64>…]` over
+ * Standard Webhooks (docs/webhooks.md#standard-webhooks): `webhook-signature: v1,<base64>[ v1,<base64>…]` over
  * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64 part of `whsec_…`.
  */
 export const standardProvider: ProviderAdapter = {

@@ -14,7 +14,7 @@ import {
   unixDate,
 } from './provider';
 
-/** CONTRACT §2.3: event types the service acts on (`charge.dispute.closed` depends on its status). */
+/** The event types the service acts on (docs/webhooks.md#stripe); `charge.dispute.closed` depends on its status. */
 const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['payment_intent.processing', 'processing'],
   ['payment_intent.amount_capturable_updated', 'authorized'],
@@ -33,7 +33,7 @@ function stripeKind(eventType: string, body: Record<string, unknown>): PaymentEv
 }
 
 /**
- * Stripe (CONTRACT §2.3): `Stripe-Signature: t=<unix>,v1=<hex>…` over `<t>.<body>`, keyed with
+ * Stripe (docs/webhooks.md#stripe): `Stripe-Signature: t=<unix>,v1=<hex>…` over `<t>.<body>`, keyed with
  * the whole `whsec_…` string; only `v1` entries count.
  */
 export const stripeProvider: ProviderAdapter = {
