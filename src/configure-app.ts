@@ -30,9 +30,9 @@ interface FastifyRouteOptions {
 /**
  * Prepares an Express or a Fastify app that hosts the module; call it before `listen()` (or
  * `init()`). Every route keeps the body parsing the host configured, except the webhook route,
- * whose raw bytes the signature guard reads itself: the signature covers them, and an over-size
- * or non-JSON body must get the webhook route's own answer (docs/webhooks.md), not the parser's. Also mounts the Swagger
- * UI of the module's routes behind the admin token (or the host's `adminGuard`), and answers
+ * whose raw bytes the signature guard reads itself: the signature covers them, and an over-size or
+ * non-JSON body must get the webhook route's own answer (docs/webhooks.md), not the parser's. Also
+ * mounts the Swagger UI of the module's routes behind the admin token (or the host's `adminGuard`), and answers
  * `POST <prefix>/webhooks/a/b` (no single endpoint id) with the contract's 404.
  *
  * Auth comes first: with the module's own token check, a request to one of the module's guarded
@@ -46,147 +46,182 @@ export function configurePaymentWebhooksApp(app: INestApplication, options: Conf
   if (platform !== 'express' && platform !== 'fastify') {
     throw new Error(`configurePaymentWebhooksApp: unsupported HTTP platform "${String(platform)}" (express or fastify)`);
   }
-  const surface = app.get(HttpSurface);
-  const observer = app.get(DeliveryObserver);
-  const adminGuard = app.get<CanActivate>(PW_ADMIN_GUARD);
-  // The host's guard when it gave one (docs included); else the token check.
-  const ownGuard = adminGuard instanceof AdminAuthGuard ? adminGuard : null;
-  const tokenGuard = ownGuard ?? new AdminAuthGuard(app.get<ResolvedOptions>(PW_OPTIONS).adminToken);
-  const docs = options.docs ?? true;
-  const instance = app.getHttpAdapter().getInstance();
-  // The webhook path and Express's API routes are matched as the router does: Express ignores case,
-  // Fastify by default does not.
-  const ignoreCase =
-    platform === 'express' || instance?.initialConfig?.caseSensitive === false || instance?.initialConfig?.routerOptions?.caseSensitive === false;
+  const checks = new RequestChecks(app, platform, options.docs ?? true);
+  // Which requests are the docs, or a guarded route, is decided by the app's own router, never by
+  // a second comparison of the path: any spelling the router serves them by gets the check.
+  const beforeDocsRoutes = platform === 'express' ? onExpress(app, checks) : onFastify(app, checks);
+  checks.surface.attach(app, checks.docs, DOCUMENTED_MODULES, beforeDocsRoutes);
+}
+
+/** The checks the request hooks of both platforms make, before any body parser reads a request. */
+class RequestChecks {
+  readonly surface: HttpSurface;
+  private readonly observer: DeliveryObserver;
+  private readonly adminGuard: CanActivate;
+  /** The module's own token check, when the host gave no guard of its own; null otherwise. */
+  readonly ownGuard: AdminAuthGuard | null;
+  private readonly tokenGuard: AdminAuthGuard;
+  /** The webhook path and Express's API routes are matched as the router does: Express ignores case, Fastify by default does not. */
+  readonly ignoreCase: boolean;
+
+  constructor(
+    app: INestApplication,
+    private readonly platform: Platform,
+    readonly docs: boolean,
+  ) {
+    this.surface = app.get(HttpSurface);
+    this.observer = app.get(DeliveryObserver);
+    this.adminGuard = app.get<CanActivate>(PW_ADMIN_GUARD);
+    // The host's guard when it gave one (docs included); else the token check.
+    this.ownGuard = this.adminGuard instanceof AdminAuthGuard ? this.adminGuard : null;
+    this.tokenGuard = this.ownGuard ?? new AdminAuthGuard(app.get<ResolvedOptions>(PW_OPTIONS).adminToken);
+    const config = app.getHttpAdapter().getInstance()?.initialConfig;
+    this.ignoreCase = platform === 'express' || config?.caseSensitive === false || config?.routerOptions?.caseSensitive === false;
+  }
 
   /** Refuses with the contract's body; a browser shows its login box on Basic (docs, own token check). */
-  const refuse = (res: unknown, err: unknown, askBasic: boolean): Verdict => {
+  private refuse(res: unknown, err: unknown, askBasic: boolean): Verdict {
     const { status, body } = toApiError(err);
     if (status === 401) setHeader(res, 'WWW-Authenticate', askBasic ? 'Basic realm="payment-webhooks", charset="UTF-8"' : 'Bearer');
     sendJson(res, status, body);
     return 'answered';
-  };
+  }
 
   /**
    * The docs' admin check: the host's guard when it gave one, else the token, where basic auth is
    * accepted (a browser's login box), and only here. `frameworkReq` is what a guard sees.
    */
-  const guardDocs = (req: IncomingMessage, frameworkReq: unknown, res: unknown): Promise<Verdict> => {
-    if (ownGuard === null) return hostGuardAllows(adminGuard, frameworkReq, res).then((ok) => (ok ? 'next' : 'answered'), (err) => refuse(res, err, false));
+  guardDocs(req: IncomingMessage, frameworkReq: unknown, res: unknown): Promise<Verdict> {
+    if (this.ownGuard === null) {
+      return hostGuardAllows(this.adminGuard, frameworkReq, res).then((ok) => (ok ? 'next' : 'answered'), (err) => this.refuse(res, err, false));
+    }
     try {
-      tokenGuard.check(req.headers.authorization, { basic: true });
+      this.tokenGuard.check(req.headers.authorization, { basic: true });
     } catch (err) {
-      return Promise.resolve(refuse(res, err, true));
+      return Promise.resolve(this.refuse(res, err, true));
     }
     return Promise.resolve('next');
-  };
+  }
 
   /** The token check of a guarded API route, before any body parser reads the request (own token check only). */
-  const guardApi = (guard: AdminAuthGuard, req: IncomingMessage, res: unknown): Verdict => {
+  guardApi(guard: AdminAuthGuard, req: IncomingMessage, res: unknown): Verdict {
     try {
       guard.check(req.headers.authorization);
     } catch (err) {
-      return refuse(res, err, false);
+      return this.refuse(res, err, false);
     }
     return 'next';
-  };
+  }
 
   /** Before any body parser: the webhook route's bytes stay unread, and a webhook path with no single endpoint id gets its 404. */
-  const webhookHook = (req: IncomingMessage & { path?: string }, res: unknown): Verdict => {
+  webhook(req: IncomingMessage & { path?: string }, res: unknown): Verdict {
     if (req.method !== 'POST') return 'next';
-    const webhooks = ignoreCase ? surface.paths().webhooks.toLowerCase() : surface.paths().webhooks;
+    const webhooks = this.ignoreCase ? this.surface.paths().webhooks.toLowerCase() : this.surface.paths().webhooks;
     // Express's own parse of the path (an absolute-form target by its path); Fastify's routes get
-    // a route hook of their own below, for the spellings its router decodes.
-    const path = ignoreCase ? (req.path ?? requestPath(req)).toLowerCase() : (req.path ?? requestPath(req));
+    // a route hook of their own, for the spellings its router decodes.
+    const path = this.ignoreCase ? (req.path ?? requestPath(req)).toLowerCase() : (req.path ?? requestPath(req));
     if (path !== webhooks && !path.startsWith(`${webhooks}/`)) return 'next';
     const id = path.slice(webhooks.length + 1).replace(/\/$/, '');
     if (id.length > 0 && !id.includes('/')) {
-      hideBodyFromParsers(req, platform);
+      hideBodyFromParsers(req, this.platform);
       return 'next';
     }
     // No single endpoint id: the same answer as an unknown one, counted and logged alike.
-    observer.begin(req, res, 'unknown', 'unknown');
-    observer.note(req, { answer: 'unknown_endpoint' });
+    this.observer.begin(req, res, 'unknown', 'unknown');
+    this.observer.note(req, { answer: 'unknown_endpoint' });
     setHeader(res, 'Connection', 'close');
     sendJson(res, 404, { error: 'unknown_endpoint' });
     return 'answered';
+  }
+}
+
+/**
+ * Express: one middleware before the body parsers (the webhook route, and the token of the guarded
+ * routes, which Express routes by the path as written); the docs' check mounted through Express's
+ * own `use`. Returns what mounts that check, just before the Swagger routes.
+ */
+function onExpress(app: INestApplication, checks: RequestChecks): (paths: string[]) => void {
+  const instance = app.getHttpAdapter().getInstance();
+  app.use((req: IncomingMessage & { path?: string }, res: ServerResponse, next: (err?: unknown) => void) => {
+    if (checks.webhook(req, res) === 'answered') return;
+    // Express routes the path as written (an absolute-form target by its path, as req.path gives);
+    // express.json() runs before routing, so the token is checked here first.
+    const guard = checks.ownGuard;
+    if (guard !== null && checks.surface.isGuardedRoute(req.method, req.path ?? requestPath(req), checks.ignoreCase) && checks.guardApi(guard, req, res) === 'answered') {
+      return;
+    }
+    next();
+  });
+  // No "X-Powered-By: Express" on any answer.
+  instance.disable?.('x-powered-by');
+  // Mounted at the docs paths just before the Swagger routes: Express's `use` matches a path with
+  // the router's own case setting and as a prefix, as the UI's static files are mounted, so every
+  // spelling Express routes to the UI, its files or the document passes here first.
+  return (paths) => {
+    instance.use(paths, (req: IncomingMessage & { originalUrl: string; baseUrl: string }, res: ServerResponse, next: (err?: unknown) => void) => {
+      // Under a mount path Express hands over the URL without it; the host's guard sees the request's own.
+      const mounted = { url: req.url, baseUrl: req.baseUrl };
+      req.url = req.originalUrl;
+      req.baseUrl = '';
+      checks
+        .guardDocs(req, req, res)
+        .finally(() => Object.assign(req, mounted))
+        .then((verdict) => verdict === 'next' && next(), next);
+    });
   };
+}
 
-  // Which requests are the docs, or a guarded route, is decided by the app's own router, never by
-  // a second comparison of the path: any spelling the router serves them by gets the check.
-  let beforeDocsRoutes: ((paths: string[]) => void) | undefined;
-  if (platform === 'express') {
-    app.use((req: IncomingMessage & { path?: string }, res: ServerResponse, next: (err?: unknown) => void) => {
-      if (webhookHook(req, res) === 'answered') return;
-      // Express routes the path as written (an absolute-form target by its path, as req.path gives);
-      // express.json() runs before routing, so the token is checked here first.
-      if (ownGuard !== null && surface.isGuardedRoute(req.method, req.path ?? requestPath(req), ignoreCase) && guardApi(ownGuard, req, res) === 'answered') return;
-      next();
-    });
-    // Mounted at the docs paths just before the Swagger routes: Express's `use` matches a path with
-    // the router's own case setting and as a prefix, as the UI's static files are mounted, so every
-    // spelling Express routes to the UI, its files or the document passes here first.
-    beforeDocsRoutes = (paths) => {
-      instance.use(paths, (req: IncomingMessage & { originalUrl: string; baseUrl: string }, res: ServerResponse, next: (err?: unknown) => void) => {
-        // Under a mount path Express hands over the URL without it; the host's guard sees the request's own.
-        const mounted = { url: req.url, baseUrl: req.baseUrl };
-        req.url = req.originalUrl;
-        req.baseUrl = '';
-        guardDocs(req, req, res)
-          .finally(() => Object.assign(req, mounted))
-          .then((verdict) => verdict === 'next' && next(), next);
-      });
+/**
+ * Fastify: the webhook path in a global `onRequest` hook, and each docs route, guarded API route
+ * and webhook route its check as a route hook of its own, so that whatever spelling Fastify's
+ * router maps to the route (escapes decoded, case and slashes as configured) runs it, before any
+ * content-type parser. Routes added later, in plugins too, inherit the `onRoute` hook.
+ */
+function onFastify(app: INestApplication, checks: RequestChecks): undefined {
+  const instance = app.getHttpAdapter().getInstance();
+  instance.addHook('onRequest', (request: { raw: IncomingMessage }, reply: unknown, done: (err?: Error) => void) => {
+    let verdict: Verdict;
+    try {
+      verdict = checks.webhook(request.raw, reply);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (verdict === 'next') done();
+  });
+  instance.addHook('onRoute', (route: FastifyRouteOptions) => {
+    const check = fastifyRouteCheck(checks, route.url, [route.method].flat());
+    if (check) route.onRequest = [check, ...[route.onRequest ?? []].flat()];
+  });
+  // The webhook route's bytes stay in the stream, for the signature guard (see hideBodyFromParsers).
+  instance.addContentTypeParser(RAW_WEBHOOK_CONTENT_TYPE, (_request: unknown, _payload: unknown, done: (err: null, body?: unknown) => void) =>
+    done(null, undefined),
+  );
+  return undefined;
+}
+
+/** The `onRequest` hook of a Fastify route that needs a check, or none. */
+function fastifyRouteCheck(checks: RequestChecks, url: string, methods: string[]): FastifyHook | undefined {
+  const { surface } = checks;
+  if (methods.includes('POST') && surface.isWebhookUrl(url)) {
+    // Whatever spelling the router took here (`/%77ebhooks/…`, an absolute-form target), the
+    // bytes stay unread for the signature guard.
+    return (request, _reply, done) => {
+      if (request.raw.method === 'POST') hideBodyFromParsers(request.raw, 'fastify');
+      done();
     };
-    // No "X-Powered-By: Express" on any answer.
-    instance.disable?.('x-powered-by');
-  } else {
-    instance.addHook('onRequest', (request: { raw: IncomingMessage }, reply: unknown, done: (err?: Error) => void) => {
-      let verdict: Verdict;
-      try {
-        verdict = webhookHook(request.raw, reply);
-      } catch (err) {
-        return done(err as Error);
-      }
-      if (verdict === 'next') done();
-    });
-    // Each docs route and guarded API route gets its check as a route hook of its own: whatever
-    // spelling Fastify's router maps to the route (escapes decoded, case and slashes as configured)
-    // runs it, before any content-type parser. Routes added later, in plugins too, inherit this hook.
-    instance.addHook('onRoute', (route: FastifyRouteOptions) => {
-      const check = routeCheck(route.url, [route.method].flat());
-      if (check) route.onRequest = [check, ...[route.onRequest ?? []].flat()];
-    });
-    // The webhook route's bytes stay in the stream, for the signature guard (see hideBodyFromParsers).
-    instance.addContentTypeParser(RAW_WEBHOOK_CONTENT_TYPE, (_request: unknown, _payload: unknown, done: (err: null, body?: unknown) => void) =>
-      done(null, undefined),
-    );
   }
-
-  /** The `onRequest` hook of a Fastify route that needs the admin check, or none. */
-  function routeCheck(url: string, methods: string[]): FastifyHook | undefined {
-    if (methods.includes('POST') && surface.isWebhookUrl(url)) {
-      // Whatever spelling the router took here (`/%77ebhooks/…`, an absolute-form target), the
-      // bytes stay unread for the signature guard.
-      return (request, _reply, done) => {
-        if (request.raw.method === 'POST') hideBodyFromParsers(request.raw, 'fastify');
-        done();
-      };
-    }
-    if (docs && surface.isDocsUrl(url)) {
-      return (request, reply, done) => {
-        guardDocs(request.raw, request, reply).then((verdict) => verdict === 'next' && done(), done);
-      };
-    }
-    const guard = ownGuard;
-    if (guard !== null && methods.some((method) => surface.isGuardedUrl(method, url))) {
-      return (request, reply, done) => {
-        if (!surface.isGuardedUrl(request.raw.method ?? '', url) || guardApi(guard, request.raw, reply) === 'next') done();
-      };
-    }
-    return undefined;
+  if (checks.docs && surface.isDocsUrl(url)) {
+    return (request, reply, done) => {
+      checks.guardDocs(request.raw, request, reply).then((verdict) => verdict === 'next' && done(), done);
+    };
   }
-
-  surface.attach(app, docs, DOCUMENTED_MODULES, beforeDocsRoutes);
+  const guard = checks.ownGuard;
+  if (guard !== null && methods.some((method) => surface.isGuardedUrl(method, url))) {
+    return (request, reply, done) => {
+      if (!surface.isGuardedUrl(request.raw.method ?? '', url) || checks.guardApi(guard, request.raw, reply) === 'next') done();
+    };
+  }
+  return undefined;
 }
 
 /**

@@ -10,9 +10,10 @@ import { dataSourceOptions, MigrationFailedError, PW_CONNECTION, runMigrationsLo
 import { EventsModule } from './events/events.module';
 import { FulfillmentModule } from './fulfillment/fulfillment.module';
 import { HealthModule } from './health/health.module';
+import { JobsModule } from './jobs/jobs.module';
 import { OutboxModule } from './outbox/outbox.module';
 import { OperationsModule } from './operations/operations.module';
-import { CLOCK, PW_ADMIN_GUARD, PW_BULL, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_RECEIVE_PRESSURE, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './config/tokens';
+import { CLOCK, PW_ADMIN_GUARD, BULL_CONFIG_KEY, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_RECEIVE_PRESSURE, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './config/tokens';
 import { createLogger } from './observability/logger';
 import { AdminAuthGuard } from './http/admin-auth.guard';
 import { ReceivePressure } from './jobs/receive-pressure';
@@ -169,13 +170,14 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
             return dataSource;
           },
         }),
-        BullModule.forRootAsync(PW_BULL, {
+        BullModule.forRootAsync(BULL_CONFIG_KEY, {
           inject: [PW_OPTIONS, PW_BULL_CONNECTION],
           useFactory: (o: ResolvedOptions, bull: BullConnection) => ({
             connection: bull.connection,
             prefix: o.queuePrefix,
           }),
         }),
+        JobsModule,
         ObservabilityModule,
         WebhooksModule,
         PaymentsModule,

@@ -1,9 +1,11 @@
 import { Queue } from 'bullmq';
 import { DomainError, ValidationFailed } from '../common/domain-error';
-import { QueueName } from '../jobs/queues';
+import { DEFAULT_TUNING } from '../config/options';
+import { jobOf, JOBS } from '../jobs/job-registry';
+import { JobName } from '../jobs/queues';
 import { moduleRedisConnection, releaseRedisConnection } from '../common/redis-connection';
 import { withTimeout } from '../common/with-timeout';
-import { createBackfill, findBackfill, runBackfillJob } from '../operations/backfill/backfill.store';
+import { createBackfill, findBackfill } from '../operations/backfill/backfill.store';
 import { parseCommandArgs } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
 
@@ -43,7 +45,8 @@ export const backfillCommand: CliCommand = {
     const dataSource = await ctx.connect();
 
     const connection = moduleRedisConnection(options, { maxRetriesPerRequest: 1 });
-    const queue = new Queue(QueueName.Backfill, { prefix: options.queuePrefix, connection });
+    // The command runs outside the module: a queue of its own, of the job's queue in the registry.
+    const queue = new Queue(JOBS[JobName.RunBackfill].queue, { prefix: options.queuePrefix, connection });
     queue.on('error', () => undefined); // reported below, once
     try {
       // Before anything is recorded: a backfill no worker will run would only block the endpoint.
@@ -70,7 +73,7 @@ export const backfillCommand: CliCommand = {
         if (err instanceof DomainError) throw new CliExit(EXIT.couldNotRun, `backfill: ${err.detail ?? err.message}`);
         throw err;
       }
-      const job = runBackfillJob(id, options.tuning);
+      const job = jobOf(JobName.RunBackfill, { backfillId: id }, { ...DEFAULT_TUNING, ...options.tuning });
       // Should this fail, the row is running and the workers' sweep enqueues it: keep waiting.
       await queue.add(job.name, job.data, job.opts).catch(() => undefined);
       ctx.out(`backfill ${id} of ${values.endpoint} running`);

@@ -1,4 +1,4 @@
-import type { FulfillmentStatus } from './payment-events';
+import type { FulfillmentStatus } from './order-views';
 
 /**
  * Events one context of the module announces to another inside the transaction that made the

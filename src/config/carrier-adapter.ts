@@ -1,4 +1,4 @@
-import type { OrderItem, ShipTo } from '../common/payment-events';
+import type { OrderItem, ShipTo } from '../common/order-views';
 
 /*
  * The interface of a carrier adapter a host passes in the options (`carrierAdapters`): declared

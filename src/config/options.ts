@@ -1,6 +1,6 @@
 import type { CanActivate } from '@nestjs/common';
 import type { Logger as PinoLogger } from 'pino';
-import type { PaymentEventType } from '../common/payment-events';
+import type { PaymentEventType } from '../common/host-events';
 import type { CarrierAdapter } from './carrier-adapter';
 
 /** The four signature schemes the module verifies. */

@@ -3,7 +3,7 @@ export const PW_OPTIONS = 'PAYMENT_WEBHOOKS_OPTIONS';
 /** Injection token of the raw options given to `forRootAsync`, before validation. */
 export const PW_RAW_OPTIONS = 'PAYMENT_WEBHOOKS_RAW_OPTIONS';
 /** The `@nestjs/bullmq` config key of the module's queues, apart from a host's own. */
-export const PW_BULL = 'payment-webhooks';
+export const BULL_CONFIG_KEY = 'payment-webhooks';
 /** Injection token of the host's own carrier adapters (module option `carrierAdapters`). */
 export const PW_CARRIER_ADAPTERS = 'PAYMENT_WEBHOOKS_CARRIER_ADAPTERS';
 /** Injection token of the names an order's `carrier` may take: configured HTTP carriers and the host's adapters. */

@@ -1,5 +1,5 @@
 import { parseRedisSeeds } from '../common/redis-connection';
-import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/payment-events';
+import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/host-events';
 import {
   CarrierDefinition,
   DEFAULT_TUNING,
@@ -81,7 +81,7 @@ export function parseIsoInstant(value: unknown): number | null {
  */
 export function validateEndpoints(setting: string, value: unknown, nowMs: number = Date.now()): EndpointDefinition[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of endpoint definitions');
-  const seen = new Set<string>();
+  const named = new Set<string>();
   const endpoints = value.map((raw, index) => {
     const where = `endpoint #${index + 1}`;
     if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
@@ -90,8 +90,8 @@ export function validateEndpoints(setting: string, value: unknown, nowMs: number
       throw new ConfigurationError(setting, `${where}: "id" must match [a-z0-9-]{1,64}`);
     }
     const label = `endpoint "${id}"`;
-    if (seen.has(id)) throw new ConfigurationError(setting, `duplicate endpoint id "${id}"`);
-    seen.add(id);
+    if (named.has(id)) throw new ConfigurationError(setting, `duplicate endpoint id "${id}"`);
+    named.add(id);
     if (typeof provider !== 'string' || !(PROVIDER_NAMES as readonly string[]).includes(provider)) {
       throw new ConfigurationError(
         setting,
@@ -231,14 +231,14 @@ function validateAccounts(
 
 export function validateCarriers(setting: string, value: unknown): CarrierDefinition[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of carrier definitions');
-  const seen = new Set<string>();
+  const named = new Set<string>();
   return value.map((raw, index) => {
     const where = `carrier #${index + 1}`;
     if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
     const { name, url, apiKey, timeoutMs } = raw;
     if (!nonEmptyString(name)) throw new ConfigurationError(setting, `${where}: "name" is required`);
-    if (seen.has(name)) throw new ConfigurationError(setting, `duplicate carrier name "${name}"`);
-    seen.add(name);
+    if (named.has(name)) throw new ConfigurationError(setting, `duplicate carrier name "${name}"`);
+    named.add(name);
     if (!isHttpUrl(url)) throw new ConfigurationError(setting, `carrier "${name}": "url" must be an http(s) URL`);
     if (apiKey !== undefined && !nonEmptyString(apiKey)) {
       throw new ConfigurationError(setting, `carrier "${name}": "apiKey" must be a non-empty string`);
@@ -253,7 +253,7 @@ export function validateCarriers(setting: string, value: unknown): CarrierDefini
 /** Event sinks: a name, an http(s) URL and a Standard Webhooks secret each. */
 export function validateEventSinks(setting: string, value: unknown): ResolvedEventSink[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of event sinks');
-  const seen = new Set<string>();
+  const named = new Set<string>();
   return value.map((raw, index) => {
     const where = `sink #${index + 1}`;
     if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
@@ -261,8 +261,8 @@ export function validateEventSinks(setting: string, value: unknown): ResolvedEve
     if (typeof name !== 'string' || !/^[A-Za-z0-9_.:-]{1,64}$/.test(name)) {
       throw new ConfigurationError(setting, `${where}: "name" is required (1–64 letters, digits, _ . : -)`);
     }
-    if (seen.has(name)) throw new ConfigurationError(setting, `duplicate sink name "${name}"`);
-    seen.add(name);
+    if (named.has(name)) throw new ConfigurationError(setting, `duplicate sink name "${name}"`);
+    named.add(name);
     if (!isHttpUrl(url)) throw new ConfigurationError(setting, `sink "${name}": "url" must be an http(s) URL`);
     if (typeof secret !== 'string' || !secret.startsWith('whsec_')) {
       throw new ConfigurationError(setting, `sink "${name}": "secret" must be a Standard Webhooks secret starting with "whsec_"`);

@@ -1,6 +1,6 @@
 import { createServer, Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { PaymentWebhooksEvent } from '../common/payment-events';
+import type { PaymentWebhooksEvent } from '../common/host-events';
 import type { ResolvedOptions } from '../config/options';
 import { MetricsService } from '../observability/metrics.service';
 import { EventSinks } from './event-sinks';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
-import type { PaymentEventType, PaymentWebhooksEvent } from '../common/payment-events';
+import type { PaymentEventType, PaymentWebhooksEvent } from '../common/host-events';
 import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
 import { MetricsService } from '../observability/metrics.service';
 import { discardAnswer } from '../outbox/bounded-answer';

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { EntityManager } from 'typeorm';
-import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType, type PaymentWebhooksEvent } from '../common/payment-events';
+import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType, type PaymentWebhooksEvent } from '../common/host-events';
 import type { ResolvedOptions } from '../config/options';
 import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-handler';
 import type { HandlerOutcome } from '../outbox/outbox.state';

@@ -1,5 +1,5 @@
 import { SetMetadata } from '@nestjs/common';
-import type { PaymentEventType } from '../common/payment-events';
+import type { PaymentEventType } from '../common/host-events';
 
 export const ON_PAYMENT_EVENT = 'payment-webhooks:on-payment-event';
 

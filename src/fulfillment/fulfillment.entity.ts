@@ -1,4 +1,4 @@
-import type { OrderItem, ShipTo } from '../common/payment-events';
+import type { OrderItem, ShipTo } from '../common/order-views';
 import { uuid7 } from '../common/uuid7';
 import { canMove, FulfillmentStatus } from './fulfillment.state';
 

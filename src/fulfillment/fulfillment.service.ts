@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { BeforeCommitBatch } from '../database/transaction';
-import type { OrderSnapshot } from '../common/payment-events';
+import type { OrderSnapshot } from '../common/order-views';
 import { OutboxHandlers } from '../outbox/outbox-handler';
 import { OutboxWriter } from '../outbox/outbox-writer';
 import { TransactionEvents } from '../outbox/transaction-events';

@@ -1,7 +1,7 @@
 import { canMove as lifecycleAllows, defineLifecycle } from '../common/lifecycle';
-import { FULFILLMENT_STATUSES, type FulfillmentStatus } from '../common/payment-events';
+import { FULFILLMENT_STATUSES, type FulfillmentStatus } from '../common/order-views';
 
-export { FULFILLMENT_STATUSES, type FulfillmentStatus } from '../common/payment-events';
+export { FULFILLMENT_STATUSES, type FulfillmentStatus } from '../common/order-views';
 
 /** The fulfillment lifecycle (docs/carriers.md), as data. */
 export const FULFILLMENT_LIFECYCLE = defineLifecycle<FulfillmentStatus>({

@@ -75,14 +75,14 @@ const GENERIC_DESCRIPTIONS: Record<ErrorStatus, string> = {
 export function ApiErrorResponses(...args: [...ErrorStatus[], ErrorDocs] | ErrorStatus[]): MethodDecorator {
   const list: Array<ErrorStatus | ErrorDocs> = args;
   const last = list[list.length - 1];
-  const own: ErrorDocs = typeof last === 'object' ? last : {};
+  const routeDocs: ErrorDocs = typeof last === 'object' ? last : {};
   const statuses = list.filter((a): a is ErrorStatus => typeof a === 'number');
-  for (const status of Object.keys(own).map(Number) as ErrorStatus[]) {
+  for (const status of Object.keys(routeDocs).map(Number) as ErrorStatus[]) {
     if (!statuses.includes(status)) throw new Error(`ApiErrorResponses: an example for ${status}, which the route does not list`);
   }
   return applyDecorators(
     ...statuses.map((status) => {
-      const doc = own[status] ?? SHARED_ERROR_DOCS[status];
+      const doc = routeDocs[status] ?? SHARED_ERROR_DOCS[status];
       if (!doc) throw new Error(`ApiErrorResponses: ${status} has no shared example; give the route its own`);
       return ApiResponse({
         status,

@@ -213,13 +213,13 @@ function guardedRoutes(modules: Type[], base: string): GuardedRoute[] {
         if (requestMethod === undefined) continue;
         const guards: unknown[] = [...classGuards, ...(Reflect.getMetadata(GUARDS_METADATA, handler) ?? [])];
         if (!guards.includes(AdminGuard)) continue;
-        for (const own of pathsOf(Reflect.getMetadata(PATH_METADATA, handler))) {
+        for (const route of pathsOf(Reflect.getMetadata(PATH_METADATA, handler))) {
           for (const ctl of prefix) {
             out.push({
               method: RequestMethod[requestMethod],
-              pattern: routePattern([base, ctl, own], false),
-              caseless: routePattern([base, ctl, own], true),
-              template: urlTemplate([base, ctl, own].join('/')),
+              pattern: routePattern([base, ctl, route], false),
+              caseless: routePattern([base, ctl, route], true),
+              template: urlTemplate([base, ctl, route].join('/')),
             });
           }
         }

@@ -2,7 +2,7 @@ import { Processor, WorkerHost } from '@nestjs/bullmq';
 import { applyDecorators, Logger, OnApplicationBootstrap, SetMetadata } from '@nestjs/common';
 import { Job, UnrecoverableError } from 'bullmq';
 import type { ResolvedOptions } from '../config/options';
-import { PW_BULL } from '../config/tokens';
+import { BULL_CONFIG_KEY } from '../config/tokens';
 import type { ReceivePressure } from './receive-pressure';
 import { JobName, QueueName } from './queues';
 import { startWorker } from './start-worker';
@@ -16,7 +16,7 @@ export const MODULE_WORKER_QUEUE = 'payment-webhooks:worker-queue';
  * registry's start-up check.
  */
 export function ModuleProcessor(queue: QueueName): ClassDecorator {
-  return applyDecorators(SetMetadata(MODULE_WORKER_QUEUE, queue), Processor({ name: queue, configKey: PW_BULL }, { autorun: false }));
+  return applyDecorators(SetMetadata(MODULE_WORKER_QUEUE, queue), Processor({ name: queue, configKey: BULL_CONFIG_KEY }, { autorun: false }));
 }
 
 /**

@@ -20,10 +20,6 @@ export enum JobName {
   DispatchOutboxMessage = 'dispatch',
   PurgeExpired = 'retention',
   RunBackfill = 'run-backfill',
-  /** @deprecated the old member names, until every producer goes through the job registry. */
-  DeliverMessage = 'dispatch',
-  /** @deprecated see DeliverMessage. */
-  Retention = 'retention',
 }
 
 /** The scheduler ids of repeated jobs (one schedule per id, across every process). */

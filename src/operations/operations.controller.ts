@@ -25,7 +25,7 @@ import { OutboxAdminService } from './outbox-admin.service';
 import { reconcile } from './reconciliation.service';
 import { RetentionService } from './retention.service';
 
-/** The operator's routes (CONTRACT §4): the archive, replay, the outbox, reconciliation, retention. */
+/** The operator's routes (docs/rest-api.md#admin-routes): the archive, replay, the outbox, reconciliation, retention. */
 @ApiTags('admin')
 // The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
 @ApiBearerAuth('admin')

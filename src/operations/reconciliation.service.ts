@@ -53,7 +53,7 @@ export function recoveringBackfill(
 }
 
 /**
- * Compares our table with what the provider says (CONTRACT §4). A missing event is a subscription
+ * Compares our table with what the provider says (docs/operations.md#reconciliation). A missing event is a subscription
  * or firewall problem; a paid payment not succeeded here, a delivery lost or parked; an order
  * paid and not fulfilled, a stuck outbox; two shipments for one order, a key problem. Plain SQL
  * on a DataSource, so the admin route and the command line share it. Missing Stripe events come

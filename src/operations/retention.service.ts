@@ -1,13 +1,9 @@
-import { InjectQueue, Processor, WorkerHost } from '@nestjs/bullmq';
-import { JobName, JobSchedule, QueueName } from '../jobs/queues';
-import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
-import { startWorker } from '../jobs/start-worker';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
-import { PW_BULL, PW_OPTIONS } from '../config/tokens';
+import { PW_OPTIONS } from '../config/tokens';
 import { OutboxStore } from '../outbox/outbox.store';
 import { IdempotencyKeyStore } from '../payments/idempotency-key.store';
 import { InboxStore } from '../webhooks/inbox.store';
@@ -41,33 +37,5 @@ export class RetentionService {
       this.logger.log(`purged ${deliveries} deliveries and ${messages} outbox messages older than ${days} days`);
     }
     return { deleted: deliveries + messages };
-  }
-}
-
-/** Runs the purge daily, once across all processes (a BullMQ job scheduler). */
-@Processor({ name: QueueName.Maintenance, configKey: PW_BULL }, { autorun: false })
-export class MaintenanceProcessor extends WorkerHost implements OnApplicationBootstrap {
-  private readonly logger = new Logger('Maintenance');
-
-  constructor(
-    private readonly retention: RetentionService,
-    @InjectQueue(QueueName.Maintenance) private readonly queue: Queue,
-    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
-  ) {
-    super();
-  }
-
-  onApplicationBootstrap(): void {
-    if (!this.options.runWorkers) return;
-    // Idempotent: every worker process upserts the same scheduler. Not awaited: a Redis that is
-    // away at start must not hold the start.
-    void this.queue
-      .upsertJobScheduler(JobSchedule.RetentionDaily, { pattern: '17 3 * * *' }, { name: JobName.Retention, data: {} })
-      .catch((err: Error) => this.logger.warn(`could not schedule the daily retention: ${err.message}`));
-    startWorker(this.worker, this.options, this.logger, 'maintenance');
-  }
-
-  async process(): Promise<{ deleted: number }> {
-    return this.retention.purge();
   }
 }

@@ -1,14 +1,12 @@
-import { InjectQueue } from '@nestjs/bullmq';
-import { QueueName, JobName } from '../jobs/queues';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import type { Queue } from 'bullmq';
 import { Client } from 'pg';
-import { requeueJobs } from '../jobs/requeue';
+import { JobProducer } from '../jobs/job-producer';
+import { JobName } from '../jobs/queues';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
-import { outboxChannel, OutboxJobData, outboxJobOptions } from './outbox.queue';
+import { outboxChannel } from './outbox-channel';
 import { OutboxStore } from './outbox.store';
 
 /**
@@ -31,7 +29,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
 
   constructor(
     private readonly store: OutboxStore,
-    @InjectQueue(QueueName.Outbox) private readonly queue: Queue<OutboxJobData>,
+    private readonly jobs: JobProducer,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -69,7 +67,7 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
    * dispatcher that gave up on its own infrastructure).
    */
   async requeue(ids: readonly string[]): Promise<number> {
-    return requeueJobs(this.queue, ids, (id) => this.queue.add(JobName.DeliverMessage, { messageId: id }, outboxJobOptions(id)));
+    return this.jobs.requeue(JobName.DispatchOutboxMessage, ids, (messageId) => ({ messageId }));
   }
 
   private async listen(): Promise<void> {
@@ -109,8 +107,8 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
       this.flushScheduled = false;
       const ids = [...this.pendingIds];
       this.pendingIds.clear();
-      this.queue
-        .addBulk(ids.map((messageId) => ({ name: JobName.DeliverMessage, data: { messageId }, opts: outboxJobOptions(messageId) })))
+      this.jobs
+        .addMany(JobName.DispatchOutboxMessage, ids.map((messageId) => ({ messageId })))
         .catch((err: Error) => this.logger.warn(`${ids.length} messages left for the sweeper: ${err.message}`));
     });
   }

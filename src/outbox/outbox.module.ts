@@ -1,7 +1,4 @@
-import { BullModule } from '@nestjs/bullmq';
-import { QueueName } from '../jobs/queues';
 import { Module } from '@nestjs/common';
-import { PW_BULL } from '../config/tokens';
 import { OutboxDispatcher } from './outbox-dispatcher.service';
 import { OutboxHandlers } from './outbox-handler';
 import { OutboxRelay } from './outbox-relay.service';
@@ -18,8 +15,7 @@ import { TransactionEvents } from './transaction-events';
  * and dead-letters, and the handlers registered by type. It imports no other context.
  */
 @Module({
-  imports: [BullModule.registerQueue({ name: QueueName.Outbox, configKey: PW_BULL })],
   providers: [OutboxStore, OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxDispatcher, OutboxProcessor, OutboxService],
-  exports: [OutboxStore, OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxService, BullModule],
+  exports: [OutboxStore, OutboxWriter, OutboxRelay, OutboxHandlers, TransactionEvents, OutboxService],
 })
 export class OutboxModule {}

@@ -7,7 +7,7 @@ import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
 import { PW_CONNECTION } from '../database/data-source';
 import { rowsReturned } from '../database/returning';
 import { MetricsService } from '../observability/metrics.service';
-import { OUTBOX_CHANNEL_SQL } from './outbox.queue';
+import { OUTBOX_CHANNEL_SQL } from './outbox-channel';
 import { canRetry, OUTBOX_LIFECYCLE, OutboxStatus } from './outbox.state';
 
 /** A message to write, its id already made (time-ordered: messages are written in id order). */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { InternalEvent, InternalEventType } from '../common/internal-events';
-import { PAYMENT_EVENT_TYPES, type PaymentEventType, type PaymentWebhooksEvent } from '../common/payment-events';
+import { PAYMENT_EVENT_TYPES, type PaymentEventType, type PaymentWebhooksEvent } from '../common/host-events';
 import { OutboxHandlers } from './outbox-handler';
 import { OutboxWriter } from './outbox-writer';
 

@@ -3,7 +3,7 @@ import { Money } from './money';
 import { Order } from './order.entity';
 import type { OrderStatus } from './order.state';
 import { Payment, PaymentChange } from './payment.entity';
-import type { PaymentEventKind } from './payment-event';
+import type { ProviderEventKind } from '../common/provider-event';
 import type { ApplyResult, PaymentStatus } from './payment.state';
 
 /**
@@ -12,14 +12,14 @@ import type { ApplyResult, PaymentStatus } from './payment.state';
  *
  * One order of 49.90 EUR, one payment for it. A history is what the provider did, in order; a
  * delivery is that history shuffled with duplicates. Both go through the processing policy of
- * PaymentEventsService + the inbox's reopening of early-rejected deliveries (DeliveryReactions), modelled in `run`.
+ * ProviderEventsService + the inbox's reopening of early-rejected deliveries (DeliveryReactions), modelled in `run`.
  */
 
 const NOW = new Date('2026-03-01T10:00:00.000Z');
 const AMOUNT = Money.parse('49.90', 'EUR');
 
 /** One provider event, as plain data so that counter-examples print readably. */
-type Step = { kind: Exclude<PaymentEventKind, 'refunded'> } | { kind: 'refunded'; refunded: number };
+type Step = { kind: Exclude<ProviderEventKind, 'refunded'> } | { kind: 'refunded'; refunded: number };
 
 function toChange(step: Step): PaymentChange {
   switch (step.kind) {

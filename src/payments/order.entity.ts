@@ -1,11 +1,12 @@
 import { RecordsChanges } from '../common/aggregate';
-import type { OrderItem, OrderSnapshot, PaymentEventType, ShipTo } from '../common/payment-events';
+import type { PaymentEventType } from '../common/host-events';
+import type { OrderItem, OrderSnapshot, ShipTo } from '../common/order-views';
 import { uuid7 } from '../common/uuid7';
 import { Money } from './money';
 import type { Payment } from './payment.entity';
 import { decideOrderMove, OrderMoveResult, OrderStatus } from './order.state';
 
-export type { OrderItem, ShipTo } from '../common/payment-events';
+export type { OrderItem, ShipTo } from '../common/order-views';
 
 /** What the order knows of its fulfillment (kept in step by the fulfillment's events). */
 export type OrderFulfillment = NonNullable<OrderSnapshot['fulfillment']>;

@@ -1,9 +1,9 @@
 import { Money } from './money';
 import type { PaymentChange } from './payment.entity';
-import type { PaymentEvent, RawAmount } from './payment-event';
+import type { ProviderEvent, RawAmount } from '../common/provider-event';
 import { ChangeOrMismatch, toPaymentChange } from './payment-change';
 
-function event(parts: Partial<PaymentEvent>): PaymentEvent {
+function event(parts: Partial<ProviderEvent>): ProviderEvent {
   return {
     kind: 'succeeded',
     resourceId: 'pi_1',

@@ -1,6 +1,6 @@
 import { Money, MoneyError } from './money';
 import type { PaymentChange } from './payment.entity';
-import type { PaymentEvent, RawAmount } from './payment-event';
+import type { ProviderEvent, RawAmount } from '../common/provider-event';
 
 export type ChangeOrMismatch =
   | { ok: true; change: PaymentChange }
@@ -11,7 +11,7 @@ export type ChangeOrMismatch =
  * mismatch; an amount that is not exact in that currency (too many decimals, not a number) is an
  * amount mismatch: authentic, but not a valid instruction.
  */
-export function toPaymentChange(event: PaymentEvent): ChangeOrMismatch {
+export function toPaymentChange(event: ProviderEvent): ChangeOrMismatch {
   const currency = event.currency?.toUpperCase() ?? null;
   const needsCurrency = event.amount !== null || event.refundedAmount !== null;
   if (currency === null) {

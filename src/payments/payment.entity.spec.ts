@@ -1,6 +1,6 @@
 import { Money } from './money';
 import { Payment, PaymentChange } from './payment.entity';
-import type { PaymentEventKind } from './payment-event';
+import type { ProviderEventKind } from '../common/provider-event';
 import { ApplyResult, PAYMENT_STATUSES, PaymentStatus } from './payment.state';
 
 const T0 = new Date('2026-03-01T10:00:00.000Z');
@@ -44,7 +44,7 @@ function paymentIn(
   return Object.assign(registered(), { status }, DEFAULTS[status], fields);
 }
 
-function change(kind: PaymentEventKind, parts: Partial<PaymentChange> = {}): PaymentChange {
+function change(kind: ProviderEventKind, parts: Partial<PaymentChange> = {}): PaymentChange {
   return { kind, amount: null, currency: null, refunded: null, ...parts };
 }
 

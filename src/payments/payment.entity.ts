@@ -1,14 +1,14 @@
 import { RecordsChanges } from '../common/aggregate';
-import type { PaymentEventType } from '../common/payment-events';
+import type { PaymentEventType } from '../common/host-events';
 import { uuid7 } from '../common/uuid7';
 import { Money } from './money';
-import type { PaymentEventKind } from './payment-event';
+import type { ProviderEventKind } from '../common/provider-event';
 import { canMove } from '../common/lifecycle';
 import { ApplyResult, CAPTURED_STATUSES, decideMove, PAYMENT_LIFECYCLE, PaymentStatus } from './payment.state';
 
 /** An event in the payment's own terms: amounts parsed against their currency. */
 export interface PaymentChange {
-  kind: PaymentEventKind;
+  kind: ProviderEventKind;
   /** The payment's amount as the event states it (the captured amount for `succeeded`). */
   amount: Money | null;
   /** The currency the event states, when it states one without an amount (disputes). */

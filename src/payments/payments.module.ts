@@ -3,7 +3,7 @@ import { OutboxModule } from '../outbox/outbox.module';
 import { IdempotencyKeyStore } from './idempotency-key.store';
 import { OrdersController } from './orders.controller';
 import { OrdersService } from './orders.service';
-import { PaymentEventsService } from './payment-events.service';
+import { ProviderEventsService } from './provider-events.service';
 import { PaymentStore } from './payment-store';
 import { PaymentsController } from './payments.controller';
 
@@ -15,7 +15,7 @@ import { PaymentsController } from './payments.controller';
 @Module({
   imports: [OutboxModule],
   controllers: [OrdersController, PaymentsController],
-  providers: [OrdersService, PaymentEventsService, PaymentStore, IdempotencyKeyStore],
-  exports: [PaymentEventsService, OrdersService, PaymentStore, IdempotencyKeyStore],
+  providers: [OrdersService, ProviderEventsService, PaymentStore, IdempotencyKeyStore],
+  exports: [ProviderEventsService, OrdersService, PaymentStore, IdempotencyKeyStore],
 })
 export class PaymentsModule {}

@@ -4,8 +4,8 @@ import { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
-import { DeliveryContext, PaymentEventsService } from '../payments/payment-events.service';
-import type { PaymentEvent } from '../payments/payment-event';
+import { DeliveryContext, ProviderEventsService } from '../payments/provider-events.service';
+import type { ProviderEvent } from '../common/provider-event';
 import { codeOf, DomainError } from '../common/domain-error';
 import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import type { ProviderName, ResolvedOptions } from '../config/options';
@@ -13,7 +13,7 @@ import { PW_OPTIONS } from '../config/tokens';
 import type { ProcessingResult } from './inbox.state';
 import { DeliveryToProcess, InboxStore } from './inbox.store';
 import { deliveriesInProcess } from './delivery-reactions';
-import { PROVIDERS } from './providers';
+import { PROVIDERS } from '../providers';
 
 export type { ProcessingResult } from './inbox.state';
 
@@ -65,7 +65,7 @@ export class DeliveryProcessingService {
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
-    private readonly payments: PaymentEventsService,
+    private readonly payments: ProviderEventsService,
     private readonly inbox: InboxStore,
     private readonly metrics: MetricsService,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
@@ -145,7 +145,7 @@ export class DeliveryProcessingService {
   private async decideOrWait(
     em: EntityManager,
     delivery: DeliveryToProcess,
-    event: PaymentEvent | null,
+    event: ProviderEvent | null,
     parkUnmatched: boolean,
   ): Promise<ProcessingResult | NotYet> {
     try {
@@ -189,7 +189,7 @@ export class DeliveryProcessingService {
   }
 
   /** The recorded event in the payment domain's terms; null for a type or resource we do not act on. */
-  private normalize(delivery: DeliveryToProcess): PaymentEvent | null {
+  private normalize(delivery: DeliveryToProcess): ProviderEvent | null {
     const adapter = PROVIDERS[delivery.provider as ProviderName];
     return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
   }
@@ -207,7 +207,7 @@ export class DeliveryProcessingService {
     em: EntityManager,
     delivery: DeliveryToProcess,
     parkUnmatched: boolean,
-    event: PaymentEvent | null = this.normalize(delivery),
+    event: ProviderEvent | null = this.normalize(delivery),
   ): Promise<ProcessingResult> {
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
     return this.payments.apply(em, this.contextOf(delivery), event, parkUnmatched);

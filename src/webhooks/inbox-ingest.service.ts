@@ -1,19 +1,16 @@
 import { Inject, Injectable, Logger, OnApplicationShutdown } from '@nestjs/common';
-import { QueueName, JobName } from '../jobs/queues';
-import { Queue } from 'bullmq';
+import { JobName } from '../jobs/queues';
+import { JobProducer } from '../jobs/job-producer';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'pg';
 import type { ResolvedOptions } from '../config/options';
-import { withTimeout } from '../common/with-timeout';
 import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
 import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
-import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } from '../common/redis-connection';
 import { uuid7 } from '../common/uuid7';
-import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
 import type { DeliverySource } from './inbox.state';
 import { InboxStore, NewDelivery } from './inbox.store';
-import type { EnvelopeIdentity } from './providers';
+import type { EnvelopeIdentity } from '../providers';
 import { eventAccount, servesAccount, type ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
@@ -39,21 +36,19 @@ const COMMON_HEADERS = ['content-type', 'user-agent'];
 
 /**
  * The receive path's durable part: one parameterised INSERT on a pool of its own (so busy
- * workers never delay an answer), then a best-effort enqueue on a producer connection that
- * fails fast while Redis is away (the sweeper covers what it misses).
+ * workers never delay an answer), then a best-effort enqueue on the producer's lane that fails
+ * fast while Redis is away (the sweeper covers what it misses).
  */
 @Injectable()
 export class InboxIngestService implements OnApplicationShutdown {
   private readonly logger = new Logger('WebhookIngest');
   private readonly pool: Pool;
-  private readonly queue: Queue<ProcessDeliveryData>;
-  /** The queue's connection: options (BullMQ's own client), or a Cluster this service closes. */
-  private readonly redis: ModuleRedisConnection;
   private readonly batcher: MicroBatcher<NewDelivery, RowOutcome>;
 
   constructor(
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     private readonly inbox: InboxStore,
+    private readonly jobs: JobProducer,
   ) {
     const { tuning } = options;
     this.pool = new Pool({
@@ -65,9 +60,6 @@ export class InboxIngestService implements OnApplicationShutdown {
     });
     // An idle connection dropped by the server must not crash the process; the next query reconnects.
     this.pool.on('error', (err) => this.logger.warn(`idle database connection lost: ${err.message}`));
-    this.redis = moduleRedisConnection(options, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
-    this.queue = new Queue<ProcessDeliveryData>(QueueName.Inbox, { prefix: options.queuePrefix, connection: this.redis });
-    this.queue.on('error', (err) => this.logger.warn(`inbox queue connection: ${err.message}`));
     this.batcher = new MicroBatcher((rows) => this.recordBatch(rows), {
       maxBatch: tuning.ingestBatchSize,
       maxInFlight: tuning.ingestPoolSize,
@@ -166,18 +158,10 @@ export class InboxIngestService implements OnApplicationShutdown {
 
   /** Best effort and bounded: the rows are committed, so a lost job only delays processing. */
   private async enqueue(inboxIds: string[]): Promise<void> {
-    const { tuning } = this.options;
     try {
-      await withTimeout(
-        this.queue.addBulk(
-          inboxIds.map((inboxId) => ({
-            name: JobName.ProcessDelivery,
-            data: { inboxId },
-            opts: processDeliveryJobOptions(inboxId, tuning),
-          })),
-        ),
-        tuning.enqueueTimeoutMs,
-        'enqueue',
+      await this.jobs.addManyAtOnce(
+        JobName.ProcessDelivery,
+        inboxIds.map((inboxId) => ({ inboxId })),
       );
     } catch (err) {
       this.logger.warn(`${inboxIds.length} deliveries recorded, not enqueued (the sweeper will): ${(err as Error).message}`);
@@ -185,14 +169,7 @@ export class InboxIngestService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    // While Redis is away a graceful close cannot reach it (this connection queues nothing):
-    // drop it instead, or its reconnect timer would keep the process alive.
-    // A Cluster given to the queue is this service's to close (BullMQ leaves it open), then too.
-    const closeQueue = withTimeout(this.queue.close(), 2_000, 'queue close').catch(() => {
-      releaseRedisConnection(this.redis);
-      return this.queue.disconnect();
-    });
-    await Promise.allSettled([closeQueue.finally(() => releaseRedisConnection(this.redis)), this.pool.end()]);
+    await this.pool.end().catch(() => undefined);
   }
 }
 

@@ -1,12 +1,9 @@
-import { InjectQueue } from '@nestjs/bullmq';
-import { QueueName, JobName } from '../jobs/queues';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import type { Queue } from 'bullmq';
-import type { ResolvedOptions } from '../config/options';
-import { requeueJobs } from '../jobs/requeue';
 import { withTimeout } from '../common/with-timeout';
+import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../config/tokens';
-import { processDeliveryJobOptions, ProcessDeliveryData } from './inbox.queue';
+import { JobProducer } from '../jobs/job-producer';
+import { JobName } from '../jobs/queues';
 
 /**
  * Puts deliveries (back) on the inbox queue: for the sweeper, for deliveries re-run after their
@@ -20,7 +17,7 @@ export class InboxQueueService {
   private readonly logger = new Logger('InboxQueue');
 
   constructor(
-    @InjectQueue(QueueName.Inbox) private readonly queue: Queue<ProcessDeliveryData>,
+    private readonly jobs: JobProducer,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
 
@@ -30,12 +27,7 @@ export class InboxQueueService {
    * Returns how many jobs were added or promoted.
    */
   async requeue(ids: readonly string[], { expedite = false } = {}): Promise<number> {
-    return requeueJobs(
-      this.queue,
-      ids,
-      (id) => this.queue.add(JobName.ProcessDelivery, { inboxId: id }, processDeliveryJobOptions(id, this.options.tuning)),
-      { expedite },
-    );
+    return this.jobs.requeue(JobName.ProcessDelivery, ids, (inboxId) => ({ inboxId }), { expedite });
   }
 
   /** Best effort after a commit: a failure leaves the rows `received`, and the sweeper enqueues them. */

@@ -256,19 +256,29 @@ export class InboxStore {
     exceptIds: readonly string[],
   ): Promise<{ reopened: string[]; waiting: ResourceKey[] }> {
     const rows: Array<{ kind: 'reopened' | 'waiting'; id: string; provider: string; account: string; resource: string }> = await em.query(
+      // Each payment's deliveries are looked up by its resource id alone, one probe of the index on
+      // it (`OFFSET 0` keeps the planner from turning the probes into a join), then matched on the
+      // whole key. A join of the list against the table, or a lookup led by provider and account,
+      // is what a planner without fresh statistics picks, and under a backlog of thousands that
+      // scan would cost every processing transaction.
       `WITH k AS (
          SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(provider text, account text, resource text, release boolean, reopen boolean)),
+       of_payment AS (
+         SELECT k.provider, k.account, k.resource, k.release, k.reopen, d.id, d.status, d.outcome, d.key_scope
+           FROM k CROSS JOIN LATERAL (
+             SELECT w.id, w.provider, w.merchant_account_id, w.status, w.outcome, w.key_scope FROM webhook_inbox w
+              WHERE w.resource_id = k.resource
+             OFFSET 0) d
+          WHERE d.provider = k.provider AND d.merchant_account_id = k.account AND NOT (d.id = ANY($2::uuid[]))),
        reopened AS (
          UPDATE webhook_inbox w SET ${REOPENED}
-           FROM k
-          WHERE k.reopen AND w.provider = k.provider AND w.merchant_account_id = k.account AND w.resource_id = k.resource
-            AND w.status = 'rejected' AND w.outcome = 'illegal_transition' AND NOT (w.id = ANY($2::uuid[]))
+          WHERE w.id IN (SELECT id FROM of_payment WHERE reopen AND status = 'rejected' AND outcome = 'illegal_transition')
          RETURNING w.id)
        SELECT 'reopened' AS kind, id, NULL AS provider, NULL AS account, NULL AS resource FROM reopened
        UNION ALL
-       SELECT 'waiting', w.id, k.provider, k.account, k.resource
-         FROM webhook_inbox w JOIN k ON k.release AND w.provider = k.provider AND w.merchant_account_id = k.account AND w.resource_id = k.resource
-        WHERE (w.status = '${RECEIVED}' OR ${WAITS_FOR_REGISTRATION}) AND NOT (w.id = ANY($2::uuid[]))`,
+       SELECT 'waiting', w.id, w.provider, w.account, w.resource
+         FROM of_payment w
+        WHERE w.release AND (w.status = '${RECEIVED}' OR ${WAITS_FOR_REGISTRATION})`,
       [
         JSON.stringify(payments.map((p) => ({ provider: p.provider, account: p.merchantAccountId, resource: p.resourceId, release: p.release, reopen: p.reopen }))),
         exceptIds,
@@ -295,7 +305,10 @@ export class InboxStore {
     key: ResourceKey,
     { exceptIds = [], skipLocked = false }: { exceptIds?: readonly string[]; skipLocked?: boolean } = {},
   ): Promise<{ ids: string[]; skipped: boolean }> {
-    const where = `w.provider = $1 AND w.merchant_account_id = $2 AND w.resource_id = $3
+    // The payment's deliveries by its resource id first (see reopenTooEarlyAndFindWaiting: never a
+    // scan of the account's deliveries, whatever the planner's statistics say).
+    const where = `w.id IN (SELECT r.id FROM (SELECT id, provider, merchant_account_id FROM webhook_inbox WHERE resource_id = $3 OFFSET 0) r
+                             WHERE r.provider = $1 AND r.merchant_account_id = $2)
           AND (w.status = '${RECEIVED}' OR ${WAITS_FOR_REGISTRATION}) AND NOT (w.id = ANY($4::uuid[]))`;
     const params = [key.provider, key.merchantAccountId, key.resourceId, exceptIds];
     if (skipLocked) {

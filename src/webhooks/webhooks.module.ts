@@ -12,27 +12,28 @@ import { EndpointRegistry } from './endpoint-registry';
 import { InboxIngestService } from './inbox-ingest.service';
 import { InboxSweeper } from './inbox-sweeper.service';
 import { InboxProcessor } from './inbox.processor';
-import { InboxQueueModule } from './inbox-queue.module';
+import { InboxQueueService } from './inbox-queue.service';
 import { INBOX_GAUGES, InboxStore } from './inbox.store';
 import { WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhooksController } from './webhooks.controller';
 
 /** Endpoint config, provider adapters, the signature guard, the inbox, ingest and processing. */
 @Module({
-  imports: [InboxQueueModule, PaymentsModule, OutboxModule],
+  imports: [PaymentsModule, OutboxModule],
   controllers: [WebhooksController],
   providers: [
     EndpointRegistry,
     DeliveryObserver,
     WebhookSignatureGuard,
     InboxStore,
+    InboxQueueService,
     InboxIngestService,
     DeliveryProcessingService,
     InboxProcessor,
     InboxSweeper,
     DeliveryReactions,
   ],
-  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueModule, InboxStore],
+  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueService, InboxStore],
 })
 export class WebhooksModule implements OnModuleInit {
   constructor(

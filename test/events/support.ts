@@ -2,7 +2,7 @@ import type { Provider } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { PaymentWebhooksEvent } from '../../src/common/payment-events';
+import type { PaymentWebhooksEvent } from '../../src/common/host-events';
 import type { PaymentWebhooksOptions } from '../../src/config/options';
 import type { SigningProvider } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';

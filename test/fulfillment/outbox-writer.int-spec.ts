@@ -3,7 +3,7 @@ import { OutboxWriter } from '../../src/outbox/outbox-writer';
 import { createTestApp, eventually, TestApp } from '../support/app';
 import { uniqueId } from '../support/domain';
 import { TEST_SCHEMA, testPgConnection } from '../support/env';
-import { outboxChannel } from '../../src/outbox/outbox.queue';
+import { outboxChannel } from '../../src/outbox/outbox-channel';
 
 const CHANNEL = outboxChannel(TEST_SCHEMA);
 

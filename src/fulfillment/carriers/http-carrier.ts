@@ -2,6 +2,7 @@ import { isRetryableStatus, retryAfterMs } from '../../common/http-answers';
 import type { CarrierDefinition } from '../../config/options';
 import { ANSWER_READ_LIMIT_BYTES, readBoundedAnswer } from '../../outbox/bounded-answer';
 import { CarrierAdapter, isUsableShipmentId, ShipmentRequest, ShipmentResult } from './carrier';
+import { codeOf } from '../../common/domain-error';
 
 /**
  * `POST {url}/shipments` with `Idempotency-Key` (docs/carriers.md#the-carrier-contract). The
@@ -42,7 +43,7 @@ export class HttpCarrierAdapter implements CarrierAdapter {
       return {
         ok: false,
         retryable: true,
-        reason: timedOut ? `no answer within ${this.timeoutMs} ms` : `network error: ${errorCode(err)}`,
+        reason: timedOut ? `no answer within ${this.timeoutMs} ms` : `network error: ${codeOf(err, (err as Error)?.message ?? 'unknown', { cause: true })}`,
         status: timedOut ? 'timeout' : 'network',
         mayHaveShipped: true,
       };
@@ -96,9 +97,4 @@ function carrierErrorCode(text: string): string | null {
   } catch {
     return null;
   }
-}
-
-function errorCode(err: unknown): string {
-  const cause = (err as { cause?: { code?: unknown } })?.cause;
-  return typeof cause?.code === 'string' ? cause.code : (err as Error)?.message ?? 'unknown';
 }

@@ -1,18 +1,17 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { InjectQueue } from '@nestjs/bullmq';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Queue } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { isPrintableId, showUnprintable } from '../../common/printable';
-import { QueueName } from '../../jobs/queues';
+import { JobProducer } from '../../jobs/job-producer';
+import { JobName } from '../../jobs/queues';
 import type { ResolvedOptions } from '../../config/options';
 import { PW_CONNECTION } from '../../database/data-source';
-import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../../http/json-depth';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../../common/json-depth';
 import { PW_OPTIONS } from '../../config/tokens';
 import { EndpointRegistry } from '../../webhooks/endpoint-registry';
 import { InboxIngestService } from '../../webhooks/inbox-ingest.service';
 import { InboxStore } from '../../webhooks/inbox.store';
-import { asObject, MalformedPayloadError } from '../../webhooks/providers';
+import { asObject, MalformedPayloadError } from '../../providers';
 import { eventAccount, ResolvedEndpoint } from '../../webhooks/signature-verifier';
 import { WebhookError } from '../../webhooks/webhook.errors';
 import type { BackfillRequest, BackfillStarted, BackfillView } from './backfill.dto';
@@ -24,8 +23,6 @@ import {
   findBackfill,
   finishBackfill,
   loadBackfill,
-  RunBackfillData,
-  runBackfillJob,
   runningBackfillIds,
   saveBackfillProgress,
 } from './backfill.store';
@@ -49,7 +46,7 @@ export class BackfillService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
-    @InjectQueue(QueueName.Backfill) private readonly queue: Queue<RunBackfillData>,
+    private readonly jobs: JobProducer,
     private readonly registry: EndpointRegistry,
     private readonly ingest: InboxIngestService,
     private readonly inbox: InboxStore,
@@ -67,8 +64,7 @@ export class BackfillService {
 
   /** Best effort: a backfill left without its job is enqueued again by the sweep (BackfillProcessor). */
   async enqueue(id: string): Promise<void> {
-    const job = runBackfillJob(id, this.options.tuning);
-    await this.queue.add(job.name, job.data, job.opts).catch((err: Error) => {
+    await this.jobs.add(JobName.RunBackfill, { backfillId: id }).catch((err: Error) => {
       this.logger.warn(`backfill ${id} recorded, not enqueued (the sweep will): ${err.message}`);
     });
   }

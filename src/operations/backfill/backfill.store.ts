@@ -27,10 +27,6 @@ for (const end of ['done', 'failed'] as const) {
   if (!canMove(BACKFILL_LIFECYCLE, RUNNING, end)) throw new IllegalMove(BACKFILL_LIFECYCLE, RUNNING, end);
 }
 
-export interface RunBackfillData {
-  backfillId: string;
-}
-
 /** Where one account's walk stands: the `starting_after` of the next page, and whether it is walked. */
 export interface AccountCursor {
   startingAfter: string | null;
@@ -57,28 +53,6 @@ export interface BackfillRow {
   refused: number;
   error: string | null;
 }
-
-/**
- * The job of a backfill: its id is the backfill's, so the route, the start-up sweep and BullMQ's
- * stalled-job recovery can all enqueue it without doubling. Removed once finished, so a backfill
- * still `running` (its job lost) can be enqueued again; the row decides what is left to do.
- */
-export function runBackfillJob(backfillId: string, tuning: Pick<TuningOptions, 'inboxBackoffMs'>) {
-  return {
-    name: JobName.RunBackfill,
-    data: { backfillId } satisfies RunBackfillData,
-    opts: {
-      jobId: backfillId,
-      attempts: BACKFILL_ATTEMPTS,
-      backoff: { type: 'exponential', delay: tuning.inboxBackoffMs, jitter: 0.5 },
-      removeOnComplete: true,
-      removeOnFail: true,
-    },
-  };
-}
-
-/** Runs of a backfill's job before the backfill is `failed` (a database or Redis that stays away). */
-export const BACKFILL_ATTEMPTS = 8;
 
 const INSERT_SQL = `
   INSERT INTO backfills (id, endpoint_id, since, until, accounts, cursors)

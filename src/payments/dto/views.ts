@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ORDER_STATUSES } from '../order.state';
 import { PAYMENT_STATUSES } from '../payment.state';
-import { FULFILLMENT_STATUSES } from '../../common/payment-events';
+import { FULFILLMENT_STATUSES } from '../../common/order-views';
 import { OrderItemDto, ShipToDto } from './order.dto';
 
 export class PaymentView {

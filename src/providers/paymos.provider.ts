@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent, PaymentEventKind } from '../../payments/payment-event';
+import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
   checkIdHeader,
@@ -9,16 +9,16 @@ import {
   optionalId,
   parseKeyValueHeader,
   parseUnixSeconds,
-  ProviderAdapter,
   requireId,
   SignatureParts,
   text,
   unixDate,
   v1Candidates,
 } from './provider';
+import { hmacProvider } from './hmac';
 
 /** The invoice event types the service acts on (docs/webhooks.md#paymos), as the payment event each is. */
-const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['invoice.created', 'pending'],
   ['invoice.confirming', 'processing'],
   ['invoice.paid', 'succeeded'],
@@ -28,8 +28,9 @@ const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
 ]);
 
 /** Paymos (docs/webhooks.md#paymos): `X-Webhook-Signature: v1=<hex>[,v1=<hex>…]` over `<timestamp>.<body>`. */
-export const paymosProvider: ProviderAdapter = {
+export const paymosProvider = hmacProvider({
   name: 'paymos',
+  declaresAccount: false,
   storedHeaders: ['x-webhook-id', 'x-webhook-timestamp', 'x-webhook-signature'],
   signatureHeaders: ['x-webhook-signature'],
 
@@ -56,7 +57,7 @@ export const paymosProvider: ProviderAdapter = {
     };
   },
 
-  normalize(body, eventType): PaymentEvent | null {
+  normalize(body, eventType): ProviderEvent | null {
     const kind = INVOICE_KINDS.get(eventType);
     const data = asObject(asObject(body)?.data);
     const resourceId = text(data?.id);
@@ -73,4 +74,4 @@ export const paymosProvider: ProviderAdapter = {
       occurredAt: unixDate(asObject(body)?.created),
     };
   },
-};
+});

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent, PaymentEventKind, RawAmount } from '../../payments/payment-event';
+import type { ProviderEvent, ProviderEventKind, RawAmount } from '../common/provider-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -8,14 +8,14 @@ import {
   lenientId,
   optionalId,
   parseTimestampedHeader,
-  ProviderAdapter,
   requireId,
   text,
   unixDate,
 } from './provider';
+import { hmacProvider } from './hmac';
 
 /** The event types the service acts on (docs/webhooks.md#stripe); `charge.dispute.closed` depends on its status. */
-const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['payment_intent.processing', 'processing'],
   ['payment_intent.amount_capturable_updated', 'authorized'],
   ['payment_intent.succeeded', 'succeeded'],
@@ -25,7 +25,7 @@ const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
   ['charge.dispute.created', 'disputed'],
 ]);
 
-function stripeKind(eventType: string, body: Record<string, unknown>): PaymentEventKind | null {
+function stripeKind(eventType: string, body: Record<string, unknown>): ProviderEventKind | null {
   if (eventType !== 'charge.dispute.closed') return KINDS.get(eventType) ?? null;
   const status = asObject(asObject(asObject(body)?.data)?.object)?.status;
   // `warning_closed` (an inquiry) and any other status change nothing.
@@ -36,8 +36,9 @@ function stripeKind(eventType: string, body: Record<string, unknown>): PaymentEv
  * Stripe (docs/webhooks.md#stripe): `Stripe-Signature: t=<unix>,v1=<hex>…` over `<t>.<body>`, keyed with
  * the whole `whsec_…` string; only `v1` entries count.
  */
-export const stripeProvider: ProviderAdapter = {
+export const stripeProvider = hmacProvider({
   name: 'stripe',
+  declaresAccount: true,
   storedHeaders: ['stripe-signature'],
   signatureHeaders: ['stripe-signature'],
 
@@ -63,7 +64,7 @@ export const stripeProvider: ProviderAdapter = {
     };
   },
 
-  normalize(body, eventType): PaymentEvent | null {
+  normalize(body, eventType): ProviderEvent | null {
     const kind = stripeKind(eventType, body);
     const envelope = asObject(body);
     const object = asObject(asObject(envelope?.data)?.object);
@@ -87,4 +88,4 @@ export const stripeProvider: ProviderAdapter = {
       occurredAt: unixDate(envelope?.created),
     };
   },
-};
+});

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent, PaymentEventKind } from '../../payments/payment-event';
+import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
   checkIdHeader,
@@ -9,14 +9,14 @@ import {
   lenientId,
   optionalId,
   parseTimestampedHeader,
-  ProviderAdapter,
   requireId,
   text,
   unixDate,
 } from './provider';
+import { hmacProvider } from './hmac';
 
 /** The invoice event types the service acts on (docs/webhooks.md#factuarea), as the payment event each is. */
-const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['invoice.created', 'pending'],
   ['invoice.sent', 'pending'],
   ['invoice.paid', 'succeeded'],
@@ -25,8 +25,9 @@ const INVOICE_KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
 ]);
 
 /** Factuarea (docs/webhooks.md#factuarea): `Factuarea-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `<t>.<body>`. */
-export const factuareaProvider: ProviderAdapter = {
+export const factuareaProvider = hmacProvider({
   name: 'factuarea',
+  declaresAccount: true,
   storedHeaders: [
     'factuarea-signature',
     'factuarea-event-id',
@@ -57,7 +58,7 @@ export const factuareaProvider: ProviderAdapter = {
     };
   },
 
-  normalize(body, eventType): PaymentEvent | null {
+  normalize(body, eventType): ProviderEvent | null {
     const kind = INVOICE_KINDS.get(eventType);
     const envelope = asObject(body);
     const invoice = asObject(asObject(envelope?.data)?.object);
@@ -77,4 +78,4 @@ export const factuareaProvider: ProviderAdapter = {
       occurredAt: unixDate(envelope?.created),
     };
   },
-};
+});

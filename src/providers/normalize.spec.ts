@@ -1,5 +1,5 @@
-import { exampleEvents } from '../../../test/support/fixtures';
-import type { PaymentEvent } from '../../payments/payment-event';
+import { exampleEvents } from '../../test/support/fixtures';
+import type { ProviderEvent } from '../common/provider-event';
 import { factuareaProvider } from './factuarea.provider';
 import { paymosProvider } from './paymos.provider';
 import type { ProviderAdapter } from './provider';
@@ -28,7 +28,7 @@ function objectOf(body: Body): Body {
 }
 
 /** Every example type has an expectation and every expectation an example. */
-function expectSameTypes(provider: string, expected: Record<string, PaymentEvent>): void {
+function expectSameTypes(provider: string, expected: Record<string, ProviderEvent>): void {
   expect(Object.keys(exampleEvents(provider)).sort()).toEqual(Object.keys(expected).sort());
 }
 
@@ -36,7 +36,7 @@ function expectSameTypes(provider: string, expected: Record<string, PaymentEvent
 // paymos (docs/webhooks.md#paymos)
 
 describe('paymosProvider.normalize', () => {
-  const invoice = (kind: PaymentEvent['kind'], extra: Partial<PaymentEvent> = {}): PaymentEvent => ({
+  const invoice = (kind: ProviderEvent['kind'], extra: Partial<ProviderEvent> = {}): ProviderEvent => ({
     kind,
     resourceId: 'inv_51ab77c0',
     orderId: ORDER,
@@ -47,7 +47,7 @@ describe('paymosProvider.normalize', () => {
     occurredAt: CREATED,
     ...extra,
   });
-  const expected: Record<string, PaymentEvent> = {
+  const expected: Record<string, ProviderEvent> = {
     'invoice.created': invoice('pending'),
     'invoice.confirming': invoice('processing'),
     'invoice.paid': invoice('succeeded'),
@@ -137,7 +137,7 @@ describe('paymosProvider.normalize', () => {
 // factuarea (docs/webhooks.md#factuarea)
 
 describe('factuareaProvider.normalize', () => {
-  const invoice = (kind: PaymentEvent['kind'], extra: Partial<PaymentEvent> = {}): PaymentEvent => ({
+  const invoice = (kind: ProviderEvent['kind'], extra: Partial<ProviderEvent> = {}): ProviderEvent => ({
     kind,
     resourceId: '01931b3e-7c4a-7f2e-9a8b-3c5d6e7f8a42',
     orderId: ORDER,
@@ -148,7 +148,7 @@ describe('factuareaProvider.normalize', () => {
     occurredAt: CREATED,
     ...extra,
   });
-  const expected: Record<string, PaymentEvent> = {
+  const expected: Record<string, ProviderEvent> = {
     'invoice.created': invoice('pending'),
     'invoice.sent': invoice('pending'),
     'invoice.paid': invoice('succeeded'),
@@ -260,7 +260,7 @@ describe('factuareaProvider.normalize', () => {
 // stripe (docs/webhooks.md#stripe)
 
 describe('stripeProvider.normalize', () => {
-  const event = (kind: PaymentEvent['kind'], extra: Partial<PaymentEvent> = {}): PaymentEvent => ({
+  const event = (kind: ProviderEvent['kind'], extra: Partial<ProviderEvent> = {}): ProviderEvent => ({
     kind,
     resourceId: 'pi_3QxAbcDEF',
     orderId: ORDER,
@@ -271,7 +271,7 @@ describe('stripeProvider.normalize', () => {
     occurredAt: CREATED,
     ...extra,
   });
-  const expected: Record<string, PaymentEvent> = {
+  const expected: Record<string, ProviderEvent> = {
     'payment_intent.processing': event('processing'),
     'payment_intent.amount_capturable_updated': event('authorized'),
     'payment_intent.succeeded': event('succeeded'),
@@ -441,7 +441,7 @@ describe('stripeProvider.normalize', () => {
 
 describe('standardProvider.normalize', () => {
   const OCCURRED = new Date('2026-09-28T10:16:01Z');
-  const payment = (kind: PaymentEvent['kind'], extra: Partial<PaymentEvent> = {}): PaymentEvent => ({
+  const payment = (kind: ProviderEvent['kind'], extra: Partial<ProviderEvent> = {}): ProviderEvent => ({
     kind,
     resourceId: 'pay_7Hc2Lq',
     orderId: ORDER,
@@ -452,7 +452,7 @@ describe('standardProvider.normalize', () => {
     occurredAt: OCCURRED,
     ...extra,
   });
-  const expected: Record<string, PaymentEvent> = {
+  const expected: Record<string, ProviderEvent> = {
     'payment.pending': payment('pending'),
     'payment.processing': payment('processing'),
     'payment.authorized': payment('authorized'),

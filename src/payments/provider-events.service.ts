@@ -4,7 +4,7 @@ import { DomainError } from '../common/domain-error';
 import type { PaymentRefusal } from './order.entity';
 import { Payment } from './payment.entity';
 import type { RejectionReason } from './payment.state';
-import type { PaymentEvent } from './payment-event';
+import type { ProviderEvent } from '../common/provider-event';
 import { toPaymentChange } from './payment-change';
 import { PaymentStore } from './payment-store';
 
@@ -37,7 +37,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * from there.
  */
 @Injectable()
-export class PaymentEventsService {
+export class ProviderEventsService {
   constructor(private readonly store: PaymentStore) {}
 
   /**
@@ -45,8 +45,8 @@ export class PaymentEventsService {
    * order they may touch: payments in key order, then orders in id order, each in one statement
    * (the order every transaction takes its locks in: inbox rows, payments, orders).
    */
-  async prefetch(em: EntityManager, deliveries: ReadonlyArray<{ ctx: DeliveryContext; event: PaymentEvent }>): Promise<void> {
-    const keyOf = ({ ctx, event }: { ctx: DeliveryContext; event: PaymentEvent }) => ({
+  async prefetch(em: EntityManager, deliveries: ReadonlyArray<{ ctx: DeliveryContext; event: ProviderEvent }>): Promise<void> {
+    const keyOf = ({ ctx, event }: { ctx: DeliveryContext; event: ProviderEvent }) => ({
       provider: ctx.provider,
       merchantAccountId: ctx.merchantAccountId,
       providerPaymentId: event.resourceId,
@@ -61,7 +61,7 @@ export class PaymentEventsService {
     await this.store.lockOrders(em, orderIds);
   }
 
-  async apply(em: EntityManager, ctx: DeliveryContext, event: PaymentEvent, parkUnmatched: boolean): Promise<EventOutcome> {
+  async apply(em: EntityManager, ctx: DeliveryContext, event: ProviderEvent, parkUnmatched: boolean): Promise<EventOutcome> {
     if (event.declaredAccount !== null && event.declaredAccount !== ctx.merchantAccountId) {
       return { status: 'rejected', outcome: 'account_mismatch' };
     }
@@ -113,7 +113,7 @@ export class PaymentEventsService {
   private async findPayment(
     em: EntityManager,
     ctx: DeliveryContext,
-    event: PaymentEvent,
+    event: ProviderEvent,
   ): Promise<{ payment: Payment; isNew: boolean } | { refused: PaymentRefusal } | null> {
     const key = { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, providerPaymentId: event.resourceId };
     const existing = await this.store.lockPayment(em, key);

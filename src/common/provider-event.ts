@@ -4,7 +4,7 @@
  * until the processing transaction parses them against the currency (a bad amount is a mismatch,
  * not a crash).
  */
-export type PaymentEventKind =
+export type ProviderEventKind =
   | 'pending'
   | 'processing'
   | 'authorized'
@@ -20,8 +20,8 @@ export type PaymentEventKind =
 /** An amount as sent: a decimal string in the currency's exponent ("49.90") or integer minor units (4990). */
 export type RawAmount = { form: 'decimal'; value: string } | { form: 'minor'; value: number | string };
 
-export interface PaymentEvent {
-  kind: PaymentEventKind;
+export interface ProviderEvent {
+  kind: ProviderEventKind;
   /** The provider's id of the payment (invoice, PaymentIntent, payment). */
   resourceId: string;
   /** Our order id when the event carries one (`order_id` / `metadata.order_id`). */

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { PaymentEvent, PaymentEventKind } from '../../payments/payment-event';
+import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -7,11 +7,11 @@ import {
   minor,
   optionalId,
   parseUnixSeconds,
-  ProviderAdapter,
   requireId,
   SignatureParts,
   text,
 } from './provider';
+import { hmacProvider } from './hmac';
 
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
 
@@ -27,7 +27,7 @@ function decodeBase64Signature(value: string): Buffer | null {
 }
 
 /** The service's native event types (docs/webhooks.md#standard-webhooks), as the payment event each is. */
-const KINDS: ReadonlyMap<string, PaymentEventKind> = new Map([
+const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['payment.pending', 'pending'],
   ['payment.processing', 'processing'],
   ['payment.authorized', 'authorized'],
@@ -55,8 +55,9 @@ function isoDate(value: unknown): Date | null {
  * Standard Webhooks (docs/webhooks.md#standard-webhooks): `webhook-signature: v1,<base64>[ v1,<base64>…]` over
  * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64 part of `whsec_…`.
  */
-export const standardProvider: ProviderAdapter = {
+export const standardProvider = hmacProvider({
   name: 'standard',
+  declaresAccount: true,
   storedHeaders: ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
   signatureHeaders: ['webhook-signature'],
 
@@ -91,7 +92,7 @@ export const standardProvider: ProviderAdapter = {
     };
   },
 
-  normalize(body, eventType): PaymentEvent | null {
+  normalize(body, eventType): ProviderEvent | null {
     const kind = KINDS.get(eventType);
     const envelope = asObject(body);
     const data = asObject(envelope?.data);
@@ -108,4 +109,4 @@ export const standardProvider: ProviderAdapter = {
       occurredAt: isoDate(envelope?.timestamp),
     };
   },
-};
+});

@@ -1,0 +1,32 @@
+import { Inject, Logger } from '@nestjs/common';
+import type { ResolvedOptions } from '../config/options';
+import { PW_OPTIONS } from '../config/tokens';
+import { JobProducer } from '../jobs/job-producer';
+import { ModuleProcessor, ModuleWorker } from '../jobs/module-worker';
+import { JobName, JobSchedule, QueueName } from '../jobs/queues';
+import { RetentionService } from './retention.service';
+
+/** Runs the purge daily, once across all processes (a BullMQ job scheduler). */
+@ModuleProcessor(QueueName.Maintenance)
+export class MaintenanceProcessor extends ModuleWorker {
+  protected readonly logger = new Logger('Maintenance');
+  protected readonly handlers = {
+    [JobName.PurgeExpired]: () => this.retention.purge(),
+  };
+
+  constructor(
+    private readonly retention: RetentionService,
+    private readonly jobs: JobProducer,
+    @Inject(PW_OPTIONS) options: ResolvedOptions,
+  ) {
+    super(options, null);
+  }
+
+  protected override started(): void {
+    // Idempotent: every worker process upserts the same scheduler. Not awaited: a Redis that is
+    // away at start must not hold the start.
+    void this.jobs
+      .schedule(JobSchedule.RetentionDaily, '17 3 * * *', JobName.PurgeExpired, {})
+      .catch((err: Error) => this.logger.warn(`could not schedule the daily retention: ${err.message}`));
+  }
+}
