@@ -5,7 +5,7 @@ import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { DeliveryContext, ProviderEventsService } from '../payments/provider-events.service';
-import type { ProviderEvent } from '../common/provider-event';
+import type { ProviderEvent } from '../payments/provider-event';
 import { codeOf, DomainError } from '../common/domain-error';
 import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import type { ProviderName, ResolvedOptions } from '../config/options';
@@ -13,7 +13,7 @@ import { PW_OPTIONS } from '../config/tokens';
 import type { ProcessingResult } from './inbox.state';
 import { DeliveryToProcess, InboxStore } from './inbox.store';
 import { deliveriesInProcess } from './delivery-reactions';
-import { PROVIDERS } from '../providers';
+import { PROVIDERS } from './providers';
 
 export type { ProcessingResult } from './inbox.state';
 

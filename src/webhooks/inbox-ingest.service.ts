@@ -10,7 +10,7 @@ import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import { uuid7 } from '../common/uuid7';
 import type { DeliverySource } from './inbox.state';
 import { InboxStore, NewDelivery } from './inbox.store';
-import type { EnvelopeIdentity } from '../providers';
+import type { EnvelopeIdentity } from './providers';
 import { eventAccount, servesAccount, type ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 

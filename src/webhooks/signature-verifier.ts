@@ -2,7 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EndpointDefinition } from '../config/options';
 import { parseIsoInstant } from '../config/validate';
-import { PROVIDERS, ProviderAdapter } from '../providers';
+import { PROVIDERS, ProviderAdapter } from './providers';
 
 /** An endpoint ready for the receive path: adapter looked up, keys decoded once. */
 export interface ResolvedEndpoint {

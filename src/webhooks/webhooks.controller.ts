@@ -1,10 +1,10 @@
 import { Controller, HttpCode, Param, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { isUtf8 } from 'node:buffer';
-import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../common/json-depth';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../http/json-depth';
 import { DeliveryObserver } from './delivery-observer';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
-import { MalformedPayloadError } from '../providers';
+import { MalformedPayloadError } from './providers';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhookErrorFilter } from './webhook-error.filter';
 import { WebhookError } from './webhook.errors';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { exampleEvents } from '../../test/support/fixtures';
+import { exampleEvents } from '../../../test/support/fixtures';
 import { factuareaProvider } from './factuarea.provider';
 import {
   decodeHexSignature,

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
+import type { ProviderEvent, ProviderEventKind } from '../../payments/provider-event';
 import {
   asObject,
   checkIdHeader,
@@ -9,11 +9,11 @@ import {
   lenientId,
   optionalId,
   parseTimestampedHeader,
+  ProviderAdapter,
   requireId,
   text,
   unixDate,
 } from './provider';
-import { hmacProvider } from './hmac';
 
 /** The invoice event types the service acts on (docs/webhooks.md#factuarea), as the payment event each is. */
 const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -25,9 +25,8 @@ const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
 ]);
 
 /** Factuarea (docs/webhooks.md#factuarea): `Factuarea-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `<t>.<body>`. */
-export const factuareaProvider = hmacProvider({
+export const factuareaProvider: ProviderAdapter = {
   name: 'factuarea',
-  declaresAccount: true,
   storedHeaders: [
     'factuarea-signature',
     'factuarea-event-id',
@@ -78,4 +77,4 @@ export const factuareaProvider = hmacProvider({
       occurredAt: unixDate(envelope?.created),
     };
   },
-});
+};

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
+import type { ProviderEvent, ProviderEventKind } from '../../payments/provider-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -7,11 +7,11 @@ import {
   minor,
   optionalId,
   parseUnixSeconds,
+  ProviderAdapter,
   requireId,
   SignatureParts,
   text,
 } from './provider';
-import { hmacProvider } from './hmac';
 
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
 
@@ -55,9 +55,8 @@ function isoDate(value: unknown): Date | null {
  * Standard Webhooks (docs/webhooks.md#standard-webhooks): `webhook-signature: v1,<base64>[ v1,<base64>…]` over
  * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64 part of `whsec_…`.
  */
-export const standardProvider = hmacProvider({
+export const standardProvider: ProviderAdapter = {
   name: 'standard',
-  declaresAccount: true,
   storedHeaders: ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
   signatureHeaders: ['webhook-signature'],
 
@@ -109,4 +108,4 @@ export const standardProvider = hmacProvider({
       occurredAt: isoDate(envelope?.timestamp),
     };
   },
-});
+};

@@ -1,4 +1,4 @@
-import type { ProviderName } from '../config/options';
+import type { ProviderName } from '../../config/options';
 import { factuareaProvider } from './factuarea.provider';
 import { paymosProvider } from './paymos.provider';
 import type { ProviderAdapter } from './provider';
