@@ -19,3 +19,35 @@ export { PAYMENT_EVENT_TYPES } from './common/host-events';
 export type { PaymentEventType, PaymentWebhooksEvent } from './common/host-events';
 export type { OrderSnapshot, PaymentSnapshot, ShipTo, OrderItem } from './common/order-views';
 export type { EventSinkDefinition } from './config/options';
+// Writing a provider of the host's own (docs/providers.md).
+export type {
+  DeliveryAnswer,
+  DeliveryRefusal,
+  EnvelopeIdentity,
+  LiveKey,
+  ProviderAdapter,
+  ProviderEndpoint,
+  RawDelivery,
+  ReceiveContext,
+  ReceivedEvent,
+  ReceiveResult,
+  RecordedEvent,
+  SignatureParts,
+} from './providers/provider';
+export type { ProviderEvent, ProviderEventKind, RawAmount } from './common/provider-event';
+export type { HmacScheme, HmacProvider } from './providers/hmac';
+export { hmacProvider, matchHmac, withinTolerance } from './providers/hmac';
+export {
+  asObject,
+  decimal,
+  header,
+  jsonAnswer,
+  lenientId,
+  MalformedPayloadError,
+  minor,
+  optionalId,
+  parseKeyValueHeader,
+  readJsonObject,
+  requireId,
+  text,
+} from './providers/provider';

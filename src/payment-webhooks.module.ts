@@ -6,6 +6,7 @@ import { DataSource, DataSourceOptions } from 'typeorm';
 import type { PaymentWebhooksOptions, ResolvedOptions } from './config/options';
 import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } from './common/redis-connection';
 import { resolveOptions } from './config/validate';
+import { providerTable } from './providers';
 import { dataSourceOptions, MigrationFailedError, PW_CONNECTION, runMigrationsLocked } from './database/data-source';
 import { EventsModule } from './events/events.module';
 import { FulfillmentModule } from './fulfillment/fulfillment.module';
@@ -13,7 +14,7 @@ import { HealthModule } from './health/health.module';
 import { JobsModule } from './jobs/jobs.module';
 import { OutboxModule } from './outbox/outbox.module';
 import { OperationsModule } from './operations/operations.module';
-import { CLOCK, PW_ADMIN_GUARD, BULL_CONFIG_KEY, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_RECEIVE_PRESSURE, PW_LOGGER, PW_OPTIONS, PW_RAW_OPTIONS, systemClock } from './config/tokens';
+import { CLOCK, PW_ADMIN_GUARD, BULL_CONFIG_KEY, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_RECEIVE_PRESSURE, PW_LOGGER, PW_OPTIONS, PW_PROVIDERS, PW_RAW_OPTIONS, systemClock } from './config/tokens';
 import { createLogger } from './observability/logger';
 import { AdminAuthGuard } from './http/admin-auth.guard';
 import { ReceivePressure } from './jobs/receive-pressure';
@@ -60,6 +61,12 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         useFactory: (raw: PaymentWebhooksOptions) => resolveOptions(raw),
       },
       {
+        provide: PW_PROVIDERS,
+        // After PW_OPTIONS, which refused a table that cannot be built.
+        inject: [PW_RAW_OPTIONS, PW_OPTIONS],
+        useFactory: (raw: PaymentWebhooksOptions) => providerTable(raw.providers ?? []),
+      },
+      {
         provide: PW_CARRIER_ADAPTERS,
         inject: [PW_RAW_OPTIONS],
         useFactory: (raw: PaymentWebhooksOptions) => raw.carrierAdapters ?? [],
@@ -96,7 +103,7 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         },
       },
     ],
-    exports: [PW_OPTIONS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK, PW_RECEIVE_PRESSURE, PW_BULL_CONNECTION],
+    exports: [PW_OPTIONS, PW_PROVIDERS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK, PW_RECEIVE_PRESSURE, PW_BULL_CONNECTION],
   };
 }
 

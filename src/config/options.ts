@@ -3,9 +3,12 @@ import type { Logger as PinoLogger } from 'pino';
 import type { PaymentEventType } from '../common/host-events';
 import type { CarrierAdapter } from './carrier-adapter';
 
-/** The four signature schemes the module verifies. */
-export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
-export type ProviderName = (typeof PROVIDER_NAMES)[number];
+import type { ProviderAdapter } from '../providers/provider';
+import { BUILT_IN_PROVIDER_NAMES, type BuiltInProviderName } from '../providers';
+
+/** The providers the module brings (a host adds its own with the `providers` option). */
+export const PROVIDER_NAMES = BUILT_IN_PROVIDER_NAMES;
+export type ProviderName = BuiltInProviderName;
 
 /** A secret that stops verifying at `expiresAt` (a rotation that ends on schedule). */
 export interface ExpiringSecret {
@@ -18,8 +21,9 @@ export interface ExpiringSecret {
 export interface EndpointDefinition {
   /** The URL segment, `[a-z0-9-]{1,64}`. */
   id: string;
-  provider: ProviderName;
-  /** Every live secret is accepted: this is how a rotation is rolled out. */
+  /** A built-in provider's name, or that of a provider of the host's own (`providers` option). */
+  provider: ProviderName | (string & {});
+  /** Every live secret is accepted: this is how a rotation is rolled out; none for a provider that checks its deliveries another way (`mollie`). */
   secrets: Array<string | ExpiringSecret>;
   /**
    * The merchant's account as the provider knows it; part of the deduplication key. Exactly one
@@ -33,10 +37,12 @@ export interface EndpointDefinition {
   merchantAccountIds?: string[];
   /** Accepted clock skew of the signed timestamp, both directions; 0 turns the check off. Default 300. */
   toleranceSeconds?: number;
-  /** Stripe only: the API key the backfill reads the Events API with. Never logged or shown. */
+  /** Providers with an API (stripe): the API key the module reads it with. Never logged or shown. */
   apiKey?: string;
-  /** Stripe only: the API's base URL. Default `https://api.stripe.com` (set on stripe endpoints once validated). */
+  /** The API's base URL; the provider's default (`https://api.stripe.com`) once validated. */
   apiBaseUrl?: string;
+  /** A provider's own fields (its `endpointFields`: Adyen's `capture`, Stripe's `payloadStyle`…). */
+  [field: string]: unknown;
 }
 
 /** A carrier the fulfillment relay calls. */
@@ -128,6 +134,11 @@ export interface PaymentWebhooksOptions {
    * carriers of `carriers`; an order names one by its `name`.
    */
   carrierAdapters?: CarrierAdapter[];
+  /**
+   * Providers of the host's own, by name, usable in `endpoints` like the built-in ones
+   * (docs/providers.md). A name of a built-in provider is refused.
+   */
+  providers?: ProviderAdapter[];
   /**
    * Replaces the admin-token check on every route but webhooks and health (the host's own
    * authentication). `/docs` and `/docs-json` keep the token check (they are served outside Nest's

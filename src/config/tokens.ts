@@ -2,6 +2,8 @@
 export const PW_OPTIONS = 'PAYMENT_WEBHOOKS_OPTIONS';
 /** Injection token of the raw options given to `forRootAsync`, before validation. */
 export const PW_RAW_OPTIONS = 'PAYMENT_WEBHOOKS_RAW_OPTIONS';
+/** Every provider the module knows, by name (`ReadonlyMap<string, ProviderAdapter>`): the built-in ones and the host's own. */
+export const PW_PROVIDERS = 'PAYMENT_WEBHOOKS_PROVIDERS';
 /** The `@nestjs/bullmq` config key of the module's queues, apart from a host's own. */
 export const BULL_CONFIG_KEY = 'payment-webhooks';
 /** Injection token of the host's own carrier adapters (module option `carrierAdapters`). */

@@ -1,3 +1,4 @@
+import { providerTable, type ProviderAdapter } from '../providers';
 import { parseRedisSeeds } from '../common/redis-connection';
 import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/host-events';
 import {
@@ -5,8 +6,6 @@ import {
   DEFAULT_TUNING,
   EndpointDefinition,
   PaymentWebhooksOptions,
-  PROVIDER_NAMES,
-  ProviderName,
   ResolvedEventSink,
   ResolvedOptions,
   TuningOptions,
@@ -47,8 +46,6 @@ function nonEmptyString(value: unknown): value is string {
   return typeof value === 'string' && value.trim().length > 0;
 }
 
-/** Providers whose envelope declares a merchant account, so one endpoint may serve many. */
-const MULTI_ACCOUNT_PROVIDERS: readonly ProviderName[] = ['stripe', 'factuarea', 'standard'];
 /** An ISO 8601 instant: a date, a time, and a timezone (`Z` or an offset). */
 const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/i;
 const SECRET_KEYS = ['secret', 'expiresAt'];
@@ -61,7 +58,6 @@ export const MIN_WEBHOOK_SECRET_CHARS = 8;
 export const MIN_STANDARD_KEY_BYTES = 8;
 export const MIN_ADMIN_TOKEN_CHARS = 10;
 export const MIN_SINK_KEY_BYTES = 16;
-const DEFAULT_STRIPE_API_BASE_URL = 'https://api.stripe.com';
 
 /** Unix milliseconds of an ISO 8601 instant with a timezone, or null. */
 export function parseIsoInstant(value: unknown): number | null {
@@ -76,46 +72,50 @@ export function parseIsoInstant(value: unknown): number | null {
 }
 
 /**
- * Endpoint definitions. `nowMs` decides which secrets have already expired: an
- * endpoint whose every secret has is refused.
+ * Endpoint definitions, against the providers the module knows (`table`: the built-in ones and the
+ * host's own). `nowMs` decides which secrets have already expired: an endpoint whose every secret
+ * has is refused.
  */
-export function validateEndpoints(setting: string, value: unknown, nowMs: number = Date.now()): EndpointDefinition[] {
+export function validateEndpoints(
+  setting: string,
+  value: unknown,
+  nowMs: number = Date.now(),
+  table: ReadonlyMap<string, ProviderAdapter> = providerTable(),
+): EndpointDefinition[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of endpoint definitions');
   const named = new Set<string>();
   const endpoints = value.map((raw, index) => {
     const where = `endpoint #${index + 1}`;
     if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
-    const { id, provider, secrets, merchantAccountId, merchantAccountIds, toleranceSeconds, apiKey, apiBaseUrl } = raw;
+    const { id, provider: name, secrets, merchantAccountId, merchantAccountIds, toleranceSeconds, apiKey, apiBaseUrl } = raw;
     if (typeof id !== 'string' || !ENDPOINT_ID.test(id)) {
       throw new ConfigurationError(setting, `${where}: "id" must match [a-z0-9-]{1,64}`);
     }
     const label = `endpoint "${id}"`;
     if (named.has(id)) throw new ConfigurationError(setting, `duplicate endpoint id "${id}"`);
     named.add(id);
-    if (typeof provider !== 'string' || !(PROVIDER_NAMES as readonly string[]).includes(provider)) {
+    const provider = typeof name === 'string' ? table.get(name) : undefined;
+    if (!provider) {
       throw new ConfigurationError(
         setting,
-        `${label}: unknown provider ${JSON.stringify(String(provider))} (expected one of ${PROVIDER_NAMES.join(', ')})`,
+        `${label}: unknown provider ${JSON.stringify(String(name))} (expected one of ${[...table.keys()].join(', ')})`,
       );
     }
-    // A string, or { secret, expiresAt }; anything else in the array is the old one-line error.
-    if (!Array.isArray(secrets) || secrets.length === 0 || !secrets.every((s) => nonEmptyString(s) || isObject(s))) {
-      throw new ConfigurationError(setting, `${label}: "secrets" must be a non-empty array of non-empty strings`);
-    }
-    const validated = secrets.map((entry: unknown, i: number) => validateSecret(setting, label, provider as ProviderName, entry, i));
+    const validated = validateSecrets(setting, label, provider, secrets);
     const live = validated.filter((entry) => typeof entry === 'string' || Date.parse(entry.expiresAt) > nowMs);
-    if (live.length === 0) {
+    if (provider.secrets === 'required' && live.length === 0) {
       throw new ConfigurationError(setting, `${label}: every secret has already expired ("expiresAt" is in the past)`);
     }
-    const accounts = validateAccounts(setting, label, provider as ProviderName, merchantAccountId, merchantAccountIds);
+    const accounts = validateAccounts(setting, label, provider, merchantAccountId, merchantAccountIds);
     if (
       toleranceSeconds !== undefined &&
       (typeof toleranceSeconds !== 'number' || !Number.isInteger(toleranceSeconds) || toleranceSeconds < 0)
     ) {
       throw new ConfigurationError(setting, `${label}: "toleranceSeconds" must be a non-negative integer`);
     }
-    if ((apiKey !== undefined || apiBaseUrl !== undefined) && provider !== 'stripe') {
-      throw new ConfigurationError(setting, `${label}: "apiKey" and "apiBaseUrl" are for stripe endpoints only`);
+    if ((apiKey !== undefined || apiBaseUrl !== undefined) && !provider.usesApi) {
+      const withApi = [...table.values()].filter((p) => p.usesApi).map((p) => p.name);
+      throw new ConfigurationError(setting, `${label}: "apiKey" and "apiBaseUrl" are for ${withApi.join(' and ')} endpoints only`);
     }
     if (apiKey !== undefined && !nonEmptyString(apiKey)) {
       throw new ConfigurationError(setting, `${label}: "apiKey" must be a non-empty string`);
@@ -123,43 +123,66 @@ export function validateEndpoints(setting: string, value: unknown, nowMs: number
     if (apiBaseUrl !== undefined && !isHttpUrl(apiBaseUrl)) {
       throw new ConfigurationError(setting, `${label}: "apiBaseUrl" must be an http(s) URL`);
     }
+    const settings: Record<string, unknown> = {};
+    for (const field of provider.endpointFields ?? []) if (raw[field] !== undefined) settings[field] = raw[field];
+    const problem = provider.checkEndpoint?.({
+      ...(apiKey === undefined ? {} : { apiKey: apiKey as string }),
+      ...(apiBaseUrl === undefined ? {} : { apiBaseUrl: apiBaseUrl as string }),
+      settings,
+    });
+    if (problem) throw new ConfigurationError(setting, `${label}: ${problem}`);
     const definition: EndpointDefinition = {
       id,
-      provider: provider as ProviderName,
+      provider: provider.name,
       secrets: validated,
       ...accounts,
       toleranceSeconds: (toleranceSeconds as number | undefined) ?? 300,
+      ...settings,
     };
     if (apiKey !== undefined) definition.apiKey = apiKey as string;
-    if (apiKey !== undefined || apiBaseUrl !== undefined) {
-      definition.apiBaseUrl = ((apiBaseUrl as string | undefined) ?? DEFAULT_STRIPE_API_BASE_URL).replace(/\/+$/, '');
+    if (provider.usesApi && (apiKey !== undefined || apiBaseUrl !== undefined)) {
+      definition.apiBaseUrl = ((apiBaseUrl as string | undefined) ?? provider.usesApi.defaultBaseUrl).replace(/\/+$/, '');
     }
     return definition;
   });
   // Once every definition is well-formed: the floor on each secret's length, never its value.
   for (const endpoint of endpoints) {
+    const provider = table.get(endpoint.provider)!;
     endpoint.secrets.forEach((entry, i) => {
-      const problem = secretTooShort(endpoint.provider, typeof entry === 'string' ? entry : entry.secret);
+      const secret = typeof entry === 'string' ? entry : entry.secret;
+      const problem = provider.weakSecret ? provider.weakSecret(secret) : secretTooShort(secret);
       if (problem) throw new ConfigurationError(setting, `endpoint "${endpoint.id}": secret #${i + 1} ${problem}`);
     });
   }
   return endpoints;
 }
 
-/** Why a well-formed secret is too short to be a real one, or null. */
-function secretTooShort(provider: ProviderName, secret: string): string | null {
-  if (provider === 'standard') {
-    const bytes = Buffer.from(secret.slice('whsec_'.length), 'base64').length;
-    return bytes < MIN_STANDARD_KEY_BYTES ? `decodes to fewer than ${MIN_STANDARD_KEY_BYTES} bytes after "whsec_"` : null;
-  }
+/** Why a well-formed secret is too short to be a real one, or null (the default floor). */
+function secretTooShort(secret: string): string | null {
   return secret.length < MIN_WEBHOOK_SECRET_CHARS ? `is shorter than ${MIN_WEBHOOK_SECRET_CHARS} characters` : null;
+}
+
+/**
+ * An endpoint's `secrets`: one or more for a provider that checks them (each a string or
+ * `{ secret, expiresAt }`), none for one whose deliveries prove themselves another way.
+ */
+function validateSecrets(setting: string, label: string, provider: ProviderAdapter, secrets: unknown): EndpointDefinition['secrets'] {
+  if (provider.secrets === 'none') {
+    if (secrets === undefined || (Array.isArray(secrets) && secrets.length === 0)) return [];
+    throw new ConfigurationError(setting, `${label}: ${provider.name} endpoints have no secrets (a delivery is checked with the provider itself); leave "secrets" out`);
+  }
+  // A string, or { secret, expiresAt }; anything else in the array is the old one-line error.
+  if (!Array.isArray(secrets) || secrets.length === 0 || !secrets.every((s) => nonEmptyString(s) || isObject(s))) {
+    throw new ConfigurationError(setting, `${label}: "secrets" must be a non-empty array of non-empty strings`);
+  }
+  return secrets.map((entry: unknown, i: number) => validateSecret(setting, label, provider, entry, i));
 }
 
 /** One entry of `secrets`: the provider's rules on the secret; an `expiresAt` that is an instant. */
 function validateSecret(
   setting: string,
   label: string,
-  provider: ProviderName,
+  provider: ProviderAdapter,
   entry: unknown,
   i: number,
 ): string | { secret: string; expiresAt: string } {
@@ -185,23 +208,17 @@ function validateSecret(
     secret = object.secret;
     expiresAt = object.expiresAt as string;
   }
-  if (provider === 'standard') {
-    if (!secret.startsWith('whsec_')) {
-      throw new ConfigurationError(setting, `${where} must start with "whsec_" (Standard Webhooks)`);
-    }
-    const key = secret.slice('whsec_'.length);
-    if (!BASE64.test(key) || Buffer.from(key, 'base64').length === 0) {
-      throw new ConfigurationError(setting, `${where} is not base64 after "whsec_"`);
-    }
-  }
+  // The provider's words, never the secret's value.
+  const problem = provider.checkSecret?.(secret);
+  if (problem) throw new ConfigurationError(setting, `${where} ${problem}`);
   return expiresAt === undefined ? secret : { secret, expiresAt };
 }
 
-/** Exactly one of `merchantAccountId` and `merchantAccountIds` (the latter on stripe, factuarea, standard). */
+/** Exactly one of `merchantAccountId` and `merchantAccountIds` (the latter where events declare their account). */
 function validateAccounts(
   setting: string,
   label: string,
-  provider: ProviderName,
+  provider: ProviderAdapter,
   merchantAccountId: unknown,
   merchantAccountIds: unknown,
 ): { merchantAccountId: string } | { merchantAccountIds: string[] } {
@@ -214,10 +231,10 @@ function validateAccounts(
   if (merchantAccountId !== undefined) {
     throw new ConfigurationError(setting, `${label}: set "merchantAccountId" or "merchantAccountIds", not both`);
   }
-  if (!MULTI_ACCOUNT_PROVIDERS.includes(provider)) {
+  if (!provider.declaresAccount) {
     throw new ConfigurationError(
       setting,
-      `${label}: "merchantAccountIds" is not available for ${provider} (its bodies declare no account); use "merchantAccountId"`,
+      `${label}: "merchantAccountIds" is not available for ${provider.name} (its bodies declare no account); use "merchantAccountId"`,
     );
   }
   if (!Array.isArray(merchantAccountIds) || merchantAccountIds.length === 0 || !merchantAccountIds.every(nonEmptyString)) {
@@ -355,6 +372,12 @@ export function resolveOptions(
     }
     carrierNames.add(adapter.name);
   }
+  let providers: ReadonlyMap<string, ProviderAdapter>;
+  try {
+    providers = providerTable(options.providers ?? []);
+  } catch (err) {
+    throw new ConfigurationError(name('providers'), (err as Error).message);
+  }
   const webhookMaxBodyBytes = checkPositiveInteger(name('webhookMaxBodyBytes'), options.webhookMaxBodyBytes, 1_048_576);
   const resolved: ResolvedOptions = {
     databaseUrl: checkUrl(name('databaseUrl'), options.databaseUrl, ['postgres:', 'postgresql:']),
@@ -363,7 +386,7 @@ export function resolveOptions(
     redisUrl: redisCluster ? checkClusterUrl(name('redisUrl'), options.redisUrl) : checkUrl(name('redisUrl'), options.redisUrl, ['redis:', 'rediss:']),
     redisCluster,
     queuePrefix,
-    endpoints: validateEndpoints(name('endpoints'), options.endpoints === undefined ? [] : options.endpoints),
+    endpoints: validateEndpoints(name('endpoints'), options.endpoints === undefined ? [] : options.endpoints, Date.now(), providers),
     carriers,
     carrierTimeoutMs: checkPositiveInteger(name('carrierTimeoutMs'), options.carrierTimeoutMs, 10_000),
     carrierMaxAttempts: checkPositiveInteger(name('carrierMaxAttempts'), options.carrierMaxAttempts, 15),

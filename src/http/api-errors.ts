@@ -9,7 +9,7 @@ import {
   ValidationError,
   ValidationPipe,
 } from '@nestjs/common';
-import { exceedsJsonDepth, TOO_DEEP_DETAIL } from './json-depth';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../common/json-depth';
 import { sendJson, setHeader } from './platform';
 import { DomainError, ERROR_CODES, FieldError, HttpErrorCode, ValidationFailed } from '../common/domain-error';
 

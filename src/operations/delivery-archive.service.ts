@@ -1,12 +1,12 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DomainError } from '../common/domain-error';
-import { capJsonDepth } from '../http/json-depth';
+import { capJsonDepth } from '../common/json-depth';
 import type { Page } from '../common/pagination';
-import type { ProviderName } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
-import { PROVIDERS } from '../webhooks/providers';
+import type { ProviderAdapter } from '../providers';
+import { PW_PROVIDERS } from '../config/tokens';
 import { InboxQueueService } from '../webhooks/inbox-queue.service';
 import { ArchivedDelivery, InboxStore } from '../webhooks/inbox.store';
 import type { DeliveryDetail, DeliveryView, ListDeliveriesQuery } from './dto/operations.dto';
@@ -21,6 +21,7 @@ export class DeliveryArchiveService {
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly inbox: InboxStore,
     private readonly inboxQueue: InboxQueueService,
+    @Inject(PW_PROVIDERS) private readonly providers: ReadonlyMap<string, ProviderAdapter>,
   ) {}
 
   /** Newest first, a page at a time; every filter is served by an index (see InboxStore.archivePage). */
@@ -46,7 +47,7 @@ export class DeliveryArchiveService {
     const row = await this.inbox.archivedDelivery(this.dataSource, id);
     if (!row) throw new DomainError('DELIVERY.NOT_FOUND', 'no such delivery');
     const { headers, body, ...rest } = row;
-    return { ...view(rest), headers: redact(row.provider, headers), body: parseBody(body) };
+    return { ...view(rest), headers: redact(this.providers.get(row.provider), headers), body: parseBody(body) };
   }
 
   /**
@@ -67,8 +68,8 @@ function view(row: ArchivedDelivery): DeliveryView {
 }
 
 /** Signature values never leave the database. */
-function redact(provider: string, headers: Record<string, string>): Record<string, string> {
-  const secret = new Set(PROVIDERS[provider as ProviderName]?.signatureHeaders ?? []);
+function redact(provider: ProviderAdapter | undefined, headers: Record<string, string>): Record<string, string> {
+  const secret = new Set(provider?.signatureHeaders ?? []);
   return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, secret.has(k) ? '[redacted]' : v]));
 }
 

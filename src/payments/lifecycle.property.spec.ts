@@ -3,7 +3,7 @@ import { Money } from './money';
 import { Order } from './order.entity';
 import type { OrderStatus } from './order.state';
 import { Payment, PaymentChange } from './payment.entity';
-import type { ProviderEventKind } from './provider-event';
+import type { ProviderEventKind } from '../common/provider-event';
 import type { ApplyResult, PaymentStatus } from './payment.state';
 
 /**

@@ -1,6 +1,6 @@
 import { Money } from './money';
 import type { PaymentChange } from './payment.entity';
-import type { ProviderEvent, RawAmount } from './provider-event';
+import type { ProviderEvent, RawAmount } from '../common/provider-event';
 import { ChangeOrMismatch, toPaymentChange } from './payment-change';
 
 function event(parts: Partial<ProviderEvent>): ProviderEvent {

@@ -1,6 +1,6 @@
 import { Money, MoneyError } from './money';
 import type { PaymentChange } from './payment.entity';
-import type { ProviderEvent, RawAmount } from './provider-event';
+import type { ProviderEvent, RawAmount } from '../common/provider-event';
 
 export type ChangeOrMismatch =
   | { ok: true; change: PaymentChange }

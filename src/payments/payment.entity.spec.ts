@@ -1,6 +1,6 @@
 import { Money } from './money';
 import { Payment, PaymentChange } from './payment.entity';
-import type { ProviderEventKind } from './provider-event';
+import type { ProviderEventKind } from '../common/provider-event';
 import { ApplyResult, PAYMENT_STATUSES, PaymentStatus } from './payment.state';
 
 const T0 = new Date('2026-03-01T10:00:00.000Z');

@@ -2,7 +2,7 @@ import { RecordsChanges } from '../common/aggregate';
 import type { PaymentEventType } from '../common/host-events';
 import { uuid7 } from '../common/uuid7';
 import { Money } from './money';
-import type { ProviderEventKind } from './provider-event';
+import type { ProviderEventKind } from '../common/provider-event';
 import { canMove } from '../common/lifecycle';
 import { ApplyResult, CAPTURED_STATUSES, decideMove, PAYMENT_LIFECYCLE, PaymentStatus } from './payment.state';
 

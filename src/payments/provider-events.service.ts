@@ -4,7 +4,7 @@ import { DomainError } from '../common/domain-error';
 import type { PaymentRefusal } from './order.entity';
 import { Payment } from './payment.entity';
 import type { RejectionReason } from './payment.state';
-import type { ProviderEvent } from './provider-event';
+import type { ProviderEvent } from '../common/provider-event';
 import { toPaymentChange } from './payment-change';
 import { PaymentStore } from './payment-store';
 

@@ -1,6 +1,10 @@
 /**
  * Helpers for a host's own tests (`nestjs-payment-webhooks/testing`): sign a body the way each
- * provider does, to play the sender against the module.
+ * provider does, to play the sender against the module, and run a provider adapter (a built-in
+ * one or the host's own) through the receive path (docs/providers.md#testing-an-adapter).
  */
 export { signedHeaders } from './sign';
 export type { SigningProvider, SignOptions } from './sign';
+export { nodeHeaders, receiveWith } from './receive';
+export type { ReceiveOptions, TestDelivery } from './receive';
+export type { DeliveryOutcome, KeyedEvent } from '../providers';

@@ -5,15 +5,16 @@ import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { DeliveryContext, ProviderEventsService } from '../payments/provider-events.service';
-import type { ProviderEvent } from '../payments/provider-event';
+import type { ProviderEvent } from '../common/provider-event';
 import { codeOf, DomainError } from '../common/domain-error';
 import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
-import type { ProviderName, ResolvedOptions } from '../config/options';
-import { PW_OPTIONS } from '../config/tokens';
+import type { ResolvedOptions } from '../config/options';
+import { PW_OPTIONS, PW_PROVIDERS } from '../config/tokens';
 import type { ProcessingResult } from './inbox.state';
 import { DeliveryToProcess, InboxStore } from './inbox.store';
 import { deliveriesInProcess } from './delivery-reactions';
-import { PROVIDERS } from './providers';
+import type { ProviderAdapter } from '../providers';
+import { EndpointRegistry } from './endpoint-registry';
 
 export type { ProcessingResult } from './inbox.state';
 
@@ -68,6 +69,8 @@ export class DeliveryProcessingService {
     private readonly payments: ProviderEventsService,
     private readonly inbox: InboxStore,
     private readonly metrics: MetricsService,
+    private readonly endpoints: EndpointRegistry,
+    @Inject(PW_PROVIDERS) private readonly providers: ReadonlyMap<string, ProviderAdapter>,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
   ) {
     for (const e of options.endpoints) {
@@ -190,8 +193,11 @@ export class DeliveryProcessingService {
 
   /** The recorded event in the payment domain's terms; null for a type or resource we do not act on. */
   private normalize(delivery: DeliveryToProcess): ProviderEvent | null {
-    const adapter = PROVIDERS[delivery.provider as ProviderName];
-    return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType) ?? null;
+    const adapter = this.providers.get(delivery.provider);
+    const endpoint = this.endpoints.get(delivery.endpointId);
+    // The endpoint as configured now (its `capture` mode, say); gone from the configuration, none.
+    const settings = endpoint && endpoint.provider === adapter ? endpoint.settings : undefined;
+    return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, settings) ?? null;
   }
 
   /** The delivery's context: its row's key, and the accounts its endpoint serves when it serves many. */

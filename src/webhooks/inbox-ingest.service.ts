@@ -10,14 +10,11 @@ import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import { uuid7 } from '../common/uuid7';
 import type { DeliverySource } from './inbox.state';
 import { InboxStore, NewDelivery } from './inbox.store';
-import type { EnvelopeIdentity } from './providers';
-import { eventAccount, servesAccount, type ResolvedEndpoint } from './signature-verifier';
+import type { KeyedEvent, RecordedEvent } from '../providers';
+import type { ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
-export interface IngestAnswer {
-  status: 'accepted' | 'duplicate';
-  eventId: string;
-}
+export type IngestAnswer = RecordedEvent;
 
 /** What the statement gave one row: its new id, null for a duplicate, or the error that kept it out. */
 type InsertResult = string | null | ItemFailed;
@@ -27,9 +24,6 @@ type RowOutcome = IngestAnswer['status'];
 function eventKey(row: Pick<NewDelivery, 'provider' | 'merchantAccountId' | 'eventId' | 'keyScope'>): string {
   return `${row.provider}\u0000${row.merchantAccountId}\u0000${row.eventId}\u0000${row.keyScope}`;
 }
-
-/** The 400 detail of a body that declares no account on an endpoint of many. */
-const MANY_ACCOUNTS_NONE_DECLARED = 'the endpoint serves many merchant accounts and the body declares none';
 
 /** Headers every delivery keeps besides its provider's own. */
 const COMMON_HEADERS = ['content-type', 'user-agent'];
@@ -43,7 +37,8 @@ const COMMON_HEADERS = ['content-type', 'user-agent'];
 export class InboxIngestService implements OnApplicationShutdown {
   private readonly logger = new Logger('WebhookIngest');
   private readonly pool: Pool;
-  private readonly batcher: MicroBatcher<NewDelivery, RowOutcome>;
+  /** One input is one delivery: its rows (one, or a batch's items), recorded in the same statement. */
+  private readonly batcher: MicroBatcher<NewDelivery[], RowOutcome[]>;
 
   constructor(
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
@@ -66,69 +61,77 @@ export class InboxIngestService implements OnApplicationShutdown {
       // While the database stalls, a delivery waiting for its turn answers 503 within the bound,
       // not after the queue in front of it; and one statement never carries more than 8 MiB.
       maxWaitMs: tuning.ingestTimeoutMs,
-      weigh: (row) => row.body.length + row.headers.length,
+      weigh: (rows) => rows.reduce((sum, row) => sum + row.body.length + row.headers.length, 0),
       maxWeight: 8 * 1024 * 1024,
     });
   }
 
-  /** Records one authentic delivery; resolves once its row is committed (or found committed). */
+  /**
+   * Records one authentic delivery's events, all in one statement (so in one transaction);
+   * resolves once they are committed (or found committed), with how each was recorded.
+   */
   async record(
     endpoint: ResolvedEndpoint,
-    identity: EnvelopeIdentity,
+    events: readonly KeyedEvent[],
     headers: IncomingHttpHeaders,
-    body: string,
     source: DeliverySource = 'webhook',
-  ): Promise<IngestAnswer> {
-    const merchantAccountId = eventAccount(endpoint, identity.account);
-    // An endpoint of many accounts keys each event on the account its body declares: none, no key.
-    if (merchantAccountId === null) throw new WebhookError('malformed_payload', MANY_ACCOUNTS_NONE_DECLARED);
-    const row: NewDelivery = {
-      keyScope: servesAccount(endpoint, merchantAccountId) ? '' : endpoint.id,
-      id: uuid7(),
-      endpointId: endpoint.id,
-      provider: endpoint.provider.name,
-      merchantAccountId,
-      eventId: identity.eventId,
-      eventType: identity.eventType,
-      resourceId: identity.resourceId,
-      deliveryId: identity.deliveryId,
-      apiVersion: identity.apiVersion,
-      source,
-      headers: storedHeaders(endpoint, headers),
-      body,
-    };
-    let status: RowOutcome;
+  ): Promise<IngestAnswer[]> {
+    const kept = storedHeaders(endpoint, headers);
+    const rows = events.map(
+      (event): NewDelivery => ({
+        // An event of an account its endpoint does not serve never takes that account's key.
+        keyScope: event.served ? '' : endpoint.id,
+        id: uuid7(),
+        endpointId: endpoint.id,
+        provider: endpoint.provider.name,
+        merchantAccountId: event.merchantAccountId,
+        eventId: event.eventId,
+        eventType: event.eventType,
+        resourceId: event.resourceId,
+        deliveryId: event.deliveryId,
+        apiVersion: event.apiVersion,
+        source,
+        headers: kept,
+        body: event.body,
+      }),
+    );
+    let statuses: RowOutcome[];
     try {
-      status = await this.batcher.submit(row);
+      statuses = await this.batcher.submit(rows);
     } catch (err) {
       this.logger.warn(`delivery to ${endpoint.id} not recorded: ${(err as Error)?.message ?? String(err)}`);
       throw new WebhookError('unavailable');
     }
-    return { status, eventId: identity.eventId };
+    return statuses.map((status, i) => ({ status, eventId: events[i].eventId }));
   }
 
   /**
-   * Inserts a batch in one statement, enqueues the new rows in one call, then answers each. The
-   * same event twice in one batch is inserted once; the later copies are duplicates of it.
+   * Inserts the rows of a batch of deliveries in one statement, enqueues the new rows in one call,
+   * then answers each delivery. The same event twice in one batch is inserted once; the later
+   * copies are duplicates of it.
    */
-  private async recordBatch(rows: NewDelivery[]): Promise<Array<RowOutcome | ItemFailed>> {
+  private async recordBatch(deliveries: NewDelivery[][]): Promise<Array<RowOutcome[] | ItemFailed>> {
     const firstOfKey = new Map<string, NewDelivery>();
-    for (const row of rows) if (!firstOfKey.has(eventKey(row))) firstOfKey.set(eventKey(row), row);
+    for (const rows of deliveries) for (const row of rows) if (!firstOfKey.has(eventKey(row))) firstOfKey.set(eventKey(row), row);
     // In key order: two batches holding the same events then take their index locks in the same
     // order and cannot deadlock.
     const toInsert = [...firstOfKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
-    const byKey = toInsert.length === 1 ? await this.insertOne(toInsert[0]) : await this.insertMany(toInsert);
+    const byKey = toInsert.length === 1 ? await this.insertOne(toInsert[0]) : await this.insertMany(toInsert, deliveries);
     const newIds = [...byKey.values()].filter((r): r is string => typeof r === 'string');
     if (newIds.length > 0) await this.enqueue(newIds);
-    return rows.map((row) => {
-      const result = byKey.get(eventKey(row));
-      if (result instanceof ItemFailed) return result;
-      return firstOfKey.get(eventKey(row)) === row && typeof result === 'string' ? 'accepted' : 'duplicate';
+    return deliveries.map((rows) => {
+      const outcomes: RowOutcome[] = [];
+      for (const row of rows) {
+        const result = byKey.get(eventKey(row));
+        if (result instanceof ItemFailed) return result;
+        outcomes.push(firstOfKey.get(eventKey(row)) === row && typeof result === 'string' ? 'accepted' : 'duplicate');
+      }
+      return outcomes;
     });
   }
 
   /** Per key: the new row's id, null for a duplicate, or the error that kept the row out. */
-  private async insertMany(rows: NewDelivery[]): Promise<Map<string, InsertResult>> {
+  private async insertMany(rows: NewDelivery[], deliveries: NewDelivery[][]): Promise<Map<string, InsertResult>> {
     let written;
     try {
       const insert = () => this.inbox.insertBatch(this.pool, rows);
@@ -136,14 +139,35 @@ export class InboxIngestService implements OnApplicationShutdown {
       written = await insert().catch((err) => (/^40(P01|001)$/.test(String(err?.code)) ? insert() : Promise.reject(err)));
     } catch (err) {
       // A row the database refuses (a data or constraint error, not an outage) must not take its
-      // batch-mates down with it: insert them one by one, so only that row fails.
+      // batch-mates down with it: insert delivery by delivery, so only its delivery fails (and a
+      // delivery of several events stays whole: all of it, or none).
       if (!/^(22|23)/.test(String((err as { code?: unknown }).code ?? ''))) throw err;
-      const byKey = new Map<string, InsertResult>();
-      for (const row of rows) for (const [key, result] of await this.insertOne(row)) byKey.set(key, result);
-      return byKey;
+      return this.insertEachDelivery(rows, deliveries);
     }
     const byKey = new Map<string, InsertResult>(rows.map((row) => [eventKey(row), null]));
     for (const recorded of written) byKey.set(eventKey(recorded), recorded.id);
+    return byKey;
+  }
+
+  /** The rows of each delivery in a statement of their own, each delivery's rows whole or not at all. */
+  private async insertEachDelivery(rows: NewDelivery[], deliveries: NewDelivery[][]): Promise<Map<string, InsertResult>> {
+    const toInsert = new Set(rows);
+    const byKey = new Map<string, InsertResult>();
+    for (const delivery of deliveries) {
+      const own = delivery.filter((row) => toInsert.has(row));
+      if (own.length === 0) continue;
+      if (own.length === 1) {
+        for (const [key, result] of await this.insertOne(own[0])) byKey.set(key, result);
+        continue;
+      }
+      try {
+        const written = await this.inbox.insertBatch(this.pool, own);
+        for (const row of own) byKey.set(eventKey(row), null);
+        for (const recorded of written) byKey.set(eventKey(recorded), recorded.id);
+      } catch (err) {
+        for (const row of own) byKey.set(eventKey(row), new ItemFailed(err));
+      }
+    }
     return byKey;
   }
 

@@ -1,19 +1,22 @@
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ResolvedOptions } from '../config/options';
 import { rawRequest, restoreContentType, setHeader } from '../http/platform';
 import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
-import { ResolvedEndpoint, verifySignature } from './signature-verifier';
+import { KeyedEvent, receiveDelivery } from '../providers';
+import { liveKeys, ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
 /** What the guard hands to the route once a delivery is authentic. */
 export interface VerifiedDelivery {
   endpoint: ResolvedEndpoint;
   rawBody: Buffer;
-  /** Index of the configured secret that matched. */
-  secretIndex: number;
+  /** Index of the configured secret that matched; null for a provider checked another way. */
+  secretIndex: number | null;
+  /** The events it carries (one, or a batch's), keyed on their accounts. */
+  events: KeyedEvent[];
 }
 
 /** The request as the webhook route sees it, on Express or Fastify. */
@@ -24,6 +27,9 @@ export interface WebhookRequest {
   rawBody?: Buffer;
   verifiedDelivery?: VerifiedDelivery;
 }
+
+/** What an adapter may refuse a delivery with (docs/providers.md). */
+const REFUSALS: ReadonlySet<string> = new Set(['missing_signature', 'invalid_signature', 'timestamp_out_of_tolerance', 'malformed_payload', 'unavailable']);
 
 const TOO_LARGE = Symbol('too-large');
 const OVER_BUDGET = Symbol('over-budget');
@@ -97,12 +103,14 @@ export class UnverifiedBytes {
 }
 
 /**
- * Checks 1–5 of docs/webhooks.md#checks-and-answers, in order: known endpoint, body size, signature
- * present, a `v1` candidate matching a configured secret, timestamp within tolerance. The body is read as raw
- * bytes here, whatever its content type, and never parsed before it is authentic.
+ * Checks 1–6 of docs/webhooks.md#checks-and-answers, in order: known endpoint, body size, then the
+ * provider's adapter (for most: signature present, a candidate matching a configured secret,
+ * timestamp within tolerance, then the body). The body is read as raw bytes here, whatever its
+ * content type, and a provider of the HMAC scheme never parses it before it is authentic.
  */
 @Injectable()
 export class WebhookSignatureGuard implements CanActivate {
+  private readonly logger = new Logger('WebhookReceive');
   private readonly maxBytes: number;
   /** This module's budget of unverified bytes (public for the tests and the metrics to read). */
   readonly unverified: UnverifiedBytes;
@@ -139,19 +147,30 @@ export class WebhookSignatureGuard implements CanActivate {
         // Over the budget or the client's share of unverified bytes: transient, the sender retries.
         throw new WebhookError(rawBody === TOO_LARGE ? 'payload_too_large' : 'unavailable');
       }
-      return this.verified(req, endpoint, rawBody);
+      return await this.verified(req, endpoint, rawBody);
     } finally {
       this.unverified.end(taken);
     }
   }
 
-  private verified(req: WebhookRequest, endpoint: ResolvedEndpoint, rawBody: Buffer): boolean {
+  /** Checks 3–6, the provider's own way (docs/providers.md), then what every event must be. */
+  private async verified(req: WebhookRequest, endpoint: ResolvedEndpoint, rawBody: Buffer): Promise<boolean> {
     const nowMs = this.clock.now();
-    const nowSeconds = Math.floor(nowMs / 1000);
-    const result = verifySignature(endpoint, req.headers, rawBody, nowSeconds, nowMs);
-    if (!result.ok) throw new WebhookError(result.error);
-    this.observer.secretMatched(endpoint.id, result.secretIndex, nowSeconds);
-    req.verifiedDelivery = { endpoint, rawBody, secretIndex: result.secretIndex };
+    let result;
+    try {
+      result = await receiveDelivery(endpoint, { headers: req.headers, body: rawBody }, liveKeys(endpoint, nowMs), nowMs);
+    } catch (err) {
+      // The adapter could not tell (a provider's API away, slow or refusing): transient, the sender retries.
+      this.logger.warn(`delivery to ${endpoint.id} not checked: ${(err as Error)?.message ?? String(err)}`);
+      throw new WebhookError('unavailable');
+    }
+    if (!result.ok) {
+      // A refusal the receive path answers; only a malformed body says why (a signature failure never does).
+      if (!REFUSALS.has(result.error)) throw new Error(`provider "${endpoint.provider.name}" refused a delivery with an unknown error "${String(result.error)}"`);
+      throw new WebhookError(result.error, result.error === 'malformed_payload' ? result.detail : undefined);
+    }
+    if (result.secretIndex !== null) this.observer.secretMatched(endpoint.id, result.secretIndex, Math.floor(nowMs / 1000));
+    req.verifiedDelivery = { endpoint, rawBody, secretIndex: result.secretIndex, events: result.events };
     return true;
   }
 }

@@ -1,10 +1,8 @@
-import { Controller, HttpCode, Param, Post, Req, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { isUtf8 } from 'node:buffer';
-import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../http/json-depth';
+import { setHeader } from '../http/platform';
 import { DeliveryObserver } from './delivery-observer';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
-import { MalformedPayloadError } from './providers';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhookErrorFilter } from './webhook-error.filter';
 import { WebhookError } from './webhook.errors';
@@ -19,8 +17,8 @@ export class WebhooksController {
   ) {}
 
   /**
-   * Receives one delivery: authentic (guard), well-formed, recorded once, then acknowledged.
-   * 200 only once the row is committed.
+   * Receives one delivery: authentic and well-formed (guard, through its provider's adapter), its
+   * events recorded once, then acknowledged. 200 only once every event's row is committed.
    */
   @Post(':endpointId')
   @HttpCode(200)
@@ -55,34 +53,20 @@ export class WebhooksController {
   @ApiResponse({ status: 413, description: 'Body over WEBHOOK_MAX_BODY_BYTES', schema: { example: { error: 'payload_too_large' } } })
   @ApiResponse({ status: 503, description: 'Not recorded (database down or slow): retry', schema: { example: { error: 'unavailable' } } })
   @UseGuards(WebhookSignatureGuard)
-  async receive(@Param('endpointId') _endpointId: string, @Req() req: WebhookRequest): Promise<IngestAnswer> {
-    const { endpoint, rawBody } = req.verifiedDelivery!;
-    // JSON is UTF-8: bytes that are not would be stored altered (replacement characters), so the
-    // archive would no longer hold what was signed.
-    if (!isUtf8(rawBody)) throw new WebhookError('malformed_payload', 'the body is not valid UTF-8');
-    const text = rawBody.toString('utf8');
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new WebhookError('malformed_payload', 'the body is not JSON');
-    }
-    // Nothing deeper than MAX_JSON_DEPTH is recorded: every reader of the archive recurses.
-    if (exceedsJsonDepth(body)) throw new WebhookError('malformed_payload', TOO_DEEP_DETAIL);
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new WebhookError('malformed_payload', 'the body is not a JSON object');
-    }
-    let identity;
-    try {
-      identity = endpoint.provider.identify(body as Record<string, unknown>, req.headers);
-    } catch (err) {
-      if (err instanceof MalformedPayloadError) throw new WebhookError('malformed_payload', err.detail);
-      throw err;
-    }
-    this.observer.note(req, { eventId: identity.eventId });
-    const answer = await this.ingest.record(endpoint, identity, req.headers, text);
-    this.observer.note(req, { answer: answer.status });
-    return answer;
+  async receive(
+    @Param('endpointId') _endpointId: string,
+    @Req() req: WebhookRequest,
+    @Res({ passthrough: true }) res: unknown,
+  ): Promise<IngestAnswer | string> {
+    const { endpoint, events } = req.verifiedDelivery!;
+    this.observer.note(req, { eventId: events[0].eventId });
+    const recorded = await this.ingest.record(endpoint, events, req.headers);
+    // Every event of the delivery is committed: the delivery's answer, `accepted` if any was new.
+    this.observer.note(req, { answer: recorded.some((r) => r.status === 'accepted') ? 'accepted' : 'duplicate' });
+    if (!endpoint.provider.answer) return recorded[0];
+    const answer = endpoint.provider.answer(recorded);
+    setHeader(res, 'Content-Type', answer.contentType);
+    return answer.body;
   }
 
   /**

@@ -35,7 +35,7 @@ export const MAX_BODY = 65_536;
 /** Node's default `maxHeaderSize` is 16 KiB; past about this many bytes it may answer 431 itself. */
 const HEADER_BLOCK_431 = 15_000;
 /**
- * Nesting deeper than this is refused, 400 (issue 12's depth limit, src/http/json-depth.ts: the
+ * Nesting deeper than this is refused, 400 (issue 12's depth limit, src/common/json-depth.ts: the
  * top-level value is level 1); up to it, a body is read as any other.
  */
 const MAX_DEPTH = 64;

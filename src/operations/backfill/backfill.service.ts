@@ -6,13 +6,13 @@ import { JobProducer } from '../../jobs/job-producer';
 import { JobName } from '../../jobs/queues';
 import type { ResolvedOptions } from '../../config/options';
 import { PW_CONNECTION } from '../../database/data-source';
-import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../../http/json-depth';
+import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../../common/json-depth';
 import { PW_OPTIONS } from '../../config/tokens';
 import { EndpointRegistry } from '../../webhooks/endpoint-registry';
 import { InboxIngestService } from '../../webhooks/inbox-ingest.service';
 import { InboxStore } from '../../webhooks/inbox.store';
-import { asObject, MalformedPayloadError } from '../../webhooks/providers';
-import { eventAccount, ResolvedEndpoint } from '../../webhooks/signature-verifier';
+import { asObject, HmacProvider, keyEvents, MalformedPayloadError } from '../../providers';
+import type { ResolvedEndpoint } from '../../webhooks/signature-verifier';
 import { WebhookError } from '../../webhooks/webhook.errors';
 import type { BackfillRequest, BackfillStarted, BackfillView } from './backfill.dto';
 import {
@@ -175,10 +175,11 @@ export class BackfillService {
     // A connected account's event says whose it is; should one not, it is that account's (we asked with its header).
     const body = account !== null && typeof envelope.account !== 'string' ? { ...envelope, account } : envelope;
     try {
-      const identity = endpoint.provider.identify(body, {});
-      await this.ingest.record(endpoint, identity, { 'user-agent': userAgent }, JSON.stringify(body), 'backfill');
-      // The account record() keyed it on (it refuses an event without one).
-      return { recorded: { merchantAccountId: eventAccount(endpoint, identity.account)!, eventId: identity.eventId } };
+      const identity = (endpoint.provider as HmacProvider).identify(body, {});
+      // The account it is keyed on (refused, as on the route, when an endpoint of many has none).
+      const [event] = keyEvents(endpoint, [{ ...identity, body: JSON.stringify(body) }]);
+      await this.ingest.record(endpoint, [event], { 'user-agent': userAgent }, 'backfill');
+      return { recorded: { merchantAccountId: event.merchantAccountId, eventId: event.eventId } };
     } catch (err) {
       if (err instanceof MalformedPayloadError) return { refused: err.detail };
       if (err instanceof WebhookError && err.code === 'malformed_payload') return { refused: err.detail ?? err.code };

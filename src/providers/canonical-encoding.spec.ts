@@ -1,8 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { signatureVectors } from '../../../test/support/fixtures';
-import { signedHeaders } from '../../testing/sign';
-import type { ProviderName } from '../../config/options';
-import { resolveEndpoint, verifySignature } from '../signature-verifier';
+import { signatureVectors } from '../../test/support/fixtures';
+import { signedHeaders } from '../testing/sign';
+import type { ProviderName } from '../config/options';
+import { resolveEndpoint, verifySignature } from '../webhooks/signature-verifier';
 import { decodeHexSignature } from './provider';
 import { standardProvider } from './standard.provider';
 

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderEvent, ProviderEventKind } from '../../payments/provider-event';
+import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -7,12 +7,15 @@ import {
   minor,
   optionalId,
   parseUnixSeconds,
-  ProviderAdapter,
   requireId,
   SignatureParts,
   text,
 } from './provider';
+import { hmacProvider } from './hmac';
 
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+/** The floor on a `whsec_` key: it only catches a placeholder or a truncated paste. */
+export const MIN_KEY_BYTES = 8;
 const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
 
 /**
@@ -55,12 +58,24 @@ function isoDate(value: unknown): Date | null {
  * Standard Webhooks (docs/webhooks.md#standard-webhooks): `webhook-signature: v1,<base64>[ v1,<base64>…]` over
  * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the base64 part of `whsec_…`.
  */
-export const standardProvider: ProviderAdapter = {
+export const standardProvider = hmacProvider({
   name: 'standard',
+  declaresAccount: true,
   storedHeaders: ['webhook-id', 'webhook-timestamp', 'webhook-signature'],
   signatureHeaders: ['webhook-signature'],
 
   key: (secret) => Buffer.from(secret.slice('whsec_'.length), 'base64'),
+
+  checkSecret(secret) {
+    if (!secret.startsWith('whsec_')) return 'must start with "whsec_" (Standard Webhooks)';
+    const key = secret.slice('whsec_'.length);
+    return BASE64.test(key) && Buffer.from(key, 'base64').length > 0 ? null : 'is not base64 after "whsec_"';
+  },
+
+  weakSecret(secret) {
+    const bytes = Buffer.from(secret.slice('whsec_'.length), 'base64').length;
+    return bytes < MIN_KEY_BYTES ? `decodes to fewer than ${MIN_KEY_BYTES} bytes after "whsec_"` : null;
+  },
 
   signature(headers: IncomingHttpHeaders): SignatureParts | null {
     const id = header(headers, 'webhook-id');
@@ -108,4 +123,4 @@ export const standardProvider: ProviderAdapter = {
       occurredAt: isoDate(envelope?.timestamp),
     };
   },
-};
+});

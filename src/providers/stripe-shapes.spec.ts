@@ -6,7 +6,7 @@ import {
   stripeEvents,
   stripePayment,
   StripeApiVersion,
-} from '../../../test/fixtures/stripe';
+} from '../../test/fixtures/stripe';
 import { stripeProvider } from './stripe.provider';
 
 /**

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderEvent, ProviderEventKind } from '../../payments/provider-event';
+import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
   checkIdHeader,
@@ -9,13 +9,13 @@ import {
   optionalId,
   parseKeyValueHeader,
   parseUnixSeconds,
-  ProviderAdapter,
   requireId,
   SignatureParts,
   text,
   unixDate,
   v1Candidates,
 } from './provider';
+import { hmacProvider } from './hmac';
 
 /** The invoice event types the service acts on (docs/webhooks.md#paymos), as the payment event each is. */
 const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -28,8 +28,9 @@ const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
 ]);
 
 /** Paymos (docs/webhooks.md#paymos): `X-Webhook-Signature: v1=<hex>[,v1=<hex>…]` over `<timestamp>.<body>`. */
-export const paymosProvider: ProviderAdapter = {
+export const paymosProvider = hmacProvider({
   name: 'paymos',
+  declaresAccount: false,
   storedHeaders: ['x-webhook-id', 'x-webhook-timestamp', 'x-webhook-signature'],
   signatureHeaders: ['x-webhook-signature'],
 
@@ -73,4 +74,4 @@ export const paymosProvider: ProviderAdapter = {
       occurredAt: unixDate(asObject(body)?.created),
     };
   },
-};
+});

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { exampleEvents } from '../../../test/support/fixtures';
+import { exampleEvents } from '../../test/support/fixtures';
 import { factuareaProvider } from './factuarea.provider';
 import {
   decodeHexSignature,
@@ -10,6 +10,7 @@ import {
   parseTimestampedHeader,
   parseUnixSeconds,
   PROVIDERS,
+  HmacProvider,
   ProviderAdapter,
   requireId,
   optionalId,
@@ -613,7 +614,7 @@ describe('ids are printable text (identify, every provider and stored id)', () =
   ];
   const PRINTABLE = ['evt_é', 'evt_日本', 'evt_😀', 'evt_a b'];
 
-  type Where = { provider: ProviderAdapter; field: string; put: (value: string) => { body: Body; headers: IncomingHttpHeaders }; read: (id: EnvelopeIdentity) => string | null };
+  type Where = { provider: HmacProvider; field: string; put: (value: string) => { body: Body; headers: IncomingHttpHeaders }; read: (id: EnvelopeIdentity) => string | null };
   const paymos = (over: { id?: string; type?: string; resource?: string } = {}) => ({
     event_id: over.id ?? 'evt_1',
     type: over.type ?? 'invoice.paid',

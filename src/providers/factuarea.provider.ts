@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderEvent, ProviderEventKind } from '../../payments/provider-event';
+import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
   checkIdHeader,
@@ -9,11 +9,11 @@ import {
   lenientId,
   optionalId,
   parseTimestampedHeader,
-  ProviderAdapter,
   requireId,
   text,
   unixDate,
 } from './provider';
+import { hmacProvider } from './hmac';
 
 /** The invoice event types the service acts on (docs/webhooks.md#factuarea), as the payment event each is. */
 const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -25,8 +25,9 @@ const INVOICE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
 ]);
 
 /** Factuarea (docs/webhooks.md#factuarea): `Factuarea-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `<t>.<body>`. */
-export const factuareaProvider: ProviderAdapter = {
+export const factuareaProvider = hmacProvider({
   name: 'factuarea',
+  declaresAccount: true,
   storedHeaders: [
     'factuarea-signature',
     'factuarea-event-id',
@@ -77,4 +78,4 @@ export const factuareaProvider: ProviderAdapter = {
       occurredAt: unixDate(envelope?.created),
     };
   },
-};
+});

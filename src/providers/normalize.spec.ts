@@ -1,5 +1,5 @@
-import { exampleEvents } from '../../../test/support/fixtures';
-import type { ProviderEvent } from '../../payments/provider-event';
+import { exampleEvents } from '../../test/support/fixtures';
+import type { ProviderEvent } from '../common/provider-event';
 import { factuareaProvider } from './factuarea.provider';
 import { paymosProvider } from './paymos.provider';
 import type { ProviderAdapter } from './provider';

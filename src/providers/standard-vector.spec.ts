@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import { resolveEndpoint, verifySignature } from '../signature-verifier';
+import { resolveEndpoint, verifySignature } from '../webhooks/signature-verifier';
 
 /**
  * The Standard Webhooks library's own published test vector: the "sign function works" test of

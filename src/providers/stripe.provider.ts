@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderEvent, ProviderEventKind, RawAmount } from '../../payments/provider-event';
+import type { ProviderEvent, ProviderEventKind, RawAmount } from '../common/provider-event';
 import {
   asObject,
   EnvelopeIdentity,
@@ -8,11 +8,11 @@ import {
   lenientId,
   optionalId,
   parseTimestampedHeader,
-  ProviderAdapter,
   requireId,
   text,
   unixDate,
 } from './provider';
+import { hmacProvider } from './hmac';
 
 /** The event types the service acts on (docs/webhooks.md#stripe); `charge.dispute.closed` depends on its status. */
 const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -36,10 +36,13 @@ function stripeKind(eventType: string, body: Record<string, unknown>): ProviderE
  * Stripe (docs/webhooks.md#stripe): `Stripe-Signature: t=<unix>,v1=<hex>…` over `<t>.<body>`, keyed with
  * the whole `whsec_…` string; only `v1` entries count.
  */
-export const stripeProvider: ProviderAdapter = {
+export const stripeProvider = hmacProvider({
   name: 'stripe',
+  declaresAccount: true,
   storedHeaders: ['stripe-signature'],
   signatureHeaders: ['stripe-signature'],
+  // The backfill reads Stripe's Events API with the endpoint's key.
+  usesApi: { defaultBaseUrl: 'https://api.stripe.com' },
 
   key: (secret) => Buffer.from(secret, 'utf8'),
 
@@ -87,4 +90,4 @@ export const stripeProvider: ProviderAdapter = {
       occurredAt: unixDate(envelope?.created),
     };
   },
-};
+});

@@ -1,0 +1,59 @@
+import { LiveKey, ProviderAdapter, ProviderEndpoint, providerTable, ReceivingEndpoint } from '../providers';
+import type { EndpointDefinition } from './options';
+import { parseIsoInstant } from './validate';
+
+/** An endpoint ready for the receive path: adapter looked up, keys decoded once. */
+export interface ResolvedEndpoint extends ReceivingEndpoint {
+  id: string;
+  provider: ProviderAdapter;
+  /** The one account of a single-account endpoint; null on a `merchantAccountIds` endpoint. */
+  merchantAccountId: string | null;
+  /** The accounts a multi-account endpoint serves (`'*'`: any); null on a single-account endpoint. */
+  merchantAccountIds: string[] | '*' | null;
+  toleranceSeconds: number;
+  /** Each configured secret as its adapter's `prepareKey` decoded it (an HMAC key, a public key…). */
+  keys: object[];
+  /** Per key: the unix millisecond from which it no longer verifies, or null (never expires). */
+  expiresAtMs: Array<number | null>;
+  /** What the adapter sees of its endpoint (the API key and the provider's own fields). */
+  settings: ProviderEndpoint;
+}
+
+const BUILT_IN = providerTable();
+
+/** Resolves a validated definition against the providers the module knows (default: the built-in ones). */
+export function resolveEndpoint(definition: EndpointDefinition, table: ReadonlyMap<string, ProviderAdapter> = BUILT_IN): ResolvedEndpoint {
+  const provider = table.get(definition.provider);
+  if (!provider) throw new Error(`endpoint "${definition.id}": unknown provider "${definition.provider}"`);
+  const ids = definition.merchantAccountIds;
+  const merchantAccountId = ids === undefined ? (definition.merchantAccountId ?? null) : null;
+  const settings: Record<string, unknown> = {};
+  for (const field of provider.endpointFields ?? []) if (definition[field] !== undefined) settings[field] = definition[field];
+  return {
+    id: definition.id,
+    provider,
+    merchantAccountId,
+    merchantAccountIds: ids === undefined ? null : ids.includes('*') ? '*' : [...ids],
+    toleranceSeconds: definition.toleranceSeconds ?? 300,
+    keys: definition.secrets.map((entry) => provider.prepareKey(typeof entry === 'string' ? entry : entry.secret)),
+    expiresAtMs: definition.secrets.map((entry) => (typeof entry === 'string' ? null : parseIsoInstant(entry.expiresAt))),
+    settings: {
+      id: definition.id,
+      merchantAccountId,
+      ...(definition.apiKey === undefined ? {} : { apiKey: definition.apiKey }),
+      ...(definition.apiBaseUrl === undefined ? {} : { apiBaseUrl: definition.apiBaseUrl }),
+      settings,
+    },
+  };
+}
+
+/** The endpoint's keys that still verify at `nowMs`, in their configured order (an expired one costs nothing). */
+export function liveKeys(endpoint: ResolvedEndpoint, nowMs: number): LiveKey[] {
+  const live: LiveKey[] = [];
+  endpoint.keys.forEach((key, index) => {
+    const expiresAt = endpoint.expiresAtMs[index];
+    if (expiresAt == null || nowMs < expiresAt) live.push({ index, key });
+  });
+  return live;
+}
+

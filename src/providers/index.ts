@@ -1,0 +1,65 @@
+import { factuareaProvider } from './factuarea.provider';
+import type { HmacProvider } from './hmac';
+import { paymosProvider } from './paymos.provider';
+import type { ProviderAdapter } from './provider';
+import { standardProvider } from './standard.provider';
+import { stripeProvider } from './stripe.provider';
+
+/** The providers this package brings, by the name an endpoint definition gives (docs/webhooks.md). */
+export const BUILT_IN_PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
+export type BuiltInProviderName = (typeof BUILT_IN_PROVIDER_NAMES)[number];
+
+/** The built-in providers of the HMAC scheme (signed over the raw bytes, one event a delivery). */
+export const PROVIDERS: Readonly<Record<'paymos' | 'factuarea' | 'stripe' | 'standard', HmacProvider>> = {
+  paymos: paymosProvider,
+  factuarea: factuareaProvider,
+  stripe: stripeProvider,
+  standard: standardProvider,
+};
+
+/** Every built-in provider. */
+export const BUILT_IN_PROVIDERS: Readonly<Record<BuiltInProviderName, ProviderAdapter>> = { ...PROVIDERS };
+
+/** Why a host's own provider cannot be registered, or null (the text follows `provider "<name>"`). */
+function unusableProvider(adapter: ProviderAdapter): string | null {
+  const missing = (['receive', 'normalize', 'prepareKey'] as const).filter((m) => typeof adapter[m] !== 'function');
+  if (missing.length > 0) return `has no ${missing.join(', ')} (see docs/providers.md)`;
+  if (!Array.isArray(adapter.storedHeaders) || !Array.isArray(adapter.signatureHeaders)) {
+    return 'must list its storedHeaders and signatureHeaders (lower-case header names)';
+  }
+  if ([...adapter.storedHeaders, ...adapter.signatureHeaders].some((h) => typeof h !== 'string' || h !== h.toLowerCase())) {
+    return 'must name its headers in lower case';
+  }
+  if (adapter.secrets !== 'required' && adapter.secrets !== 'none') return 'must say whether its endpoints need secrets ("required" or "none")';
+  return null;
+}
+
+/** A provider name: what an endpoint's `provider` and the inbox's `provider` column hold. */
+const PROVIDER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/**
+ * The providers a module knows: the built-in ones and the host's own (`providers` option), by name.
+ * Throws, naming the provider, on a host provider that takes a built-in name or another's, or
+ * that is not an adapter (docs/providers.md).
+ */
+export function providerTable(own: readonly ProviderAdapter[] = []): ReadonlyMap<string, ProviderAdapter> {
+  const table = new Map<string, ProviderAdapter>(Object.entries(BUILT_IN_PROVIDERS));
+  for (const adapter of own) {
+    const name = (adapter as { name?: unknown } | null)?.name;
+    if (typeof name !== 'string' || !PROVIDER_NAME.test(name)) {
+      throw new Error(`a provider's name must match ${PROVIDER_NAME.source} (got ${JSON.stringify(String(name)).slice(0, 40)})`);
+    }
+    if ((BUILT_IN_PROVIDER_NAMES as readonly string[]).includes(name)) {
+      throw new Error(`provider "${name}" is a built-in provider's name: give the host's own provider another name`);
+    }
+    if (table.has(name)) throw new Error(`provider "${name}" is registered twice`);
+    const problem = unusableProvider(adapter);
+    if (problem) throw new Error(`provider "${name}" ${problem}`);
+    table.set(name, adapter);
+  }
+  return table;
+}
+
+export * from './provider';
+export * from './hmac';
+export * from './receive';

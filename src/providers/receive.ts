@@ -1,0 +1,108 @@
+import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
+import { LiveKey, MalformedPayloadError, ProviderAdapter, ProviderEndpoint, RawDelivery, ReceivedEvent, ReceiveResult } from './provider';
+
+/** Which accounts an endpoint serves: its one account, or many (`'*'`: any). */
+export interface AccountScope {
+  /** The one account of a single-account endpoint; null on an endpoint of many. */
+  merchantAccountId: string | null;
+  /** The accounts an endpoint of many serves (`'*'`: any); null on a single-account endpoint. */
+  merchantAccountIds: string[] | '*' | null;
+}
+
+/**
+ * The merchant account of an event received on an endpoint: the endpoint's own, or on an endpoint
+ * of many accounts the account the event declares (null when it declares none).
+ */
+export function eventAccount(endpoint: Pick<AccountScope, 'merchantAccountId'>, declared: string | null): string | null {
+  return endpoint.merchantAccountId ?? declared;
+}
+
+/** Whether an endpoint serves `account` (a single-account endpoint: its own only). */
+export function servesAccount(endpoint: AccountScope, account: string): boolean {
+  if (endpoint.merchantAccountIds === '*') return true;
+  if (endpoint.merchantAccountIds !== null) return endpoint.merchantAccountIds.includes(account);
+  return endpoint.merchantAccountId === account;
+}
+
+/** An event of a delivery with the account it is keyed on, and whether its endpoint serves that account. */
+export interface KeyedEvent extends ReceivedEvent {
+  merchantAccountId: string;
+  /**
+   * False for an event of an account its endpoint does not serve: recorded, it ends
+   * `rejected`/`account_mismatch`, and it never takes the key of the account it names.
+   */
+  served: boolean;
+}
+
+/** The 400 detail of an event that declares no account on an endpoint of many. */
+export const MANY_ACCOUNTS_NONE_DECLARED = 'the endpoint serves many merchant accounts and the body declares none';
+
+function printable(value: unknown, field: string, required: boolean): void {
+  if (value === null || value === undefined) {
+    if (required) throw new MalformedPayloadError(`${field} is missing`);
+    return;
+  }
+  if (!isPrintableId(value, ID_MAX_LENGTH)) {
+    throw new MalformedPayloadError(`${field} is not a printable string of at most ${ID_MAX_LENGTH} characters`);
+  }
+}
+
+/**
+ * What the receive path records of the events an adapter read, whatever the adapter: at least one
+ * event, printable ids (a host's own adapter is held to the rule the built-in ones keep when they
+ * read), a body of text, and each event's account (MalformedPayloadError otherwise).
+ */
+export function keyEvents(endpoint: AccountScope, events: readonly ReceivedEvent[]): KeyedEvent[] {
+  if (!Array.isArray(events) || events.length === 0) throw new MalformedPayloadError('the delivery carries no event');
+  return events.map((event) => {
+    printable(event.eventId, 'the event id', true);
+    printable(event.eventType, 'the event type', true);
+    printable(event.resourceId, 'the resource id', false);
+    printable(event.account, 'the account', false);
+    printable(event.deliveryId, 'the delivery id', false);
+    if (typeof event.body !== 'string') throw new Error('an adapter returned an event without its body text');
+    const merchantAccountId = eventAccount(endpoint, event.account ?? null);
+    // An endpoint of many accounts keys each event on the account it declares: none, no key.
+    if (merchantAccountId === null) throw new MalformedPayloadError(MANY_ACCOUNTS_NONE_DECLARED);
+    return {
+      eventId: event.eventId,
+      eventType: event.eventType,
+      resourceId: event.resourceId ?? null,
+      deliveryId: event.deliveryId ?? null,
+      account: event.account ?? null,
+      apiVersion: typeof event.apiVersion === 'string' && isPrintableId(event.apiVersion, ID_MAX_LENGTH) ? event.apiVersion : null,
+      body: event.body,
+      merchantAccountId,
+      served: servesAccount(endpoint, merchantAccountId),
+    };
+  });
+}
+
+/** An endpoint as the receive path runs an adapter for it. */
+export interface ReceivingEndpoint extends AccountScope {
+  provider: ProviderAdapter;
+  toleranceSeconds: number;
+  settings: ProviderEndpoint;
+}
+
+/** What the receive path makes of an authentic delivery: its events, keyed, or why it is refused. */
+export type DeliveryOutcome =
+  | { ok: true; secretIndex: number | null; events: KeyedEvent[] }
+  | { ok: false; error: Exclude<ReceiveResult, { ok: true }>['error']; detail?: string };
+
+/**
+ * Checks 3–6 of docs/webhooks.md#checks-and-answers for one delivery, the same for every provider:
+ * the adapter's own checks in its order, then what the receive path requires of every event. A
+ * MalformedPayloadError is a refusal with its detail; any other throw (a provider's API away) is
+ * left to the caller, which answers 503.
+ */
+export async function receiveDelivery(endpoint: ReceivingEndpoint, delivery: RawDelivery, keys: readonly LiveKey[], nowMs: number): Promise<DeliveryOutcome> {
+  try {
+    const result = await endpoint.provider.receive(delivery, { endpoint: endpoint.settings, keys, nowMs, toleranceSeconds: endpoint.toleranceSeconds });
+    if (!result.ok) return result;
+    return { ok: true, secretIndex: result.secretIndex, events: keyEvents(endpoint, result.events) };
+  } catch (err) {
+    if (err instanceof MalformedPayloadError) return { ok: false, error: 'malformed_payload', detail: err.detail };
+    throw err;
+  }
+}
