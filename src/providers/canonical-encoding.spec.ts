@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { signatureVectors } from '../../test/support/fixtures';
 import { signedHeaders } from '../testing/sign';
-import type { ProviderName } from '../config/options';
+import type { HmacProviderName as ProviderName } from './index';
 import { resolveEndpoint, verifySignature } from '../webhooks/signature-verifier';
 import { decodeHexSignature } from './provider';
 import { standardProvider } from './standard.provider';

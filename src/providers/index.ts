@@ -17,6 +17,9 @@ export const PROVIDERS: Readonly<Record<'paymos' | 'factuarea' | 'stripe' | 'sta
   standard: standardProvider,
 };
 
+/** The names of the built-in providers of the HMAC scheme. */
+export type HmacProviderName = keyof typeof PROVIDERS;
+
 /** Every built-in provider. */
 export const BUILT_IN_PROVIDERS: Readonly<Record<BuiltInProviderName, ProviderAdapter>> = { ...PROVIDERS };
 

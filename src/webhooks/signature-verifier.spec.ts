@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { FIXTURES_DIR, signatureVectors, SignatureVector } from '../../test/support/fixtures';
 import { signedHeaders } from '../testing/sign';
-import type { ProviderName } from '../config/options';
+import type { HmacProviderName as ProviderName } from '../providers';
 import { resolveEndpoint, ResolvedEndpoint, verifySignature } from './signature-verifier';
 
 const NOW = 1_790_590_562;
