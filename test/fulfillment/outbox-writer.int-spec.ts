@@ -143,6 +143,13 @@ describe('OutboxWriter (transactional outbox)', () => {
   });
 
   describe('NOTIFY on the schema\'s outbox channel', () => {
+    // What earlier tests committed is heard before each of these starts (a notification of theirs
+    // can arrive late on a loaded machine), so each test hears only its own.
+    beforeEach(async () => {
+      await barrier('settled');
+      heard = [];
+    });
+
     it('a transaction that adds and rolls back announces nothing', async () => {
       const m = message();
       let written: string | null = null;
