@@ -27,7 +27,7 @@ cat <<EOF2
 
   Swagger UI      ${base}/docs   (user: anything, password: the ADMIN_TOKEN, "${ADMIN_TOKEN:-<unset: admin routes answer 503>}")
   Webhooks        ${base}/webhooks/{endpointId}   (the endpoints of .env.example: paymos-main, factuarea-company,
-                  factuarea-account, stripe-main, standard-main)
+                  factuarea-account, stripe-main, standard-main, standard-v1a, adyen-main, mollie-main)
   Health          ${base}/health, ${base}/health/ready
   Carrier sim     ${CARRIER_URL:-http://127.0.0.1:4010}/_sim/shipments
 

@@ -14,7 +14,9 @@
  * - end to end at 20 and at 200 paid orders per second (open loop): p50/p99 from the POST to the
  *   carrier's shipment, at the carrier simulator;
  * - drain: N paid webhooks sent as fast as they are accepted, then shipments per second from the
- *   first to the last, and its ratio to the ingest rate of the new-delivery load.
+ *   first to the last, and its ratio to the ingest rate of the new-delivery load;
+ * - Adyen: new deliveries that are batches of 10 signed items (`AUTHORISATION`), each paying an
+ *   order of its own (requests/s and events/s), then a drain of N items in such batches.
  * The carrier simulator and the load run in this process, on the same cores as the service,
  * PostgreSQL and Redis. The table, with the machine's CPU count and the Node and PostgreSQL
  * versions, goes to `--out` (default docs/benchmarks.md, between the markers there).
@@ -55,7 +57,15 @@ const SECRET = 'whsec_YmVuY2gtc3RhbmRhcmQtd2ViaG9va3Mta2V5LTAwMDE=';
 const ADMIN = 'bench-admin-token';
 const ACCOUNT = 'acc_bench';
 const PATH = '/webhooks/bench';
-const ENDPOINTS = JSON.stringify([{ id: 'bench', provider: 'standard', secrets: [SECRET], merchantAccountId: ACCOUNT }]);
+/** Adyen's HMAC key as its Customer Area shows it (hex), and the merchant account the items name. */
+const ADYEN_KEY = '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056';
+const ADYEN_ACCOUNT = 'BenchEU';
+const ADYEN_PATH = '/webhooks/bench-adyen';
+const ADYEN_BATCH = 10;
+const ENDPOINTS = JSON.stringify([
+  { id: 'bench', provider: 'standard', secrets: [SECRET], merchantAccountId: ACCOUNT },
+  { id: 'bench-adyen', provider: 'adyen', secrets: [ADYEN_KEY], merchantAccountId: ADYEN_ACCOUNT },
+]);
 
 type Platform = 'express' | 'fastify';
 type Topology = 'all-in-one' | 'split';
@@ -72,6 +82,10 @@ interface Row {
   e2e200: { p50: number; p99: number; count: number };
   drainIngest: number;
   drain: number;
+  /** Adyen batches of ADYEN_BATCH items: requests/s, p99, and the drain's shipments/s. */
+  adyen: number;
+  adyenP99: number;
+  adyenDrain: number;
   errors: string[];
 }
 
@@ -106,6 +120,39 @@ function paidDelivery(orderId: string): { body: string; headers: Record<string, 
     data: { payment_id: `pay_${randomUUID()}`, order_id: orderId, amount: 4990, currency: 'EUR', account_id: ACCOUNT },
   });
   return { body, headers: signedHeaders('standard', SECRET, body, { eventId }) };
+}
+
+/**
+ * One Adyen delivery: a batch of `AUTHORISATION` items, one per order (its id as the merchant
+ * reference), each signed on its own over Adyen's signing string with the official library.
+ */
+function adyenBatch(orderIds: string[]): { body: string; headers: Record<string, string> } {
+  const items = orderIds.map((orderId) => {
+    const item: Record<string, unknown> = {
+      eventCode: 'AUTHORISATION',
+      success: 'true',
+      pspReference: String(Math.floor(1e15 + Math.random() * 9e15)),
+      originalReference: '',
+      merchantAccountCode: ADYEN_ACCOUNT,
+      merchantReference: orderId,
+      eventDate: new Date().toISOString(),
+      amount: { value: 4990, currency: 'EUR' },
+      paymentMethod: 'visa',
+      reason: '',
+      additionalData: {},
+    };
+    item.additionalData = { hmacSignature: adyenHmac().calculateHmac(item as never, ADYEN_KEY) };
+    return { NotificationRequestItem: item };
+  });
+  return { body: JSON.stringify({ live: 'false', notificationItems: items }), headers: { 'content-type': 'application/json' } };
+}
+
+let hmacValidator: { calculateHmac(item: never, key: string): string } | undefined;
+/** Adyen's own HMAC validator, loaded when the Adyen load runs. */
+function adyenHmac(): { calculateHmac(item: never, key: string): string } {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  if (!hmacValidator) hmacValidator = new (require('@adyen/api-library') as { hmacValidator: new () => { calculateHmac(item: never, key: string): string } }).hmacValidator();
+  return hmacValidator;
 }
 
 async function load(url: string, request: autocannon.Request): Promise<{ rps: number; p99: number; failed: number }> {
@@ -159,7 +206,8 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       until(what, () => ids.every((id) => shipped.has(id)), timeoutMs, 100);
     const row: Row = {
       platform, topology, health: NaN, fresh: NaN, freshP99: NaN, duplicate: NaN, duplicateP99: NaN,
-      e2e20: { p50: NaN, p99: NaN, count: 0 }, e2e200: { p50: NaN, p99: NaN, count: 0 }, drainIngest: NaN, drain: NaN, errors,
+      e2e20: { p50: NaN, p99: NaN, count: 0 }, e2e200: { p50: NaN, p99: NaN, count: 0 }, drainIngest: NaN, drain: NaN,
+      adyen: NaN, adyenP99: NaN, adyenDrain: NaN, errors,
     };
     const wants = (name: string) => !args.only || args.only.split(',').includes(name);
     // Warm up every path (JIT, connection pools, prepared statements).
@@ -222,6 +270,40 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       const times = ids.map((id) => shipped.get(id)).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
       if (times.length > 1) row.drain = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
     }
+    if (wants('adyen')) {
+      const paid: string[] = [];
+      const batches = await load(url, {
+        method: 'POST',
+        path: ADYEN_PATH,
+        setupRequest: (req) => {
+          const ids = Array.from({ length: ADYEN_BATCH }, () => nextOrder());
+          paid.push(...ids);
+          return { ...req, ...adyenBatch(ids) };
+        },
+      });
+      row.adyen = batches.rps;
+      row.adyenP99 = batches.p99;
+      if (batches.failed) errors.push(`adyen batches: ${batches.failed} failed`);
+      await waitShipped(paid.slice(0, paid.length - (batches.failed + CONNECTIONS) * ADYEN_BATCH), 'the adyen backlog shipped', 240_000).catch((e) => errors.push(String(e)));
+    }
+    if (wants('adyen-drain')) {
+      const ids = Array.from({ length: DRAIN }, () => nextOrder());
+      const batches: string[][] = [];
+      for (let i = 0; i < ids.length; i += ADYEN_BATCH) batches.push(ids.slice(i, i + ADYEN_BATCH));
+      const deliveries = batches.map(adyenBatch);
+      let sent = 0;
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          while (sent < deliveries.length) {
+            const status = await post(url, deliveries[sent++], ADYEN_PATH);
+            if (status !== 200) errors.push(`adyen drain batch answered ${status}`);
+          }
+        }),
+      );
+      await waitShipped(ids, 'the adyen drain shipped', 300_000).catch((e) => errors.push(String(e)));
+      const times = ids.map((id) => shipped.get(id)).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
+      if (times.length > 1) row.adyenDrain = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
+    }
     return row;
   } finally {
     await Promise.all(services.map((s) => s.stop()));
@@ -229,9 +311,9 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
   }
 }
 
-async function post(url: string, delivery: { body: string; headers: Record<string, string> }): Promise<number> {
+async function post(url: string, delivery: { body: string; headers: Record<string, string> }, path = PATH): Promise<number> {
   try {
-    const res = await fetch(`${url}${PATH}`, { method: 'POST', headers: delivery.headers, body: delivery.body });
+    const res = await fetch(`${url}${path}`, { method: 'POST', headers: delivery.headers, body: delivery.body });
     await res.arrayBuffer();
     return res.status;
   } catch {
@@ -296,6 +378,20 @@ function table(rows: Row[]): string {
     lines.push(
       `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${fmt(r.health)} | ${fmt(r.fresh)}${pct(r.fresh, r.health)}, ${ms(r.freshP99)} | ${fmt(r.duplicate)}${pct(r.duplicate, r.health)}, ${ms(r.duplicateP99)} | ${ms(r.e2e20.p50)} / ${ms(r.e2e20.p99)} | ${ms(r.e2e200.p50)} / ${ms(r.e2e200.p99)} | ${fmt(r.drain)}${pct(r.drain, r.fresh)} |`,
     );
+  }
+  if (rows.some((r) => Number.isFinite(r.adyen) || Number.isFinite(r.adyenDrain))) {
+    lines.push(
+      '',
+      `Adyen: each request a batch of ${ADYEN_BATCH} signed items (each an \`AUTHORISATION\` paying an order of its own), recorded in one statement.`,
+      '',
+      '| platform | process | Adyen batches req/s (events/s), p99 | Adyen drain shipments/s |',
+      '| --- | --- | ---: | ---: |',
+    );
+    for (const r of rows) {
+      lines.push(
+        `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${fmt(r.adyen)} (${fmt(r.adyen * ADYEN_BATCH)}), ${ms(r.adyenP99)} | ${fmt(r.adyenDrain)} |`,
+      );
+    }
   }
   return lines.join('\n');
 }

@@ -84,6 +84,40 @@ describe('payment-webhooks conformance: the secrets and the token', () => {
     expect(e.message).toBe(`conformance: --secret-file "${path}" holds no secret (one a line; blank lines and # comments are skipped)`);
   });
 
+  const ADYEN = ['--url', 'http://127.0.0.1:3000', '--endpoint', 'adyen-main', '--provider', 'adyen'];
+  const HEX = 'A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718293A4B5C6D7E8F90';
+
+  it('adyen: the hex key and --merchant are handed to the checks, which run tampered in place of reserialised', async () => {
+    const ctx = context([...ADYEN, '--secret', HEX, '--merchant', 'ShopEU'], { ADMIN_TOKEN: TOKEN });
+    expect(await conformanceCommand.run(ctx)).toBe(EXIT.ok);
+    expect(run.mock.calls[0][0]).toMatchObject({ provider: 'adyen', secrets: [HEX], merchant: 'ShopEU' });
+    const { checksFor } = jest.requireActual('./remote/conformance') as typeof import('./remote/conformance');
+    expect(checksFor('adyen')).toEqual(['reachable', 'signature', 'delivery', 'duplicate', 'concurrent', 'stale', 'amount', 'reprocess', 'tampered', 'reconciliation']);
+    expect(checksFor('stripe')).toEqual(['reachable', 'signature', 'delivery', 'duplicate', 'concurrent', 'stale', 'amount', 'reprocess', 'reserialised', 'reconciliation']);
+  });
+
+  it.each([
+    ['an unknown provider', ['--url', 'http://h', '--endpoint', 'e', '--provider', 'paypal', '--secret', SECRET], 'conformance: --provider must be one of paymos, factuarea, stripe, standard, adyen'],
+    [
+      'mollie',
+      ['--url', 'http://h', '--endpoint', 'e', '--provider', 'mollie', '--secret', 'test_key'],
+      "conformance: --provider mollie cannot be played: a Mollie delivery is an unsigned hint, authenticated by the service fetching the payment from Mollie's API, which no sender but Mollie can answer; see docs/going-live.md#mollie-check-it-with-mollie-itself",
+    ],
+    ['adyen, a key that is not hex', [...ADYEN, '--secret', SECRET, '--merchant', 'ShopEU'], 'conformance: each secret of an adyen endpoint must be the hex HMAC key the Customer Area shows (an even number of hex digits)'],
+    ['adyen without --merchant', [...ADYEN, '--secret', HEX], "conformance: --provider adyen needs --merchant <merchantAccountCode>: every item declares its merchant account (the endpoint's merchantAccountId)"],
+  ])('%s: exit 2 with one line, nothing sent, never the key', async (_name, argv, message) => {
+    run.mockClear();
+    const e = await exitOf(context(argv, { ADMIN_TOKEN: TOKEN }));
+    expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
+    expect(e.message).not.toContain(HEX);
+    expect(run).not.toHaveBeenCalled();
+  });
+
+  it('the usage lists the providers the checks play, and says why not mollie', () => {
+    expect(conformanceCommand.usage).toContain('--provider paymos|factuarea|stripe|standard|adyen\n');
+    expect(conformanceCommand.usage).toContain("mollie is refused: its deliveries are authenticated by fetching the payment from Mollie's API.");
+  });
+
   it('the usage shows --secret-file and ADMIN_TOKEN', () => {
     expect(conformanceCommand.usage).toContain('--secret-file <path> | --secret <s> [--admin-token <t>]');
     expect(conformanceCommand.usage).toContain('ADMIN_TOKEN from the environment');

@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { PROVIDER_NAMES } from '../config/options';
 import {
   ADMIN_TOKEN_OPTION,
   adminTokenGiven,
@@ -14,11 +13,17 @@ import {
   wholeNumber,
 } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
+import { isSigningSecret } from '../providers/standard-keys';
+import { adyenLibrary, isAdyenKey } from './remote/adyen';
 import { CHECK_SUMMARIES, CHECKS, CheckResult, runConformance } from './remote/conformance';
 import type { RemoteProvider } from './remote/events';
+import { mollieRefusal } from './simulate.command';
+
+/** The providers the checks can play (not mollie: its deliveries are authenticated by Mollie's own API). */
+const PROVIDERS: readonly RemoteProvider[] = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen'];
 
 const USAGE = [
-  `usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider ${PROVIDER_NAMES.join('|')}`,
+  `usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider ${PROVIDERS.join('|')}`,
   '         --secret-file <path> | --secret <s> [--admin-token <t>] [--merchant <account>] [--carrier <name>]',
   '         [--wait <seconds>] [--json]',
   '  The re-delivery checks to pass before going live, against a running service (staging): signed deliveries to',
@@ -27,6 +32,11 @@ const USAGE = [
   '  --url includes any route prefix (http://127.0.0.1:3000/pay). --secret-file: the secret, or one a line (each signs,',
   '  the first the current one, as during a rotation; blank lines and # comments skipped); or --secret, repeatable, but',
   '  ps shows it to every user. The admin token: ADMIN_TOKEN from the environment, or --admin-token (ps shows it too).',
+  '  standard: a whsec_ secret signs v1, a whsk_ (an ed25519 private key) v1a.',
+  "  adyen: the endpoint's hex HMAC key (each item signed by the first one, with the official @adyen/api-library);",
+  '  --merchant <merchantAccountCode> is required; the answer is [accepted] for a new delivery and a recorded one alike,',
+  '  so what was recorded is read from the archive; automatic capture is played (the AUTHORISATION is the payment).',
+  "  mollie is refused: its deliveries are authenticated by fetching the payment from Mollie's API.",
   "  --merchant: the account bodies declare and payments are registered under (needed on a merchantAccountIds",
   '  endpoint). --wait: the longest wait for processing or a shipment, per check (default 30).',
   '  One line per check, PASS|FAIL <check> — <detail>, then "conformance: N/M checks pass"; --json prints one JSON',
@@ -56,12 +66,28 @@ export const conformanceCommand: CliCommand = {
       json: { type: 'boolean' },
     });
     requireOptions('conformance', USAGE, values, ['url', 'endpoint', 'provider', secretsGiven(values), adminTokenGiven(values['admin-token'], ctx.remoteEnv)]);
-    if (!(PROVIDER_NAMES as readonly string[]).includes(values.provider!)) {
-      throw new CliExit(EXIT.couldNotRun, `conformance: --provider must be one of ${PROVIDER_NAMES.join(', ')}`);
+    if (values.provider === 'mollie') throw new CliExit(EXIT.couldNotRun, mollieRefusal('conformance'));
+    if (!(PROVIDERS as readonly string[]).includes(values.provider!)) {
+      throw new CliExit(EXIT.couldNotRun, `conformance: --provider must be one of ${PROVIDERS.join(', ')}`);
     }
     const url = parseBaseUrl('conformance', 'url', values.url!, values.endpoint!);
     const wait = wholeNumber('conformance', 'wait', values.wait, 30, 1, 3600);
     const secrets = readSecrets('conformance', values)!;
+    if (values.provider === 'standard' && !secrets.every(isSigningSecret)) {
+      throw new CliExit(
+        EXIT.couldNotRun,
+        'conformance: each secret of a standard endpoint must be whsec_ or whsk_ followed by base64 (Standard Webhooks signs with the decoded key: whsec_ v1, whsk_ v1a)',
+      );
+    }
+    if (values.provider === 'adyen') {
+      if (!secrets.every(isAdyenKey)) {
+        throw new CliExit(EXIT.couldNotRun, "conformance: each secret of an adyen endpoint must be the hex HMAC key the Customer Area shows (an even number of hex digits)");
+      }
+      if (values.merchant === undefined || values.merchant === '') {
+        throw new CliExit(EXIT.couldNotRun, "conformance: --provider adyen needs --merchant <merchantAccountCode>: every item declares its merchant account (the endpoint's merchantAccountId)");
+      }
+      adyenLibrary('conformance');
+    }
     const adminToken = readAdminToken('conformance', values['admin-token'], ctx.remoteEnv)!;
 
     const json = values.json === true;

@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { PROVIDER_NAMES } from '../config/options';
+import { PROVIDER_NAME } from '../providers';
 import { reconcile } from '../operations/reconciliation.service';
 import { parseCommandArgs } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
 
 const USAGE =
-  `usage: payment-webhooks reconcile --provider ${PROVIDER_NAMES.join('|')} --account <merchant account> ` +
+  `usage: payment-webhooks reconcile --provider ${PROVIDER_NAMES.join('|')}|<a host's provider> --account <merchant account> ` +
   '[--paid <file of paid payment ids>] [--events <file of event ids>]\n' +
   '  Files hold one id per line (blank lines and lines starting with # are skipped), as exported from the\n' +
   "  provider's dashboard. Prints the report as JSON; exit 0 when there is nothing to report, 2 when there is.";
@@ -24,8 +25,9 @@ export const reconcileCommand: CliCommand = {
       paid: { type: 'string' },
       events: { type: 'string' },
     });
-    if (!values.provider || !(PROVIDER_NAMES as readonly string[]).includes(values.provider) || !values.account) {
-      throw new CliExit(EXIT.couldNotRun, `reconcile: --provider (${PROVIDER_NAMES.join(', ')}) and --account are required\n${USAGE}`);
+    // Any provider name: one of the host's own (`providers` option) is recorded under its name too.
+    if (!values.provider || !PROVIDER_NAME.test(values.provider) || !values.account) {
+      throw new CliExit(EXIT.couldNotRun, `reconcile: --provider (${PROVIDER_NAMES.join(', ')}, or a host's provider) and --account are required\n${USAGE}`);
     }
     const paidResourceIds = readIds('--paid', values.paid);
     const eventIds = readIds('--events', values.events);

@@ -119,6 +119,9 @@ interface Setup {
   timeScale?: number;
   secrets?: string[];
   seed?: number;
+  /** Adyen: events a delivery carries. */
+  batch?: number;
+  merchant?: string;
   service?: ConstructorParameters<typeof FakeService>[1];
 }
 
@@ -127,7 +130,7 @@ function setup(s: Setup = {}) {
   const clock = new VirtualClock();
   const service = new FakeService(clock, s.service);
   const random = seededRandom(s.seed ?? 1);
-  const payments = planRun({ provider, events: s.events ?? 9, duplicates: s.duplicates ?? 0, outOfOrder: s.outOfOrder ?? 0 }, random);
+  const payments = planRun({ provider, events: s.events ?? 9, duplicates: s.duplicates ?? 0, outOfOrder: s.outOfOrder ?? 0, batch: s.batch, merchant: s.merchant }, random);
   const simulation = new Simulation(
     {
       provider,
@@ -481,6 +484,7 @@ describe('parseSimulateArgs', () => {
       provider: 'factuarea',
       secrets: ['whsec_SeCrEt1'],
       events: 10,
+      batch: 1,
       duplicates: 0,
       copies: 1,
       outOfOrder: 0,
@@ -543,7 +547,7 @@ describe('parseSimulateArgs', () => {
     [['--concurrency', '0'], 'simulate: --concurrency must be a whole number from 1 to 10000, got "0"'],
     [['--copies', '9'], 'simulate: --copies (9) must not exceed --concurrency (8): the copies are sent at once'],
     [['--timeout', '0'], 'simulate: --timeout must be a whole number from 1 to 2147483647, got "0"'],
-    [['--schedule', 'adyen'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, got "adyen"'],
+    [['--schedule', 'mollie'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, adyen, got "mollie"'],
     [['--seed=-1'], 'simulate: --seed must be a whole number from 0 to 4294967295, got "-1"'],
     [['--admin-url', 'http://10.0.0.2'], 'simulate: --admin-url needs --admin-token or ADMIN_TOKEN'],
     [['--wait', '5'], 'simulate: --wait needs --admin-token or ADMIN_TOKEN (it bounds the wait for the orders)'],
@@ -559,9 +563,17 @@ describe('parseSimulateArgs', () => {
     [['--url', 'http://h/?x=1', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be a base URL, without a query or fragment'],
     [['--url', 'http://u:hunter2@h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must not carry a user name or password'],
     [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's', '--admin-token', 'tok', '--admin-url', 'http://u:p@h'], 'simulate: --admin-url must not carry a user name or password'],
-    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'adyen', '--secret', 's'], 'simulate: --provider must be one of paymos, factuarea, stripe, standard, got "adyen"'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paypal', '--secret', 's'], 'simulate: --provider must be one of paymos, factuarea, stripe, standard, adyen, got "paypal"'],
+    [
+      ['--url', 'http://h', '--endpoint', 'e', '--provider', 'mollie', '--secret', 's'],
+      "simulate: --provider mollie cannot be played: a Mollie delivery is an unsigned hint, authenticated by the service fetching the payment from Mollie's API, which no sender but Mollie can answer; see docs/going-live.md#mollie-check-it-with-mollie-itself",
+    ],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'adyen', '--secret', 's', '--merchant', 'M'], 'simulate: --secret of an adyen endpoint must be the hex HMAC key the Customer Area shows (an even number of hex digits)'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'adyen', '--secret', 'ABCD'], "simulate: --provider adyen needs --merchant <merchantAccountCode>: every item declares its merchant account (the endpoint's merchantAccountId)"],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'stripe', '--secret', 's', '--batch', '2'], 'simulate: --batch applies to adyen only: the other providers send one event a delivery'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'adyen', '--secret', 'ABCD', '--merchant', 'M', '--batch', '101'], 'simulate: --batch must be a whole number from 1 to 100, got "101"'],
     [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's', '--merchant', 'm'], 'simulate: --merchant does not apply to paymos: its bodies declare no account'],
-    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'standard', '--secret', 'not-base64!'], 'simulate: --secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'standard', '--secret', 'not-base64!'], 'simulate: --secret of a standard endpoint must be whsec_ or whsk_ followed by base64 (Standard Webhooks signs with the decoded key: whsec_ v1, whsk_ v1a)'],
   ])('%j: exit 2 with one line, never the secret', (args, message) => {
     const e = exitOf(args);
     expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
@@ -614,7 +626,7 @@ describe('parseSimulateArgs', () => {
     it('a standard endpoint: every secret of the file must be whsec_ and base64', () => {
       const path = secretFile('whsec_c2VjcmV0\nnot-base64!\n');
       const e = exitOf(['--url', 'http://h', '--endpoint', 'e', '--provider', 'standard', '--secret-file', path]);
-      expect(e.message).toBe('simulate: --secret-file: each secret of a standard endpoint must be whsec_ followed by base64 (Standard Webhooks signs with the decoded key)');
+      expect(e.message).toBe('simulate: --secret-file: each secret of a standard endpoint must be whsec_ or whsk_ followed by base64 (Standard Webhooks signs with the decoded key: whsec_ v1, whsk_ v1a)');
     });
 
     it('the usage shows --secret-file first, and ADMIN_TOKEN', () => {
@@ -736,5 +748,92 @@ describe('ProgressLine', () => {
     const { written, progress } = line(true);
     progress.end();
     expect(written).toEqual([]);
+  });
+});
+
+describe('simulate --provider adyen (items signed inside the body, answered [accepted])', () => {
+  const KEY = 'A1B2C3D4E5F60718293A4B5C6D7E8F90A1B2C3D4E5F60718293A4B5C6D7E8F90';
+  const ACCEPTED: Answer = { status: 200, text: '[accepted]', ms: 1 };
+  /** Adyen's receiver: [accepted] once every item is recorded, new or not; counts each event id it records. */
+  const adyenService = (recorded: Map<string, number>, downUntil = 0) => ({
+    answer: (d: Delivery, now: number): Answer => {
+      if (now < downUntil) return UNAVAILABLE;
+      for (const id of d.eventIds ?? []) recorded.set(id, (recorded.get(id) ?? 0) + 1);
+      return ACCEPTED;
+    },
+  });
+
+  it('planRun: one AUTHORISATION per payment; --batch 2 puts two in a delivery (5 events: 2 + 2 + 1 items)', () => {
+    const single = planRun({ provider: 'adyen', events: 5, duplicates: 0, outOfOrder: 1, merchant: 'ShopEU', orderIds: ['o1', 'o2', 'o3', 'o4', 'o5'] }, seededRandom(1));
+    expect(paymentCount('adyen', 5)).toBe(5);
+    expect(single.map((p) => p.events.length)).toEqual([1, 1, 1, 1, 1]);
+    expect(single.every((p) => !p.reversed)).toBe(true);
+    const plan = planRun({ provider: 'adyen', events: 5, duplicates: 0, outOfOrder: 0, merchant: 'ShopEU', orderIds: ['o1', 'o2', 'o3', 'o4', 'o5'], batch: 2 }, seededRandom(1));
+    expect(plan.map((p) => p.events.length)).toEqual([1, 1, 1]);
+    const deliveries = allEvents(plan);
+    expect(deliveries.map((d) => d.items!.length)).toEqual([2, 2, 1]);
+    const bodies = deliveries.map((d) => JSON.parse(d.body));
+    expect(bodies[0].live).toBe('false');
+    const items = bodies.flatMap((b) => b.notificationItems.map((e: { NotificationRequestItem: Record<string, unknown> }) => e.NotificationRequestItem));
+    expect(items.map((i) => i.merchantReference)).toEqual(['o1', 'o2', 'o3', 'o4', 'o5']);
+    expect(items.every((i) => i.eventCode === 'AUTHORISATION' && i.success === 'true' && i.merchantAccountCode === 'ShopEU')).toBe(true);
+    expect(deliveries.flatMap((d) => d.items!.map((i) => i.eventId))).toEqual(items.map((i) => `${i.pspReference}:AUTHORISATION:true`));
+    // Unsigned in the plan: each attempt's delivery signs the items.
+    expect(items.every((i) => !(i.additionalData as Record<string, unknown>).hmacSignature)).toBe(true);
+  });
+
+  it('every delivery signed and answered [accepted]: every event accepted, each recorded once; retried on the Adyen schedule', async () => {
+    const recorded = new Map<string, number>();
+    const { run, service } = setup({ provider: 'adyen', events: 5, batch: 2, merchant: 'ShopEU', secrets: [KEY], service: adyenService(recorded, T0 + 1) });
+    const report = await run();
+    expect(service.received).toHaveLength(6);
+    // The first attempt of each of the 3 deliveries was refused (503), the second 9 s later accepted.
+    expect(gaps(service.received.filter((r) => r.delivery.eventIds![0] === service.received[0].delivery.eventIds![0]))).toEqual([9_000]);
+    for (const r of service.received) {
+      for (const item of JSON.parse(r.delivery.body).notificationItems) expect(item.NotificationRequestItem.additionalData.hmacSignature).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    }
+    expect(totals(report)).toMatchObject({ events: 5, accepted: 5, acceptedMoreThanOnce: 0, acknowledgedOtherwise: 0, gaveUp: 0, attempts: 6, retries: 3 });
+    expect(report.answers).toEqual({ '200 [accepted]': 3, '503 unavailable': 3 });
+    expect([...recorded.values()]).toEqual([1, 1, 1, 1, 1]);
+    expect(failure(report)).toBeUndefined();
+  });
+
+  it('a redelivery sends the whole delivery again, answered [accepted] again: not a second acceptance', async () => {
+    const recorded = new Map<string, number>();
+    const { run } = setup({ provider: 'adyen', events: 4, batch: 2, duplicates: 0.5, merchant: 'ShopEU', secrets: [KEY], service: adyenService(recorded) });
+    const report = await run();
+    expect(report.redeliveries).toBeGreaterThan(0);
+    expect(report.events.filter((e) => e.redelivered).length).toBe(2 * report.redeliveries);
+    expect(totals(report)).toMatchObject({ accepted: 4, acceptedMoreThanOnce: 0, duplicateOnly: 0 });
+    expect(failure(report)).toBeUndefined();
+  });
+
+  it("a 2xx that is not [accepted] (a proxy's JSON): acknowledged otherwise, a failure", async () => {
+    const { run } = setup({ provider: 'adyen', events: 2, merchant: 'ShopEU', secrets: [KEY], service: { answer: () => answer(200, { ok: true }) } });
+    const report = await run();
+    expect(totals(report)).toMatchObject({ accepted: 0, acknowledgedOtherwise: 2 });
+    expect(failure(report)).toMatch(/^simulate: 2 event\(s\) acknowledged with a 2xx that is not the service's answer/);
+  });
+
+  it('the summary reads [accepted] as the service\'s answer; recorded once is the archive\'s to say', async () => {
+    const { run } = setup({ provider: 'adyen', events: 3, batch: 3, merchant: 'ShopEU', secrets: [KEY], service: adyenService(new Map()) });
+    const report = await run();
+    const info = runInfo({ provider: 'adyen', schedule: 'adyen' });
+    const lines = formatSummary(info, report);
+    expect(lines).toContain('schedule adyen (100 attempts), time scale 120, seed 7, concurrency 8, copies 1');
+    expect(lines).toContain('events: 3 sent of 3, 3 accepted (2xx [accepted]), 0 acknowledged otherwise, 0 gave up');
+    expect(lines).toContain("accepted more than once: not told by Adyen's answer ([accepted] for a new and a recorded delivery alike); with the admin token the archive is checked");
+    expect(lines).toContain('  200 [accepted]: 1');
+    const archive = { total: 3, recordedOnce: 1, missing: ['p1:AUTHORISATION:true'], many: [{ eventId: 'p2:AUTHORISATION:true', rows: 2 }] };
+    expect(formatSummary(info, report, undefined, archive)).toContain('recorded once (archive): 1/3  <- SERVICE BUG: an event id must be recorded once');
+    expect(failure(report, undefined, archive)).toBe(
+      'simulate: 2 of 3 events not recorded exactly once: 1 acknowledged but not in the archive (p1:AUTHORISATION:true: something in front of the service answers for it, or the answer was lost), 1 recorded more than once (p2:AUTHORISATION:true: 2 rows, a broken deduplication)',
+    );
+    expect(summaryJson(info, report, undefined, { total: 3, recordedOnce: 3, missing: [], many: [] })).toMatchObject({ ok: true, recordedOnce: { recordedOnce: 3 } });
+  });
+
+  it('parseSimulateArgs: --batch, --merchant, the adyen schedule by default; the key never printed', () => {
+    const o = parseSimulateArgs(['--url', 'http://h', '--endpoint', 'adyen-main', '--provider', 'adyen', '--secret', KEY, '--merchant', 'ShopEU', '--batch', '5']);
+    expect(o).toMatchObject({ provider: 'adyen', secrets: [KEY], merchant: 'ShopEU', batch: 5, schedule: 'adyen' });
   });
 });

@@ -32,6 +32,18 @@ export interface ProviderEvent {
   currency: string | null;
   /** Cumulative refunded amount, for `refunded`. */
   refundedAmount: RawAmount | null;
+  /**
+   * One refund, for a provider that reports each refund with its own amount instead of the
+   * cumulative one (Adyen `REFUND`): the provider's id of that refund and its amount. The payment
+   * counts each id once (docs/design.md#refunds). With `canceled` (Adyen `CANCEL_OR_REFUND`) it is
+   * what the cancel becomes when the payment was already captured.
+   */
+  refund?: { id: string; amount: RawAmount } | null;
+  /**
+   * Our order as the provider echoes the merchant's reference for it (Adyen `merchantReference`):
+   * the order's `reference`, or its id. Used like `orderId` when that is null.
+   */
+  orderReference?: string | null;
   /** The merchant account the body declares (Stripe `account`, Factuarea `account.id`, Standard `data.account_id`). */
   declaredAccount: string | null;
   /** When the provider says it happened, if it says. */

@@ -392,7 +392,7 @@ describe('loadStandaloneConfig', () => {
       it('unknown provider', () => {
         expectError(
           { WEBHOOK_ENDPOINTS: endpointsJson({ provider: 'paypal' }) },
-          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider "paypal" (expected one of paymos, factuarea, stripe, standard)',
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider "paypal" (expected one of paymos, factuarea, stripe, standard, adyen, mollie)',
         );
       });
 
@@ -455,7 +455,7 @@ describe('loadStandaloneConfig', () => {
       it('an apiKey on a paymos endpoint, without echoing it', () => {
         expectError(
           { WEBHOOK_ENDPOINTS: endpointsJson({ apiKey: 'sk_live_APIKEYVALUE' }) },
-          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiKey" and "apiBaseUrl" are for stripe endpoints only',
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiKey" and "apiBaseUrl" are for stripe and mollie endpoints only',
           'sk_live_APIKEYVALUE',
         );
       });
@@ -471,7 +471,7 @@ describe('loadStandaloneConfig', () => {
       it('a standard secret not starting with whsec_', () => {
         expectError(
           { WEBHOOK_ENDPOINTS: endpointsJson({ id: 'std', provider: 'standard', secrets: [SECRET] }) },
-          'WEBHOOK_ENDPOINTS: endpoint "std": secret #1 must start with "whsec_" (Standard Webhooks)',
+          'WEBHOOK_ENDPOINTS: endpoint "std": secret #1 must start with "whsec_" or "whpk_" (Standard Webhooks)',
         );
       });
 
@@ -548,7 +548,7 @@ describe('loadStandaloneConfig', () => {
         const path = file('standard.json', endpointsJson({ id: 'std', provider: 'standard', secrets: [SECRET] }));
         expectError(
           { WEBHOOK_ENDPOINTS_FILE: path },
-          'WEBHOOK_ENDPOINTS_FILE: endpoint "std": secret #1 must start with "whsec_" (Standard Webhooks)',
+          'WEBHOOK_ENDPOINTS_FILE: endpoint "std": secret #1 must start with "whsec_" or "whpk_" (Standard Webhooks)',
         );
       });
     });

@@ -61,7 +61,10 @@ export interface EventSinkDefinition {
   /** Unique; also names its outbox messages (`<event id>:<name>`). */
   name: string;
   url: string;
-  /** `whsec_<base64>`, as Standard Webhooks secrets are written. */
+  /**
+   * As Standard Webhooks keys are written: `whsec_<base64>` (deliveries signed `v1`, HMAC-SHA256) or
+   * `whsk_<base64>`, an ed25519 private key (signed `v1a`; the receiver verifies with its `whpk_`).
+   */
   secret: string;
   /** The event types it receives, or '*'; default all. */
   types?: string[] | '*';

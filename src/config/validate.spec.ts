@@ -1,3 +1,4 @@
+import { generateV1aKeyPair } from '../providers/standard-keys';
 import { DEFAULT_TUNING, PaymentWebhooksOptions } from './options';
 import {
   ConfigurationError,
@@ -158,7 +159,7 @@ describe('validateEndpoints', () => {
   ])('rejects a provider that is %s', (_label, provider, shown) => {
     const err = configError(() => validate([endpoint({ provider })]));
     expect(err.message).toBe(
-      `WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider ${shown} (expected one of paymos, factuarea, stripe, standard)`,
+      `WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider ${shown} (expected one of paymos, factuarea, stripe, standard, adyen, mollie)`,
     );
     expectNoSecret(err, SECRET);
   });
@@ -181,14 +182,14 @@ describe('validateEndpoints', () => {
 
   it('rejects a Standard secret that does not start with whsec_, without echoing it', () => {
     const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets: [SECRET] })]));
-    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #1 must start with "whsec_" (Standard Webhooks)');
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #1 must start with "whsec_" or "whpk_" (Standard Webhooks)');
     expectNoSecret(err, SECRET);
   });
 
   it('names the position of the bad Standard secret', () => {
     const secrets = [`whsec_${SECRET_B64}`, `WHSEC_${SECRET_B64}`];
     const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets })]));
-    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 must start with "whsec_" (Standard Webhooks)');
+    expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 must start with "whsec_" or "whpk_" (Standard Webhooks)');
     expectNoSecret(err, SECRET_B64);
   });
 
@@ -200,6 +201,49 @@ describe('validateEndpoints', () => {
     const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets: [secret] })]));
     expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #1 is not base64 after "whsec_"');
     expectNoSecret(err, secret.slice('whsec_'.length) || SECRET);
+  });
+
+  describe('Standard v1a: whpk_ public keys, alone or beside whsec_ keys', () => {
+    const { publicKey, secretKey } = generateV1aKeyPair();
+    const raw = (bytes: number) => `whpk_${Buffer.alloc(bytes, 7).toString('base64')}`;
+
+    it('accepts a whpk_ of 32 bytes, alone and mixed with whsec_ keys (also expiring)', () => {
+      expect(validate([endpoint({ id: 'std', provider: 'standard', secrets: [publicKey] })])[0].secrets).toEqual([publicKey]);
+      const mixed = [`whsec_${SECRET_B64}`, publicKey, { secret: raw(32), expiresAt: '2999-01-01T00:00:00Z' }];
+      expect(validate([endpoint({ id: 'std', provider: 'standard', secrets: mixed })])[0].secrets).toEqual(mixed);
+    });
+
+    it.each([
+      ['31 bytes', raw(31)],
+      ['33 bytes', raw(33)],
+      ['64 bytes (a whsk_ of seed and public key, relabelled)', raw(64)],
+      ['not base64', `whpk_${SECRET}!`],
+      ['URL-safe base64', `whpk_${Buffer.alloc(32, 0xfb).toString('base64url')}`],
+      ['empty after the prefix', 'whpk_'],
+    ])('refuses a whpk_ of %s, naming its position, never its value', (_label, secret) => {
+      const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets: [`whsec_${SECRET_B64}`, secret] })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 is not base64 of a 32-byte ed25519 public key after "whpk_"');
+      expectNoSecret(err, secret.slice('whpk_'.length) || SECRET);
+    });
+
+    it('refuses a whsk_ (the private key) on an endpoint, saying which key belongs there, never its value', () => {
+      const err = configError(() => validate([endpoint({ id: 'std', provider: 'standard', secrets: [publicKey, secretKey] })]));
+      expect(err.message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "std": secret #2 is a signing key ("whsk_"): an endpoint verifies "v1a" with its public key ("whpk_"); the signing key stays with the sender',
+      );
+      expectNoSecret(err, secretKey.slice('whsk_'.length));
+    });
+
+    it('the floor on a whsec_ key still holds beside a whpk_; a whpk_ has no floor of its own but its length', () => {
+      const short = `whsec_${Buffer.from('7-bytes').toString('base64')}`;
+      const err = configError(() => validateEndpoints('WEBHOOK_ENDPOINTS', [endpoint({ id: 'std', provider: 'standard', secrets: [publicKey, short] })], 0));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 decodes to fewer than 8 bytes after "whsec_"');
+      expect(validateEndpoints('WEBHOOK_ENDPOINTS', [endpoint({ id: 'std', provider: 'standard', secrets: [raw(32)] })], 0)[0].secrets).toEqual([raw(32)]);
+    });
+
+    it('a whpk_ means nothing to the other providers: a secret like any other', () => {
+      expect(validate([endpoint({ secrets: [publicKey] })])[0].secrets).toEqual([publicKey]);
+    });
   });
 
   it.each<[string, unknown]>([
@@ -361,7 +405,7 @@ describe('validateEndpoints', () => {
       const ok = [{ secret: `whsec_${SECRET_B64}`, expiresAt: LATER }];
       expect(at([endpoint({ id: 'std', provider: 'standard', secrets: ok })])[0].secrets).toEqual(ok);
       const bad = configError(() => at([endpoint({ id: 'std', provider: 'standard', secrets: ['whsec_c3RhbmRhcmQ=', { secret: SECRET, expiresAt: LATER }] })]));
-      expect(bad.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 must start with "whsec_" (Standard Webhooks)');
+      expect(bad.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #2 must start with "whsec_" or "whpk_" (Standard Webhooks)');
       expectNoSecret(bad, SECRET);
       const notBase64 = configError(() => at([endpoint({ id: 'std', provider: 'standard', secrets: [{ secret: `whsec_${SECRET}!`, expiresAt: LATER }] })]));
       expect(notBase64.message).toBe('WEBHOOK_ENDPOINTS: endpoint "std": secret #1 is not base64 after "whsec_"');
@@ -422,7 +466,7 @@ describe('validateEndpoints', () => {
       const secrets = provider === 'standard' ? [`whsec_${SECRET_B64}`] : [SECRET];
       for (const over of [{ apiKey: API_KEY }, { apiBaseUrl: 'https://api.stripe.com' }]) {
         const err = configError(() => validate([endpoint({ id: 'x', provider, secrets, ...over })]));
-        expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "x": "apiKey" and "apiBaseUrl" are for stripe endpoints only');
+        expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "x": "apiKey" and "apiBaseUrl" are for stripe and mollie endpoints only');
         expectNoSecret(err, API_KEY);
       }
     });
@@ -527,6 +571,51 @@ describe('resolveOptions', () => {
     });
     it('two sinks with one name', () => {
       expect(() => resolveOptions({ ...base, eventSinks: [sink, sink] })).toThrow('eventSinks: duplicate sink name "crm"');
+    });
+    describe('a whsk_ secret (an ed25519 private key): the sink signs v1a', () => {
+      const { secretKey, publicKey } = generateV1aKeyPair();
+      const refusal = (secret: unknown) => {
+        try {
+          resolveOptions({ ...base, eventSinks: [{ ...sink, secret } as never] });
+        } catch (e) {
+          return (e as Error).message;
+        }
+        throw new Error('no error');
+      };
+
+      it('accepts a 32-byte whsk_, and the 64-byte form of seed and public key', () => {
+        expect(resolveOptions({ ...base, eventSinks: [{ ...sink, secret: secretKey }] }).eventSinks).toEqual([{ ...sink, secret: secretKey, types: '*', timeoutMs: 10_000 }]);
+        const long = `whsk_${Buffer.concat([Buffer.from(secretKey.slice(5), 'base64'), Buffer.from(publicKey.slice(5), 'base64')]).toString('base64')}`;
+        expect(resolveOptions({ ...base, eventSinks: [{ ...sink, secret: long }] }).eventSinks[0].secret).toBe(long);
+      });
+
+      it.each([
+        ['16 bytes', `whsk_${Buffer.alloc(16, 3).toString('base64')}`],
+        ['not base64', 'whsk_not base64!'],
+        ['empty after the prefix', 'whsk_'],
+      ])('refuses a whsk_ of %s, never echoing it', (_label, secret) => {
+        const message = refusal(secret);
+        expect(message).toBe('eventSinks: sink "crm": "secret" is not base64 of an ed25519 private key (32 bytes, or 64 with its public key) after "whsk_"');
+        if (secret.length > 'whsk_'.length) expect(message).not.toContain(secret.slice('whsk_'.length));
+      });
+
+      it('refuses a 64-byte whsk_ whose public half is another key', () => {
+        const { publicKey: another } = generateV1aKeyPair();
+        const mismatched = `whsk_${Buffer.concat([Buffer.from(secretKey.slice(5), 'base64'), Buffer.from(another.slice(5), 'base64')]).toString('base64')}`;
+        const message = refusal(mismatched);
+        expect(message).toBe('eventSinks: sink "crm": "secret" holds a public key that is not its private key\'s after "whsk_" (the last 32 bytes)');
+        expect(message).not.toContain(mismatched.slice(5));
+      });
+
+      it('refuses a whpk_: a sink signs, and a public key cannot', () => {
+        const message = refusal(publicKey);
+        expect(message).toBe('eventSinks: sink "crm": "secret" is a public key ("whpk_"): a sink signs, with the private key ("whsk_"), and its receiver verifies with the "whpk_"');
+        expect(message).not.toContain(publicKey.slice(5));
+      });
+
+      it('names both prefixes when the secret has neither', () => {
+        expect(refusal('c2VjcmV0')).toBe('eventSinks: sink "crm": "secret" must be a Standard Webhooks secret starting with "whsec_" or "whsk_"');
+      });
     });
     it("types ['*'] and '*' mean every type", () => {
       expect(resolveOptions({ ...base, eventSinks: [{ ...sink, types: ['*'] }] }).eventSinks[0].types).toBe('*');

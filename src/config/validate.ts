@@ -1,4 +1,5 @@
 import { providerTable, type ProviderAdapter } from '../providers';
+import { PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX, secretKeyProblem } from '../providers/standard-keys';
 import { parseRedisSeeds } from '../common/redis-connection';
 import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/host-events';
 import {
@@ -267,7 +268,7 @@ export function validateCarriers(setting: string, value: unknown): CarrierDefini
   });
 }
 
-/** Event sinks: a name, an http(s) URL and a Standard Webhooks secret each. */
+/** Event sinks: a name, an http(s) URL and a Standard Webhooks signing secret each (`whsec_` or `whsk_`). */
 export function validateEventSinks(setting: string, value: unknown): ResolvedEventSink[] {
   if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a JSON array of event sinks');
   const named = new Set<string>();
@@ -281,11 +282,18 @@ export function validateEventSinks(setting: string, value: unknown): ResolvedEve
     if (named.has(name)) throw new ConfigurationError(setting, `duplicate sink name "${name}"`);
     named.add(name);
     if (!isHttpUrl(url)) throw new ConfigurationError(setting, `sink "${name}": "url" must be an http(s) URL`);
-    if (typeof secret !== 'string' || !secret.startsWith('whsec_')) {
-      throw new ConfigurationError(setting, `sink "${name}": "secret" must be a Standard Webhooks secret starting with "whsec_"`);
+    // `whsec_` signs `v1` (HMAC-SHA256), `whsk_` (an ed25519 private key) signs `v1a`.
+    const signsV1a = typeof secret === 'string' && secret.startsWith(SECRET_KEY_PREFIX);
+    if (typeof secret === 'string' && secret.startsWith(PUBLIC_KEY_PREFIX)) {
+      throw new ConfigurationError(setting, `sink "${name}": "secret" is a public key ("${PUBLIC_KEY_PREFIX}"): a sink signs, with the private key ("${SECRET_KEY_PREFIX}"), and its receiver verifies with the "${PUBLIC_KEY_PREFIX}"`);
     }
+    if (typeof secret !== 'string' || !(signsV1a || secret.startsWith('whsec_'))) {
+      throw new ConfigurationError(setting, `sink "${name}": "secret" must be a Standard Webhooks secret starting with "whsec_" or "${SECRET_KEY_PREFIX}"`);
+    }
+    const signingKeyProblem = signsV1a ? secretKeyProblem(secret) : null;
+    if (signingKeyProblem) throw new ConfigurationError(setting, `sink "${name}": "secret" ${signingKeyProblem}`);
     const key = secret.slice('whsec_'.length);
-    if (!BASE64.test(key) || Buffer.from(key, 'base64').length === 0) {
+    if (!signsV1a && (!BASE64.test(key) || Buffer.from(key, 'base64').length === 0)) {
       throw new ConfigurationError(setting, `sink "${name}": "secret" is not base64 after "whsec_"`);
     }
     let received: PaymentEventType[] | '*' = '*';
@@ -305,7 +313,7 @@ export function validateEventSinks(setting: string, value: unknown): ResolvedEve
     if (timeoutMs !== undefined && !isPositiveInteger(timeoutMs)) {
       throw new ConfigurationError(setting, `sink "${name}": "timeoutMs" must be a positive integer`);
     }
-    if (Buffer.from(key, 'base64').length < MIN_SINK_KEY_BYTES) {
+    if (!signsV1a && Buffer.from(key, 'base64').length < MIN_SINK_KEY_BYTES) {
       throw new ConfigurationError(setting, `sink "${name}": "secret" decodes to fewer than ${MIN_SINK_KEY_BYTES} bytes after "whsec_"`);
     }
     return { name, url, secret, types: received, timeoutMs: (timeoutMs as number | undefined) ?? 10_000 };

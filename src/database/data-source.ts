@@ -7,6 +7,7 @@ import { GenericOutbox1764806400000 } from '../../migrations/1764806400000-Gener
 import { InboxSourceAndApiVersion1764892800000 } from '../../migrations/1764892800000-InboxSourceAndApiVersion';
 import { Backfill1764979300000 } from '../../migrations/1764979300000-Backfill';
 import { AccountBoundary1765065600000 } from '../../migrations/1765065600000-AccountBoundary';
+import { PaymentRefunds1765152000000 } from '../../migrations/1765152000000-PaymentRefunds';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 
 /** The module's own TypeORM connection name, so a host's default connection is left alone. */
@@ -25,6 +26,7 @@ export const MIGRATIONS = [
   InboxSourceAndApiVersion1764892800000,
   Backfill1764979300000,
   AccountBoundary1765065600000,
+  PaymentRefunds1765152000000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

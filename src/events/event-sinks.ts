@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { KeyObject } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { PaymentEventType, PaymentWebhooksEvent } from '../common/host-events';
 import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
@@ -6,23 +7,26 @@ import { MetricsService } from '../observability/metrics.service';
 import { discardAnswer } from '../outbox/bounded-answer';
 import type { HandlerOutcome } from '../outbox/outbox.state';
 import { PW_OPTIONS } from '../config/tokens';
+import { SECRET_KEY_PREFIX, secretKeyOf, signV1a } from '../providers/standard-keys';
 
 interface Sink {
   name: string;
   url: string;
   types: readonly PaymentEventType[] | '*';
   timeoutMs: number;
-  signer: Webhook;
+  /** The `webhook-signature` of one attempt: `v1,<base64>` for a `whsec_` secret, `v1a,<base64>` for a `whsk_`. */
+  sign(eventId: string, at: Date, body: string): string;
 }
 
 const RETRYABLE_STATUSES = new Set([408, 425, 429]);
 
 /**
  * The HTTP sinks of EVENT_SINKS: each event POSTed to the sink's URL, signed as Standard Webhooks
- * with the sink's secret (the `standardwebhooks` package signs, so what a receiver verifies with it
- * is what is sent): `webhook-id` is the event's id on every attempt, `webhook-timestamp` the
- * attempt's time. Answers are read like a carrier's: 2xx done; a network error, a
- * timeout, 408, 425, 429 or 5xx retried; any other 4xx dead at once.
+ * with the sink's secret: a `whsec_` key signs `v1` (the `standardwebhooks` package signs, so what a
+ * receiver verifies with it is what is sent), a `whsk_` private key signs `v1a` (ed25519, verified
+ * with its `whpk_`; docs/events.md#over-http). `webhook-id` is the event's id on every attempt,
+ * `webhook-timestamp` the attempt's time. Answers are read like a carrier's: 2xx done; a network
+ * error, a timeout, 408, 425, 429 or 5xx retried; any other 4xx dead at once.
  */
 @Injectable()
 export class EventSinks {
@@ -51,7 +55,7 @@ export class EventSinks {
       'user-agent': 'nestjs-payment-webhooks',
       'webhook-id': event.id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-      'webhook-signature': sink.signer.sign(event.id, now, body),
+      'webhook-signature': sink.sign(event.id, now, body),
     };
     let response: Response;
     try {
@@ -82,8 +86,18 @@ function sinkOf(definition: ResolvedEventSink): Sink {
     url: definition.url,
     types: definition.types,
     timeoutMs: definition.timeoutMs,
-    signer: new Webhook(definition.secret),
+    sign: signerOf(definition.secret),
   };
+}
+
+/** The key is decoded once, when the sink is made; each attempt signs with its own time. */
+function signerOf(secret: string): Sink['sign'] {
+  if (secret.startsWith(SECRET_KEY_PREFIX)) {
+    const key: KeyObject = secretKeyOf(secret);
+    return (eventId, at, body) => signV1a(key, `${eventId}.${Math.floor(at.getTime() / 1000)}.${body}`);
+  }
+  const webhook = new Webhook(secret);
+  return (eventId, at, body) => webhook.sign(eventId, at, body);
 }
 
 /** `Retry-After` in seconds or as an HTTP date. */

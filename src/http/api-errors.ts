@@ -5,10 +5,16 @@ import {
   Catch,
   ExceptionFilter,
   HttpException,
+  Inject,
+  Injectable,
   Logger,
+  Optional,
   ValidationError,
   ValidationPipe,
 } from '@nestjs/common';
+import type { ValidatorOptions } from 'class-validator';
+import { PW_PROVIDERS } from '../config/tokens';
+import { KNOWN_PROVIDERS } from './known-provider';
 import { exceedsJsonDepth, TOO_DEEP_DETAIL } from '../common/json-depth';
 import { sendJson, setHeader } from './platform';
 import { DomainError, ERROR_CODES, FieldError, HttpErrorCode, ValidationFailed } from '../common/domain-error';
@@ -120,9 +126,25 @@ function flatten(errors: ValidationError[], parent = ''): FieldError[] {
  * First, a body nested deeper than MAX_JSON_DEPTH is refused (class-transformer and class-validator
  * recurse: 20,000 levels would exhaust the stack, a 500), then text PostgreSQL cannot store (a 400
  * here rather than a 500 from the database later). A pipe runs after the guards, so an
- * unauthenticated request learns nothing of its input.
+ * unauthenticated request learns nothing of its input. Resolved by the module (`@UsePipes(ApiValidationPipe)`),
+ * it knows the module's providers, which `@IsKnownProvider()` checks a `provider` against.
  */
-class ApiValidationPipe extends ValidationPipe {
+@Injectable()
+export class ApiValidationPipe extends ValidationPipe {
+  private readonly providerNames: readonly string[] | undefined;
+
+  constructor(@Optional() @Inject(PW_PROVIDERS) providers?: ReadonlyMap<string, unknown>) {
+    super({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      transform: true,
+      // One reason per field: the first rule it breaks.
+      stopAtFirstError: true,
+      exceptionFactory: (errors) => new ValidationFailed(flatten(errors)),
+    });
+    this.providerNames = providers ? [...providers.keys()] : undefined;
+  }
+
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     if (metadata.type === 'body' || metadata.type === 'query') {
       if (exceedsJsonDepth(value)) throw new ValidationFailed([{ field: metadata.type, message: TOO_DEEP_DETAIL }]);
@@ -131,16 +153,22 @@ class ApiValidationPipe extends ValidationPipe {
     }
     return super.transform(value, metadata);
   }
+
+  /** The module's provider names ride on the object while it is validated, and leave with it. */
+  protected override async validate(object: object, validatorOptions?: ValidatorOptions): Promise<ValidationError[]> {
+    const names = this.providerNames;
+    if (!names || typeof object !== 'object' || object === null) return super.validate(object, validatorOptions);
+    Object.defineProperty(object, KNOWN_PROVIDERS, { value: names, enumerable: false, configurable: true });
+    try {
+      return await super.validate(object, validatorOptions);
+    } finally {
+      delete (object as { [KNOWN_PROVIDERS]?: unknown })[KNOWN_PROVIDERS];
+    }
+  }
 }
 
-export const apiValidationPipe = new ApiValidationPipe({
-  whitelist: true,
-  forbidNonWhitelisted: true,
-  transform: true,
-  // One reason per field: the first rule it breaks.
-  stopAtFirstError: true,
-  exceptionFactory: (errors) => new ValidationFailed(flatten(errors)),
-});
+/** The pipe without the module's providers (built-in names only), for routes that name no provider. */
+export const apiValidationPipe = new ApiValidationPipe();
 
 /** A NUL, or a UTF-16 surrogate without its pair. */
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

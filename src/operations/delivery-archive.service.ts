@@ -47,7 +47,8 @@ export class DeliveryArchiveService {
     const row = await this.inbox.archivedDelivery(this.dataSource, id);
     if (!row) throw new DomainError('DELIVERY.NOT_FOUND', 'no such delivery');
     const { headers, body, ...rest } = row;
-    return { ...view(rest), headers: redact(this.providers.get(row.provider), headers), body: parseBody(body) };
+    const provider = this.providers.get(row.provider);
+    return { ...view(rest), headers: redact(provider, headers), body: redactFields(provider, parseBody(body)) };
   }
 
   /**
@@ -71,6 +72,18 @@ function view(row: ArchivedDelivery): DeliveryView {
 function redact(provider: ProviderAdapter | undefined, headers: Record<string, string>): Record<string, string> {
   const secret = new Set(provider?.signatureHeaders ?? []);
   return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, secret.has(k) ? '[redacted]' : v]));
+}
+
+/** Signature values inside a stored body (the adapter's `signatureFields`) are not shown either. */
+function redactFields(provider: ProviderAdapter | undefined, body: unknown): unknown {
+  for (const path of provider?.signatureFields ?? []) {
+    const names = path.split('.');
+    let at: unknown = body;
+    for (const name of names.slice(0, -1)) at = at && typeof at === 'object' && !Array.isArray(at) ? (at as Record<string, unknown>)[name] : undefined;
+    const last = names[names.length - 1];
+    if (at && typeof at === 'object' && !Array.isArray(at) && last in at) (at as Record<string, unknown>)[last] = '[redacted]';
+  }
+  return body;
 }
 
 function parseBody(text: string): unknown {

@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { AdminGuard } from '../http/admin.guard';
 import { ApiErrorResponses, conflict, fieldError } from '../http/api-docs';
-import { ApiExceptionFilter, apiValidationPipe } from '../http/api-errors';
+import { ApiExceptionFilter, ApiValidationPipe } from '../http/api-errors';
 import { PROVIDER_NAMES, type ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
@@ -32,7 +32,8 @@ import { RetentionService } from './retention.service';
 @Controller('admin')
 @UseGuards(AdminGuard)
 @UseFilters(ApiExceptionFilter)
-@UsePipes(apiValidationPipe)
+// The module's pipe, which knows its providers (the host's own among them).
+@UsePipes(ApiValidationPipe)
 export class OperationsController {
   constructor(
     private readonly archive: DeliveryArchiveService,

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../http/admin.guard';
-import { ApiExceptionFilter, apiValidationPipe } from '../http/api-errors';
+import { ApiExceptionFilter, ApiValidationPipe } from '../http/api-errors';
 import { ApiErrorResponses, conflict, fieldError } from '../http/api-docs';
 import { DomainError } from '../common/domain-error';
 import { PROVIDER_NAMES } from '../config/options';
@@ -25,7 +25,8 @@ export const uuidParam = new ParseUUIDPipe({
 @Controller('orders')
 @UseGuards(AdminGuard)
 @UseFilters(ApiExceptionFilter)
-@UsePipes(apiValidationPipe)
+// The module's pipe, which knows its providers (the host's own among them).
+@UsePipes(ApiValidationPipe)
 export class OrdersController {
   constructor(private readonly orders: OrdersService) {}
 

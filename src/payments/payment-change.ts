@@ -13,7 +13,7 @@ export type ChangeOrMismatch =
  */
 export function toPaymentChange(event: ProviderEvent): ChangeOrMismatch {
   const currency = event.currency?.toUpperCase() ?? null;
-  const needsCurrency = event.amount !== null || event.refundedAmount !== null;
+  const needsCurrency = event.amount !== null || event.refundedAmount !== null || Boolean(event.refund);
   if (currency === null) {
     return needsCurrency
       ? { ok: false, reason: 'currency_mismatch', detail: 'the event states an amount without its currency' }
@@ -27,6 +27,7 @@ export function toPaymentChange(event: ProviderEvent): ChangeOrMismatch {
         amount: event.amount ? parse(event.amount, currency) : null,
         refunded: event.refundedAmount ? parse(event.refundedAmount, currency) : null,
         currency,
+        ...(event.refund ? { refund: { id: event.refund.id, amount: parse(event.refund.amount, currency) } } : {}),
       },
     };
   } catch (err) {

@@ -135,6 +135,17 @@ export class PaymentStore implements OnModuleInit {
   }
 
   /**
+   * The ids of the orders of these references (a provider that echoes the merchant's reference, not
+   * our id), not locked: a reference never changes, so the caller locks them by id, with the others.
+   */
+  async orderIdsByReference(em: EntityManager, references: readonly string[]): Promise<Map<string, string>> {
+    const wanted = [...new Set(references)];
+    if (wanted.length === 0) return new Map();
+    const rows: Array<{ id: string; reference: string }> = await em.query(`SELECT id, reference FROM orders WHERE reference = ANY($1::text[])`, [wanted]);
+    return new Map(rows.map((r) => [r.reference, r.id]));
+  }
+
+  /**
    * The account of each payment an order holds (one entry per payment), for an order this
    * transaction has locked: read once, after the lock (so a payment another transaction attached
    * before it let go of the order is seen), then kept in step with the payments this transaction
@@ -253,10 +264,10 @@ export class PaymentStore implements OnModuleInit {
       const inserted: unknown[] = await em.query(
         `INSERT INTO payments (${PAYMENT_COLUMNS})
          SELECT r.id, r.order_id, r.provider, r.provider_payment_id, r.merchant_account_id, r.status, r.amount_minor::bigint,
-                r.currency, r.refunded_minor::bigint, r.dispute_outcome, r.created_at, r.updated_at
+                r.currency, r.refunded_minor::bigint, r.refunds, r.dispute_outcome, r.created_at, r.updated_at
            FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, provider text, provider_payment_id text,
                 merchant_account_id text, status text, amount_minor text, currency text, refunded_minor text,
-                dispute_outcome text, created_at timestamptz, updated_at timestamptz)
+                refunds jsonb, dispute_outcome text, created_at timestamptz, updated_at timestamptz)
          ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
          RETURNING id`,
         [JSON.stringify([...inserts].map(paymentRow))],
@@ -266,8 +277,9 @@ export class PaymentStore implements OnModuleInit {
     }
     if (payments.size > 0) {
       await em.query(
-        `UPDATE payments p SET status = r.status, refunded_minor = r.refunded_minor::bigint, dispute_outcome = r.dispute_outcome, updated_at = r.updated_at
-           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, refunded_minor text, dispute_outcome text, updated_at timestamptz)
+        `UPDATE payments p SET status = r.status, refunded_minor = r.refunded_minor::bigint, refunds = r.refunds, dispute_outcome = r.dispute_outcome,
+                updated_at = r.updated_at
+           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, refunded_minor text, refunds jsonb, dispute_outcome text, updated_at timestamptz)
           WHERE p.id = r.id`,
         [JSON.stringify([...payments].map(paymentRow))],
       );
@@ -399,6 +411,8 @@ function paymentRow(p: Payment): Record<string, unknown> {
     amount_minor: p.amountMinor.toString(),
     currency: p.currency,
     refunded_minor: p.refundedMinor.toString(),
+    // The refunds counted one by one: `{"<refund id>": "<minor>"}` (docs/design.md#refunds).
+    refunds: Object.fromEntries([...p.refunds].map(([id, minor]) => [id, minor.toString()])),
     dispute_outcome: p.disputeOutcome,
     created_at: p.createdAt,
     updated_at: p.updatedAt,
@@ -407,7 +421,7 @@ function paymentRow(p: Payment): Record<string, unknown> {
 
 const ORDER_COLUMNS = 'id, reference, status, amount_minor, currency, carrier, merchant_account_id, ship_to, items, paid_via, paid_at, fulfillment, created_at, updated_at';
 const PAYMENT_COLUMNS =
-  'id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor, currency, refunded_minor, dispute_outcome, created_at, updated_at';
+  'id, order_id, provider, provider_payment_id, merchant_account_id, status, amount_minor, currency, refunded_minor, refunds, dispute_outcome, created_at, updated_at';
 
 /** An order from its row (ORDER_COLUMNS). */
 export function orderFromRow(r: Record<string, any>): Order {
@@ -441,6 +455,7 @@ export function paymentFromRow(r: Record<string, any>): Payment {
     amountMinor: BigInt(r.amount_minor),
     currency: r.currency,
     refundedMinor: BigInt(r.refunded_minor),
+    refunds: new Map(Object.entries((r.refunds ?? {}) as Record<string, string>).map(([id, minor]) => [id, BigInt(minor)])),
     disputeOutcome: r.dispute_outcome,
     createdAt: r.created_at,
     updatedAt: r.updated_at,

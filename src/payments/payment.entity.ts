@@ -15,6 +15,11 @@ export interface PaymentChange {
   currency: string | null;
   /** Cumulative refunded amount, for `refunded`. */
   refunded: Money | null;
+  /**
+   * One refund with its own amount (a provider that reports refunds one by one), for `refunded`;
+   * with `canceled`, what a cancel of an already captured payment becomes (a cancel-or-refund).
+   */
+  refund?: { id: string; amount: Money };
 }
 
 /**
@@ -33,6 +38,11 @@ export class Payment extends RecordsChanges<PaymentEventType> {
   amountMinor: bigint;
   currency: string;
   refundedMinor: bigint;
+  /**
+   * The refunds counted one by one, by the provider's refund id (minor units): `refundedMinor` is
+   * their sum for a provider that reports each refund with its own amount; empty for the others.
+   */
+  refunds: ReadonlyMap<string, bigint> = new Map();
   /** How the last dispute ended; a dispute event after that is stale. */
   disputeOutcome: 'won' | 'lost' | null;
   createdAt: Date;
@@ -57,6 +67,7 @@ export class Payment extends RecordsChanges<PaymentEventType> {
       amountMinor: params.expected.minor,
       currency: params.expected.currency,
       refundedMinor: 0n,
+      refunds: new Map<string, bigint>(),
       disputeOutcome: null,
       createdAt: now,
       updatedAt: now,
@@ -86,17 +97,34 @@ export class Payment extends RecordsChanges<PaymentEventType> {
 
     let result: ApplyResult;
     let refunded = this.refundedMinor;
+    let refunds = this.refunds;
     let disputeOutcome = this.disputeOutcome;
-    switch (change.kind) {
+    // A cancel-or-refund is a cancel until the money is captured, and a refund after.
+    const kind = change.kind === 'canceled' && change.refund && this.captured ? 'refunded' : change.kind;
+    switch (kind) {
       case 'refunded': {
-        if (!change.refunded) return reject(from, 'amount_mismatch', 'a refund event without its refunded amount');
-        if (!this.captured) return reject(from, 'illegal_transition', 'a refund of a payment never captured');
-        if (change.refunded.minor > this.amountMinor) {
+        let total: bigint;
+        let refundMinor = 0n;
+        if (change.refund) {
+          // One refund of its own amount: the total is the sum over distinct refund ids.
+          if (!this.captured) return reject(from, 'illegal_transition', 'a refund of a payment never captured');
+          if (this.refunds.has(change.refund.id)) return { outcome: 'already_applied', from, to: from };
+          // A cancel-or-refund of a captured payment refunds what is left of it.
+          refundMinor = change.kind === 'canceled' ? this.amountMinor - this.refundedMinor : change.refund.amount.minor;
+          if (change.kind !== 'canceled' && refundMinor <= 0n) return reject(from, 'amount_mismatch', 'a refund of no amount');
+          total = this.refundedMinor + refundMinor;
+        } else {
+          if (!change.refunded) return reject(from, 'amount_mismatch', 'a refund event without its refunded amount');
+          if (!this.captured) return reject(from, 'illegal_transition', 'a refund of a payment never captured');
+          total = change.refunded.minor;
+        }
+        if (total > this.amountMinor) {
           return reject(from, 'illegal_transition', 'a refund above the captured amount');
         }
-        if (change.refunded.minor < this.refundedMinor) return { outcome: 'stale', from, to: from };
-        if (change.refunded.minor === this.refundedMinor) return { outcome: 'already_applied', from, to: from };
-        refunded = change.refunded.minor;
+        if (total < this.refundedMinor) return { outcome: 'stale', from, to: from };
+        if (total === this.refundedMinor) return { outcome: 'already_applied', from, to: from };
+        refunded = total;
+        if (change.refund) refunds = new Map([...this.refunds, [change.refund.id, refundMinor]]);
         if (from === 'disputed' || from === 'dispute_lost') {
           // The amount rises; the dispute still decides the status.
           result = { outcome: 'applied', from, to: from };
@@ -135,15 +163,16 @@ export class Payment extends RecordsChanges<PaymentEventType> {
         result = this.captured ? { outcome: 'already_applied', from, to: from } : decideMove(from, 'succeeded');
         break;
       default:
-        result = decideMove(from, change.kind);
+        result = decideMove(from, kind);
     }
 
     if (result.outcome === 'applied') {
       this.status = result.to;
       this.refundedMinor = refunded;
+      this.refunds = refunds;
       this.disputeOutcome = disputeOutcome;
       this.updatedAt = now;
-      this.record(this.eventOf(change.kind, result.to));
+      this.record(this.eventOf(kind, result.to));
     }
     return result;
   }
@@ -169,7 +198,7 @@ export class Payment extends RecordsChanges<PaymentEventType> {
 
   /** The event's money must be this payment's: same currency, and the same amount where stated. */
   private checkMoney(change: PaymentChange): ApplyResult | null {
-    const currency = change.amount?.currency ?? change.refunded?.currency ?? change.currency;
+    const currency = change.amount?.currency ?? change.refunded?.currency ?? change.refund?.amount.currency ?? change.currency;
     if (currency !== null && currency !== undefined && currency !== this.currency) {
       return reject(this.status, 'currency_mismatch', `the event is in ${currency}, the payment in ${this.currency}`);
     }

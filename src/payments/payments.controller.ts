@@ -1,7 +1,7 @@
 import { Controller, Get, Param, Query, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
 import { ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../http/admin.guard';
-import { ApiExceptionFilter, apiValidationPipe } from '../http/api-errors';
+import { ApiExceptionFilter, ApiValidationPipe } from '../http/api-errors';
 import { ApiErrorResponses, fieldError } from '../http/api-docs';
 import { ListPaymentsQuery } from './dto/payment.dto';
 import { PaymentPage, PaymentView } from './dto/views';
@@ -14,7 +14,8 @@ import { OrdersService } from './orders.service';
 @Controller('payments')
 @UseGuards(AdminGuard)
 @UseFilters(ApiExceptionFilter)
-@UsePipes(apiValidationPipe)
+// The module's pipe, which knows its providers (the host's own among them).
+@UsePipes(ApiValidationPipe)
 export class PaymentsController {
   constructor(private readonly orders: OrdersService) {}
 

@@ -53,12 +53,35 @@ export class ProviderEventsService {
     });
     await this.store.lockPayments(em, deliveries.map(keyOf));
     const orderIds: string[] = [];
+    const named: ProviderEvent[] = [];
     for (const d of deliveries) {
       const payment = await this.store.lockPayment(em, keyOf(d)); // from the identity map, no round trip
       if (payment) orderIds.push(payment.orderId);
-      else if (d.event.orderId !== null && UUID.test(d.event.orderId)) orderIds.push(d.event.orderId);
+      else if (d.event.orderId !== null) {
+        if (UUID.test(d.event.orderId)) orderIds.push(d.event.orderId);
+      } else if (d.event.orderReference) named.push(d.event);
+    }
+    if (named.length > 0) {
+      const byReference = await this.store.orderIdsByReference(em, named.map((e) => e.orderReference as string));
+      for (const e of named) {
+        const id = await this.orderIdOf(em, e, byReference);
+        if (id !== null) orderIds.push(id);
+      }
     }
     await this.store.lockOrders(em, orderIds);
+  }
+
+  /**
+   * The id of the order an event names: its `orderId` (our id); else its `orderReference`, the
+   * merchant's reference the provider echoes (Adyen `merchantReference`), which is an order's
+   * `reference` or, failing that, its id.
+   */
+  private async orderIdOf(em: EntityManager, event: ProviderEvent, known?: ReadonlyMap<string, string>): Promise<string | null> {
+    if (event.orderId !== null) return UUID.test(event.orderId) ? event.orderId : null;
+    const reference = event.orderReference;
+    if (!reference) return null;
+    const byReference = known ?? (await this.store.orderIdsByReference(em, [reference]));
+    return byReference.get(reference) ?? (UUID.test(reference) ? reference : null);
   }
 
   async apply(em: EntityManager, ctx: DeliveryContext, event: ProviderEvent, parkUnmatched: boolean): Promise<EventOutcome> {
@@ -118,9 +141,10 @@ export class ProviderEventsService {
     const key = { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, providerPaymentId: event.resourceId };
     const existing = await this.store.lockPayment(em, key);
     if (existing) return { payment: existing, isNew: false };
-    if (event.orderId === null || !UUID.test(event.orderId)) return null;
+    const orderId = await this.orderIdOf(em, event);
+    if (orderId === null) return null;
 
-    const order = await this.store.lockOrder(em, event.orderId);
+    const order = await this.store.lockOrder(em, orderId);
     if (!order) return null;
     // On an endpoint of many accounts the account is the body's own word; on one of a single
     // account it is the endpoint's, whose secret vouches for it.

@@ -35,12 +35,14 @@ export type HmacProvider = ProviderAdapter & Pick<HmacScheme, 'identify' | 'sign
 /**
  * The index of the first live key whose HMAC over `parts.prefix` + `body` equals a candidate, or -1:
  * one HMAC per key, each compared with every candidate in constant time (equal lengths: the
- * candidates are decoded to 32 bytes).
+ * candidates are decoded to 32 bytes). A key that is not an HMAC key (a Standard Webhooks `whpk_`
+ * public key beside `whsec_` keys) is skipped: it never verifies an HMAC.
  */
 export function matchHmac(parts: SignatureParts, body: Buffer, keys: readonly LiveKey[]): number {
   if (parts.candidates.length === 0) return -1;
   for (const { index, key } of keys) {
-    const expected = createHmac('sha256', key as Buffer).update(parts.prefix).update(body).digest();
+    if (!Buffer.isBuffer(key)) continue;
+    const expected = createHmac('sha256', key).update(parts.prefix).update(body).digest();
     for (const candidate of parts.candidates) {
       if (candidate.length === expected.length && timingSafeEqual(candidate, expected)) return index;
     }

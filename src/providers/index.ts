@@ -1,12 +1,14 @@
+import { adyenProvider } from './adyen.provider';
 import { factuareaProvider } from './factuarea.provider';
 import type { HmacProvider } from './hmac';
+import { mollieProvider } from './mollie.provider';
 import { paymosProvider } from './paymos.provider';
 import type { ProviderAdapter } from './provider';
 import { standardProvider } from './standard.provider';
 import { stripeProvider } from './stripe.provider';
 
 /** The providers this package brings, by the name an endpoint definition gives (docs/webhooks.md). */
-export const BUILT_IN_PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
+export const BUILT_IN_PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen', 'mollie'] as const;
 export type BuiltInProviderName = (typeof BUILT_IN_PROVIDER_NAMES)[number];
 
 /** The built-in providers of the HMAC scheme (signed over the raw bytes, one event a delivery). */
@@ -21,7 +23,7 @@ export const PROVIDERS: Readonly<Record<'paymos' | 'factuarea' | 'stripe' | 'sta
 export type HmacProviderName = keyof typeof PROVIDERS;
 
 /** Every built-in provider. */
-export const BUILT_IN_PROVIDERS: Readonly<Record<BuiltInProviderName, ProviderAdapter>> = { ...PROVIDERS };
+export const BUILT_IN_PROVIDERS: Readonly<Record<BuiltInProviderName, ProviderAdapter>> = { ...PROVIDERS, adyen: adyenProvider, mollie: mollieProvider };
 
 /** Why a host's own provider cannot be registered, or null (the text follows `provider "<name>"`). */
 function unusableProvider(adapter: ProviderAdapter): string | null {
@@ -38,7 +40,7 @@ function unusableProvider(adapter: ProviderAdapter): string | null {
 }
 
 /** A provider name: what an endpoint's `provider` and the inbox's `provider` column hold. */
-const PROVIDER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+export const PROVIDER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 
 /**
  * The providers a module knows: the built-in ones and the host's own (`providers` option), by name.

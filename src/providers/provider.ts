@@ -111,6 +111,11 @@ export interface ProviderAdapter {
   readonly storedHeaders: readonly string[];
   /** Lower-case names of headers whose values are signatures. */
   readonly signatureHeaders: readonly string[];
+  /**
+   * Dotted paths of fields in an event's stored body whose values are signatures (Adyen's
+   * `additionalData.hmacSignature`): shown `[redacted]` by the archive, as signature headers are.
+   */
+  readonly signatureFields?: readonly string[];
   /** Whether its events declare a merchant account, so that one endpoint may serve many. */
   readonly declaresAccount: boolean;
   /**

@@ -73,7 +73,8 @@ export function keyEvents(endpoint: AccountScope, events: readonly ReceivedEvent
       apiVersion: typeof event.apiVersion === 'string' && isPrintableId(event.apiVersion, ID_MAX_LENGTH) ? event.apiVersion : null,
       body: event.body,
       merchantAccountId,
-      served: servesAccount(endpoint, merchantAccountId),
+      // A single-account endpoint serves an event that declares its account or none.
+      served: servesAccount(endpoint, event.account ?? merchantAccountId),
     };
   });
 }

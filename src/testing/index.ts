@@ -5,6 +5,8 @@
  */
 export { signedHeaders } from './sign';
 export type { SigningProvider, SignOptions } from './sign';
+/** A Standard Webhooks `v1a` key pair (`whsk_` signs, `whpk_` verifies), and the `whpk_` of a `whsk_`. */
+export { generateV1aKeyPair, publicKeyFor } from '../providers/standard-keys';
 export { nodeHeaders, receiveWith } from './receive';
 export type { ReceiveOptions, TestDelivery } from './receive';
 export type { DeliveryOutcome, KeyedEvent } from '../providers';

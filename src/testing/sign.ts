@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { SECRET_KEY_PREFIX, secretKeyOf, signV1a, SYMMETRIC_PREFIX } from '../providers/standard-keys';
 
 export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard';
 
@@ -9,12 +10,24 @@ export interface SignOptions {
   eventId?: string;
   /** Factuarea delivery id. */
   deliveryId?: string;
-  /** Extra secrets: one `v1` entry each, as senders do during a rotation. */
+  /**
+   * Extra secrets: one entry each, as senders do during a rotation (Standard Webhooks: `v1` for a
+   * `whsec_`, `v1a` for a `whsk_`, so one header may carry both kinds during a move).
+   */
   extraSecrets?: string[];
 }
 
 function hmac(key: Buffer, content: string, encoding: 'hex' | 'base64'): string {
   return createHmac('sha256', key).update(content).digest(encoding);
+}
+
+/**
+ * One `webhook-signature` entry of Standard Webhooks: `v1` (HMAC-SHA256) for a `whsec_` key, `v1a`
+ * (ed25519) for a `whsk_` secret key, whose public key (`whpk_`) the endpoint verifies with.
+ */
+function standardSignature(secret: string, content: string): string {
+  if (secret.startsWith(SECRET_KEY_PREFIX)) return signV1a(secretKeyOf(secret), content);
+  return `v1,${hmac(Buffer.from(secret.slice(SYMMETRIC_PREFIX.length), 'base64'), content, 'base64')}`;
 }
 
 /**
@@ -55,12 +68,12 @@ export function signedHeaders(
     }
     case 'standard': {
       const id = options.eventId ?? `msg_${Math.random().toString(36).slice(2)}`;
-      const key = (s: string) => Buffer.from(s.slice('whsec_'.length), 'base64');
+      const content = `${id}.${t}.${body}`;
       return {
         'content-type': 'application/json',
         'webhook-id': id,
         'webhook-timestamp': t,
-        'webhook-signature': secrets.map((s) => `v1,${hmac(key(s), `${id}.${t}.${body}`, 'base64')}`).join(' '),
+        'webhook-signature': secrets.map((s) => standardSignature(s, content)).join(' '),
       };
     }
   }

@@ -216,6 +216,9 @@ export class DeliveryProcessingService {
     event: ProviderEvent | null = this.normalize(delivery),
   ): Promise<ProcessingResult> {
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
+    // Keyed in its endpoint's scope: the receive path found it of an account its endpoint does not
+    // serve, which no reading of its body since (a normalize that declares no account) undoes.
+    if (delivery.keyScope !== '') return { status: 'rejected', outcome: 'account_mismatch' };
     return this.payments.apply(em, this.contextOf(delivery), event, parkUnmatched);
   }
 

@@ -30,7 +30,8 @@ export interface Delivery {
   source: DeliverySource;
   /**
    * Part of the key: `''` for an event its endpoint serves; the endpoint's id for one it does not
-   * (an account outside its list), so that such an event, recorded to be rejected, never takes the
+   * (an account outside its list, or other than its one account), so that such an event, recorded to
+   * be rejected (`account_mismatch`, whatever its body reads as later), never takes the
    * key of the account it names: that account's real event, delivered through an endpoint that
    * serves it, is then a new event, not a duplicate.
    */
@@ -62,7 +63,7 @@ export type RecordedKey = Pick<Delivery, 'id' | 'provider' | 'merchantAccountId'
 /** What the processing transaction reads of a row it locks. */
 export type DeliveryToProcess = Pick<
   Delivery,
-  'id' | 'endpointId' | 'provider' | 'merchantAccountId' | 'eventId' | 'eventType' | 'resourceId' | 'body' | 'status'
+  'id' | 'endpointId' | 'provider' | 'merchantAccountId' | 'eventId' | 'eventType' | 'resourceId' | 'keyScope' | 'body' | 'status'
 >;
 
 /** A delivery as the archive lists it: everything but its key scope, headers and body. */
@@ -164,7 +165,7 @@ const INSERT_ONE_SQL = `
   RETURNING id, event_id`;
 
 const TO_PROCESS_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
-  event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", body, status`;
+  event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", key_scope AS "keyScope", body, status`;
 
 const ARCHIVE_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
   event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", delivery_id AS "deliveryId",

@@ -166,7 +166,11 @@ export class WebhookSignatureGuard implements CanActivate {
     }
     if (!result.ok) {
       // A refusal the receive path answers; only a malformed body says why (a signature failure never does).
-      if (!REFUSALS.has(result.error)) throw new Error(`provider "${endpoint.provider.name}" refused a delivery with an unknown error "${String(result.error)}"`);
+      if (!REFUSALS.has(result.error)) {
+        // An adapter's bug, not the sender's: transient to the sender, which retries once it is fixed.
+        this.logger.error(`provider "${endpoint.provider.name}" refused a delivery to ${endpoint.id} with an unknown error ${JSON.stringify(String(result.error)).slice(0, 80)}`);
+        throw new WebhookError('unavailable');
+      }
       throw new WebhookError(result.error, result.error === 'malformed_payload' ? result.detail : undefined);
     }
     if (result.secretIndex !== null) this.observer.secretMatched(endpoint.id, result.secretIndex, Math.floor(nowMs / 1000));

@@ -15,6 +15,7 @@ const MIGRATIONS = [
   'InboxSourceAndApiVersion1764892800000',
   'Backfill1764979300000',
   'AccountBoundary1765065600000',
+  'PaymentRefunds1765152000000',
 ];
 
 function run(args: string[], env: Record<string, string>) {

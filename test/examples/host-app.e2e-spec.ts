@@ -1,6 +1,7 @@
 import { ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -24,6 +25,10 @@ const RUN = `${process.pid}_${randomBytes(4).toString('hex')}`;
 const QUEUE_PREFIX = `pw-host-app-${RUN}`;
 const STRIPE_SECRET = `whsec_host_app_${randomBytes(8).toString('hex')}`;
 const ADMIN_TOKEN = `host-admin-${randomBytes(8).toString('hex')}`;
+/** The secret of the example's `acme-main` endpoint (its own provider, src/acme/). */
+const ACME_SECRET = `acme_sk_host_app_${randomBytes(8).toString('hex')}`;
+/** The example's default `ACME_MERCHANT_ID`. */
+const ACME_ACCOUNT = 'acme_host_app';
 /** The example's default `STRIPE_ACCOUNT_ID`. */
 const ACCOUNT = 'acct_host_app';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -62,6 +67,12 @@ const exec = promisify(execFile);
 let work: string | undefined;
 let hostDir: string;
 let signedHeaders: typeof SignedHeaders;
+/** The example's own signer of Acme deliveries, from its build. */
+let acmeSignatureHeader: (secret: string, body: string, timestamp?: number) => string;
+/** The carrier at CARRIER_URL: answers every shipment with an id, and counts the calls per order. */
+let carrier: Server | undefined;
+let carrierUrl: string;
+const shipments = new Map<string, number>();
 let db: Client | undefined;
 const children = new Set<ChildProcess>();
 /** The host's orders the suites POST, on either platform: with the seeded row, all there is in public.orders. */
@@ -120,6 +131,20 @@ beforeAll(async () => {
   // The sender's signature, from the installed package's public `testing` entry point.
   const hostRequire = createRequire(join(hostDir, 'package.json'));
   signedHeaders = (hostRequire('nestjs-payment-webhooks/testing') as { signedHeaders: typeof SignedHeaders }).signedHeaders;
+  acmeSignatureHeader = (hostRequire('./dist/acme/acme.provider.js') as { acmeSignatureHeader: typeof acmeSignatureHeader }).acmeSignatureHeader;
+
+  // The carrier both platforms' hosts ship through.
+  carrier = createServer((req, res) => {
+    let text = '';
+    req.on('data', (chunk) => (text += chunk));
+    req.on('end', () => {
+      const orderId = (JSON.parse(text) as { orderId: string }).orderId;
+      shipments.set(orderId, (shipments.get(orderId) ?? 0) + 1);
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `shp_${randomBytes(4).toString('hex')}` }));
+    });
+  });
+  await new Promise<void>((resolve) => carrier!.listen(0, '127.0.0.1', resolve));
+  carrierUrl = `http://127.0.0.1:${(carrier.address() as { port: number }).port}`;
 
   // 4. A database of the host's own, with a row of its own in its own table.
   const admin = new Client({ connectionString: ADMIN_DB_URL });
@@ -150,6 +175,7 @@ afterAll(async () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
   await step(() => db?.end());
+  await step(() => new Promise<void>((resolve) => (carrier ? carrier.close(() => resolve()) : resolve())));
   await step(async () => {
     const admin = new Client({ connectionString: ADMIN_DB_URL });
     await admin.connect();
@@ -183,6 +209,8 @@ it('the host installs with a plain npm install and one copy of each framework pa
   await run('npm', ['ls', '--all'], hostDir, 30_000);
   // The host's one override is the only one.
   expect(JSON.parse(readFileSync(join(hostDir, 'package.json'), 'utf8')).overrides).toEqual({ typeorm: { ioredis: '$ioredis' } });
+  // An optional peer of a provider the host has no endpoint of is not installed: the module starts without it.
+  expect({ name: '@adyen/api-library', copies: locations('@adyen/api-library') }).toEqual({ name: '@adyen/api-library', copies: [] });
 }, 60_000);
 
 /** The built host as its own process, with exactly `env` (plus PATH). */
@@ -238,8 +266,9 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       HTTP_PLATFORM: platform,
       STRIPE_WEBHOOK_SECRET: STRIPE_SECRET,
       ADMIN_TOKEN,
+      ACME_WEBHOOK_SECRET: ACME_SECRET,
       QUEUE_PREFIX,
-      CARRIER_URL: 'http://127.0.0.1:9',
+      CARRIER_URL: carrierUrl,
     });
     // Up once the host's own route answers; a host that died says why.
     const deadline = Date.now() + 30_000;
@@ -315,7 +344,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       json(await fetch(`${base}/api/payments/webhooks/stripe-main`, { method: 'POST', headers: signedHeaders('stripe', STRIPE_SECRET, paid), body: paid }));
     expect(await deliver()).toEqual({ status: 200, body: { status: 'accepted', eventId: paidEventId } });
 
-    // Processed on the workers: paid (or fulfilled, had the carrier at CARRIER_URL answered).
+    // Processed on the workers: paid, then fulfilled once the carrier at CARRIER_URL answers.
     const deadline = Date.now() + 20_000;
     let status: string | undefined;
     for (;;) {
@@ -342,6 +371,58 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
 
     expect(await deliver()).toEqual({ status: 200, body: { status: 'duplicate', eventId: paidEventId } });
     await exactlyOne();
+  });
+
+  it("a delivery of the host's own provider (acme): accepted once, the order paid and fulfilled once, a duplicate changes nothing", async () => {
+    const send = async (path: string, payload: unknown) =>
+      json(await fetch(`${base}/api/payments${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(payload) }));
+    const order = await send('/orders', {
+      amount: '49.90',
+      currency: 'EUR',
+      shipTo: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postalCode: 'SW1Y 4JH', country: 'GB' },
+      items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
+    });
+    expect(order.status).toBe(201);
+    const orderId: string = order.body.id;
+    const chargeId = `ch_${platform}_${randomBytes(6).toString('hex')}`;
+    // The REST API knows the host's provider as it knows the built-in ones.
+    const registered = await send(`/orders/${orderId}/payments`, { provider: 'acme', providerPaymentId: chargeId });
+    expect(registered).toMatchObject({ status: 201, body: { provider: 'acme', providerPaymentId: chargeId, merchantAccountId: ACME_ACCOUNT } });
+    expect(await send(`/orders/${orderId}/payments`, { provider: 'acmee', providerPaymentId: chargeId })).toMatchObject({
+      status: 400,
+      body: { error: 'validation_failed', details: [{ field: 'provider', message: expect.stringMatching(/^provider must be one of .*\bstripe\b.*, acme$/) }] },
+    });
+    // Paid, it gets its licence like any order (LicenceGrants listens to order.paid, whatever the provider).
+    licensed.push(orderId);
+
+    const eventId = `ae_${platform}_${randomBytes(6).toString('hex')}`;
+    const paid = JSON.stringify({
+      event: { id: eventId, type: 'charge.paid', created: Math.floor(Date.now() / 1000), merchant: ACME_ACCOUNT },
+      charge: { id: chargeId, order_id: orderId, amount: '49.90', currency: 'EUR' },
+    });
+    const url = `${base}/api/payments/webhooks/acme-main`;
+    const deliver = async (raw: string, signature = acmeSignatureHeader(ACME_SECRET, paid)) =>
+      json(await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'acme-signature': signature }, body: raw }));
+    expect(await deliver(paid)).toEqual({ status: 200, body: { status: 'accepted', eventId } });
+
+    const deadline = Date.now() + 20_000;
+    let view: { status: string; payments: Array<{ provider: string; status: string }>; fulfillment: { status: string } | null };
+    for (;;) {
+      view = (await json(await fetch(`${base}/api/payments/orders/${orderId}`, { headers: auth }))).body;
+      if (view.status === 'fulfilled') break;
+      if (Date.now() > deadline) throw new Error(`order ${orderId} is still ${view.status} after 20 s:\n${host.output.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(view.payments).toMatchObject([{ provider: 'acme', status: 'succeeded' }]);
+    expect(view.fulfillment).toMatchObject({ status: 'dispatched' });
+    expect(shipments.get(orderId)).toBe(1);
+
+    expect(await deliver(paid)).toEqual({ status: 200, body: { status: 'duplicate', eventId } });
+    expect(await deliver(paid.replace('49.90', '0.01'))).toEqual({ status: 401, body: { error: 'invalid_signature' } });
+    expect(await deliver(paid, 's=00')).toEqual({ status: 401, body: { error: 'missing_signature' } });
+    const recorded = await db!.query(`SELECT count(*)::int AS n FROM payment_webhooks.webhook_inbox WHERE provider = 'acme' AND event_id = $1`, [eventId]);
+    expect(recorded.rows[0].n).toBe(1);
+    expect(shipments.get(orderId)).toBe(1);
   });
 
   it("the module's Swagger UI is at /api/payments/docs, behind the admin token", async () => {

@@ -10,6 +10,7 @@ import {
   Deep,
   EndpointSpec,
   FuzzProvider,
+  HeaderProvider,
   IdHeader,
   Json,
   MAX_BODY,
@@ -19,9 +20,10 @@ import {
   SigningSpec,
   Target,
   Timestamp,
+  V1A_EDITS,
 } from './model';
 
-const w = <T>(weight: number, arbitrary: fc.Arbitrary<T>) => ({ weight, arbitrary });
+export const w = <T>(weight: number, arbitrary: fc.Arbitrary<T>) => ({ weight, arbitrary });
 
 // ---------------------------------------------------------------------------------------------
 // Strings
@@ -37,7 +39,7 @@ export const headerString = (minLength: number, maxLength: number) => fc.string(
 const lone = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
 
 /** Ids that should pass anywhere: ASCII letters, digits and `_.:-`. A small pool makes duplicates. */
-const normalId = fc.oneof(
+export const normalId = fc.oneof(
   w(2, fc.constantFrom('evt_pool_1', 'evt_pool_2', 'evt_pool_3', 'evt_pool_4')),
   w(6, fc.stringMatching(/^evt_[A-Za-z0-9]{10,24}$/)),
   w(2, fc.uuid()),
@@ -45,7 +47,7 @@ const normalId = fc.oneof(
 );
 
 /** Odd ids: empty, huge, control characters, NUL, lone surrogates (a pool, so they meet), unicode, injection-looking text. */
-const oddIdString = fc.oneof(
+export const oddIdString = fc.oneof(
   w(
     6,
     fc.constantFrom(
@@ -104,7 +106,7 @@ const oddIdString = fc.oneof(
 );
 
 /** Wrong types where a string is expected. */
-const wrongType: fc.Arbitrary<Json> = fc.oneof(
+export const wrongType: fc.Arbitrary<Json> = fc.oneof(
   fc.integer(),
   fc.double(),
   fc.boolean(),
@@ -114,9 +116,9 @@ const wrongType: fc.Arbitrary<Json> = fc.oneof(
   fc.dictionary(fc.string({ maxLength: 3 }), fc.string({ maxLength: 3 }), { maxKeys: 2 }),
 );
 
-const oddValue: fc.Arbitrary<Json> = fc.oneof(w(3, oddIdString), w(1, wrongType));
+export const oddValue: fc.Arbitrary<Json> = fc.oneof(w(3, oddIdString), w(1, wrongType));
 
-const anyJson: fc.Arbitrary<Json> = fc.oneof(
+export const anyJson: fc.Arbitrary<Json> = fc.oneof(
   w(4, fc.jsonValue({ maxDepth: 2 })),
   w(1, fc.string({ unit: 'binary', maxLength: 20 })),
   w(1, fc.tuple(fc.string({ maxLength: 3 }), lone).map(([a, b]) => a + b)),
@@ -126,13 +128,13 @@ const anyJson: fc.Arbitrary<Json> = fc.oneof(
 // ---------------------------------------------------------------------------------------------
 // Bodies
 
-const deep: fc.Arbitrary<Deep> = fc.record({
+export const deep: fc.Arbitrary<Deep> = fc.record({
   kind: fc.constantFrom('[' as const, '{' as const),
   depth: fc.oneof(w(2, fc.integer({ min: 1, max: 30 })), w(2, fc.integer({ min: 31, max: 2_000 })), w(1, fc.integer({ min: 2_000, max: 30_000 }))),
   where: fc.constantFrom('field' as const, 'data' as const, 'whole' as const),
 });
 
-const rawEdit: fc.Arbitrary<RawEdit> = fc.oneof(
+export const rawEdit: fc.Arbitrary<RawEdit> = fc.oneof(
   fc.record({ op: fc.constant('flip' as const), pos: fc.nat(), mask: fc.integer({ min: 1, max: 255 }) }),
   fc.record({
     op: fc.constant('insert' as const),
@@ -149,7 +151,7 @@ const rawEdit: fc.Arbitrary<RawEdit> = fc.oneof(
   fc.record({ op: fc.constant('dupKey' as const), value: anyJson }),
 );
 
-function bodyArb(provider: FuzzProvider): fc.Arbitrary<BodySpec> {
+function bodyArb(provider: HeaderProvider): fc.Arbitrary<BodySpec> {
   const model = PROVIDERS[provider];
   const normalType = fc.constantFrom(...model.types);
   // The declared account: absent (the envelope's own), one of the accounts the platform endpoints
@@ -192,7 +194,7 @@ function bodyArb(provider: FuzzProvider): fc.Arbitrary<BodySpec> {
 
 const standardSecret = fc.uint8Array({ minLength: 16, maxLength: 32 }).map((b) => `whsec_${Buffer.from(b).toString('base64')}`);
 
-function signingArb(provider: FuzzProvider): fc.Arbitrary<SigningSpec> {
+function signingArb(provider: HeaderProvider): fc.Arbitrary<SigningSpec> {
   const wrongSecret = provider === 'standard' ? standardSecret : fc.oneof(fc.string({ minLength: 1, maxLength: 30 }), fc.constantFrom('whsec_test_stripe_old', 'paymos-secret-new'));
   const timestamp: fc.Arbitrary<Timestamp> = fc.oneof(
     w(12, fc.record({ kind: fc.constant('now' as const), delta: fc.oneof(w(3, fc.constant(0)), w(1, fc.integer({ min: -200, max: 200 }))) })),
@@ -207,6 +209,9 @@ function signingArb(provider: FuzzProvider): fc.Arbitrary<SigningSpec> {
     otherScheme: fc.boolean(),
     timestamp,
     tLast: fc.oneof(w(4, fc.constant(false)), w(1, fc.constant(true))),
+    scheme: provider === 'standard' ? fc.constantFrom('v1' as const, 'v1a' as const, 'v1 v1a' as const, 'v1a v1' as const) : fc.constant('v1' as const),
+    v1aKey: fc.oneof(w(10, fc.constant('own' as const)), w(1, fc.constant('sibling' as const)), w(1, fc.constant('stranger' as const))),
+    bogusV1a: provider === 'standard' ? fc.oneof(w(4, fc.constant(0)), w(1, fc.integer({ min: 1, max: 2 }))) : fc.constant(0),
   });
 }
 
@@ -240,6 +245,7 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   w(2, fc.record({ op: fc.constant('replaceValue' as const), target, which: fc.nat(), value: headerString(0, 40) })),
   w(2, fc.record({ op: fc.constant('flipSignature' as const), pos: fc.nat(), pick: fc.nat() })),
   w(1, fc.constant({ op: 'nonCanonical' as const })),
+  w(2, fc.record({ op: fc.constant('v1aEdit' as const), how: fc.constantFrom(...V1A_EDITS) })),
   w(1, fc.record({ op: fc.constant('retimestamp' as const), delta: fc.integer({ min: -250, max: 250 }) })),
   w(
     3,
@@ -272,11 +278,11 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   w(1, fc.record({ op: fc.constant('shuffle' as const), seed: fc.integer() })),
 );
 
-function endpointArb(provider: FuzzProvider): fc.Arbitrary<EndpointSpec> {
+export function endpointArb(provider: FuzzProvider, endpoints: readonly string[]): fc.Arbitrary<EndpointSpec> {
   return fc.oneof(
     w(18, fc.record({ kind: fc.constant('own' as const), index: fc.nat(), query: fc.constant('') })),
     w(1, fc.record({ kind: fc.constant('own' as const), index: fc.nat(), query: fc.constantFrom('?a=b', '?x=%00', '?a[b]=1', '?__proto__=1', '?' + 'q'.repeat(3_000)) })),
-    w(1, fc.record({ kind: fc.constant('unknown' as const), id: fc.oneof(fc.constantFrom('nope', provider, 'webhooks', '..', `${PROVIDERS[provider].endpoints[0]}/extra`, 'x'.repeat(500)), fc.stringMatching(/^zz-[a-z0-9]{1,12}$/)) })),
+    w(1, fc.record({ kind: fc.constant('unknown' as const), id: fc.oneof(fc.constantFrom('nope', provider, 'webhooks', '..', `${endpoints[0]}/extra`, 'x'.repeat(500)), fc.stringMatching(/^zz-[a-z0-9]{1,12}$/)) })),
     w(1, fc.record({ kind: fc.constant('cross' as const), index: fc.nat() })),
     w(1, fc.record({ kind: fc.constant('alias' as const), index: fc.nat(), form: fc.constantFrom('slash' as const, 'upper' as const, 'encoded' as const, 'prefixCase' as const) })),
   );
@@ -295,11 +301,11 @@ const webhookId = fc.oneof(
   ),
 );
 
-export function caseArb(provider: FuzzProvider): fc.Arbitrary<CaseSpec> {
+export function caseArb(provider: HeaderProvider): fc.Arbitrary<CaseSpec> {
   const model = PROVIDERS[provider];
   return fc.record({
     provider: fc.constant(provider),
-    endpoint: endpointArb(provider),
+    endpoint: endpointArb(provider, model.endpoints),
     body: bodyArb(provider),
     webhookId,
     signing: signingArb(provider),

@@ -6,6 +6,8 @@ export interface Answer {
   status: number;
   /** The parsed JSON answer, or the raw text when it is not JSON. */
   body: unknown;
+  /** The answer's Content-Type. */
+  contentType?: string;
   error?: string;
 }
 
@@ -66,6 +68,6 @@ function readAnswer(res: IncomingMessage, done: (answer: Answer) => void): void 
     } catch {
       // not JSON
     }
-    done({ status: res.statusCode ?? 0, body: parsed });
+    done({ status: res.statusCode ?? 0, body: parsed, contentType: res.headers['content-type'] });
   });
 }

@@ -23,48 +23,123 @@
  *   key).
  */
 import { isUtf8 } from 'node:buffer';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac, createPrivateKey, createPublicKey, KeyObject, sign as ed25519Sign } from 'node:crypto';
 import type { EndpointDefinition } from '../../src/config/options';
 import { TEST_ENDPOINTS } from '../support/app';
 
-export const PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
+/** Providers whose deliveries are signed in headers over the raw bytes (this file's model). */
+export const HEADER_PROVIDERS = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
+export type HeaderProvider = (typeof HEADER_PROVIDERS)[number];
+/** Every provider the fuzzer covers: Adyen's signed-by-field batches (adyen.ts) and Mollie's fetched hints (mollie.ts) too. */
+export const PROVIDER_NAMES = [...HEADER_PROVIDERS, 'adyen', 'mollie'] as const;
 export type FuzzProvider = (typeof PROVIDER_NAMES)[number];
 
 /** The fuzz app's `webhookMaxBodyBytes`: small enough that 413 is cheap to reach. */
 export const MAX_BODY = 65_536;
 /** Node's default `maxHeaderSize` is 16 KiB; past about this many bytes it may answer 431 itself. */
-const HEADER_BLOCK_431 = 15_000;
+export const HEADER_BLOCK_431 = 15_000;
 /**
  * Nesting deeper than this is refused, 400 (issue 12's depth limit, src/common/json-depth.ts: the
  * top-level value is level 1); up to it, a body is read as any other.
  */
-const MAX_DEPTH = 64;
+export const MAX_DEPTH = 64;
 /** An unpaired UTF-16 surrogate: stored as U+FFFD, two such ids would be one key (refused, 400). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** What makes an id unprintable besides a lone surrogate: Unicode Cc and Cf, U+2028 and U+2029 (refused, 400). */
 const CONTROL_OR_FORMAT = /[\p{Cc}\p{Cf}\u2028\u2029]/u;
 
-/** The fuzz app's endpoints: the suites' own, and one of many accounts per provider that declares one. */
+// ---------------------------------------------------------------------------------------------
+// Keys the fuzz endpoints hold
+
+/** PKCS #8 of an ed25519 private key (RFC 8410), up to the 32-byte seed that ends it. */
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+/** A Standard Webhooks `v1a` key pair made from a label (the same every run): the signing key, and the `whpk_` an endpoint holds. */
+function v1aPair(label: string): { signingKey: KeyObject; whpk: string } {
+  const seed = createHash('sha256').update(label).digest();
+  const signingKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+  const x = createPublicKey(signingKey).export({ format: 'jwk' }).x as string;
+  return { signingKey, whpk: `whpk_${Buffer.from(x, 'base64url').toString('base64')}` };
+}
+
+/** Keys of `v1a` entries a case adds beside the real ones (no endpoint holds them). */
+const BOGUS_V1A = [v1aPair('fuzz bogus v1a key 0').signingKey, v1aPair('fuzz bogus v1a key 1').signingKey];
+
+/** `v1a` keys: one per endpoint that holds a `whpk_`, and one no endpoint holds. */
+export const V1A_KEYS = {
+  'standard-v1a': v1aPair('fuzz standard-v1a ed25519 key'),
+  'standard-moving': v1aPair('fuzz standard-moving ed25519 key'),
+  stranger: v1aPair('fuzz ed25519 key no endpoint holds'),
+};
+/** The `whsec_` of the endpoint in the middle of a move to `v1a`, and one no endpoint holds. */
+const MOVING_WHSEC = `whsec_${Buffer.from('fuzz-standard-moving-hmac-key-01').toString('base64')}`;
+const UNHELD_WHSEC = `whsec_${Buffer.from('fuzz-whsec-no-endpoint-holds-01').toString('base64')}`;
+
+/** Adyen HMAC keys, hex as Adyen's Customer Area shows them (32 bytes each). */
+export const ADYEN_KEYS = {
+  main: '7A1C3E5F90B2D4F6081A3C5E7F91B3D5F7092B4D6F81A3C5E7092B4D6F81A3C5',
+  rotatingNew: '0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF',
+  rotatingOld: 'FEDCBA9876543210FEDCBA9876543210FEDCBA9876543210FEDCBA9876543210',
+  company: '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056',
+  stranger: 'B16B00B5B16B00B5B16B00B5B16B00B5B16B00B5B16B00B5B16B00B5B16B00B5',
+};
+
+/** The Mollie stub's profile and key (test/support/mollie-stub.ts defaults); the API base URL is the stub's, set when the app starts. */
+export const MOLLIE_PROFILE = 'pfl_StubProf01';
+export const MOLLIE_API_KEY = 'test_stubKey9aF3kQ2mW7xR4tY8uJ6nB1c';
+
+/**
+ * The fuzz app's endpoints: the suites' own, one of many accounts per provider that declares one,
+ * Standard endpoints holding a `whpk_` (alone, and beside a `whsec_`), Adyen endpoints (one key, a
+ * rotation of two, and one of many accounts), and Mollie endpoints (the stub's key, and a key the
+ * stub refuses).
+ */
 export const FUZZ_ENDPOINTS: EndpointDefinition[] = [
   ...TEST_ENDPOINTS,
   { id: 'stripe-connect', provider: 'stripe', secrets: ['whsec_fuzz_connect'], merchantAccountIds: ['acct_fz_A', 'acct_fz_B'] },
   { id: 'factuarea-platform', provider: 'factuarea', secrets: ['whsec_fuzz_factuarea_platform'], merchantAccountIds: ['fa_fz_A', 'fa_fz_B'] },
   { id: 'standard-platform', provider: 'standard', secrets: ['whsec_ZnV6ei1zdGFuZGFyZC1wbGF0Zm9ybS1rZXktMDE='], merchantAccountIds: ['acc_fz_A', 'acc_fz_B'] },
+  { id: 'standard-v1a', provider: 'standard', secrets: [V1A_KEYS['standard-v1a'].whpk], merchantAccountId: 'acc_1' },
+  { id: 'standard-moving', provider: 'standard', secrets: [MOVING_WHSEC, V1A_KEYS['standard-moving'].whpk], merchantAccountId: 'acc_1' },
+  { id: 'adyen-main', provider: 'adyen', secrets: [ADYEN_KEYS.main], merchantAccountId: 'ShopEU' },
+  { id: 'adyen-rotating', provider: 'adyen', secrets: [ADYEN_KEYS.rotatingNew, ADYEN_KEYS.rotatingOld], merchantAccountId: 'ShopEU' },
+  { id: 'adyen-company', provider: 'adyen', secrets: [ADYEN_KEYS.company], merchantAccountIds: ['ShopEU', 'ShopUS'] },
+  { id: 'mollie-main', provider: 'mollie', secrets: [], merchantAccountId: MOLLIE_PROFILE, apiKey: MOLLIE_API_KEY, apiBaseUrl: 'https://127.0.0.1:1' },
+  { id: 'mollie-badkey', provider: 'mollie', secrets: [], merchantAccountId: MOLLIE_PROFILE, apiKey: 'test_notTheStubsKey0000000000000', apiBaseUrl: 'https://127.0.0.1:1' },
 ];
 
-function endpointOf(endpointId: string): EndpointDefinition {
+/** The endpoints as the app is configured: the Mollie ones fetch from the stub at `mollieBaseUrl`. */
+export function fuzzEndpoints(mollieBaseUrl: string): EndpointDefinition[] {
+  return FUZZ_ENDPOINTS.map((e) => (e.provider === 'mollie' ? { ...e, apiBaseUrl: mollieBaseUrl } : e));
+}
+
+export function endpointOf(endpointId: string): EndpointDefinition {
   const endpoint = FUZZ_ENDPOINTS.find((e) => e.id === endpointId);
   if (!endpoint) throw new Error(`no fuzz endpoint ${endpointId}`);
   return endpoint;
 }
 
+export function secretsOf(endpointId: string): string[] {
+  return endpointOf(endpointId).secrets.map((s) => (typeof s === 'string' ? s : s.secret));
+}
+
 export function secretOf(endpointId: string): string {
-  const first = endpointOf(endpointId).secrets[0];
-  return typeof first === 'string' ? first : first.secret;
+  return secretsOf(endpointId)[0];
+}
+
+/** The HMAC secret a header provider's endpoint holds (Standard: its `whsec_`, if it has one), else null. */
+function hmacSecretOf(endpointId: string): string | null {
+  const secrets = secretsOf(endpointId);
+  return (endpointOf(endpointId).provider === 'standard' ? secrets.find((s) => s.startsWith('whsec_')) : secrets[0]) ?? null;
+}
+
+/** Where a case of `provider` may be sent by mistake: another provider's endpoint (the header-signed ones; Adyen and Mollie read their bodies first). */
+export function crossTargets(provider: FuzzProvider): EndpointDefinition[] {
+  return FUZZ_ENDPOINTS.filter((e) => e.provider !== provider && (HEADER_PROVIDERS as readonly string[]).includes(e.provider));
 }
 
 /** Accounts a case may declare on an endpoint of many: served ones, and one no endpoint serves. */
-export const DECLARED_ACCOUNTS: Record<FuzzProvider, string[]> = {
+export const DECLARED_ACCOUNTS: Record<HeaderProvider, string[]> = {
   paymos: [],
   factuarea: ['fa_fz_A', 'fa_fz_B', 'fa_fz_Z', 'fa-merchant-1'],
   stripe: ['acct_fz_A', 'acct_fz_B', 'acct_fz_Z', 'acct_1'],
@@ -78,7 +153,7 @@ export type HeaderLine = [name: string, value: string];
 // Providers
 
 interface ProviderModel {
-  name: FuzzProvider;
+  name: HeaderProvider;
   endpoints: string[];
   signatureHeader: string;
   /** Headers whose values are signed (besides the signature header). */
@@ -100,10 +175,10 @@ interface ProviderModel {
   accountPath: readonly string[] | null;
 }
 
-const obj = (v: unknown): Record<string, unknown> | undefined =>
+export const obj = (v: unknown): Record<string, unknown> | undefined =>
   typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
 
-export const PROVIDERS: Record<FuzzProvider, ProviderModel> = {
+export const PROVIDERS: Record<HeaderProvider, ProviderModel> = {
   paymos: {
     name: 'paymos',
     endpoints: ['paymos-a', 'paymos-b'],
@@ -201,12 +276,14 @@ export const PROVIDERS: Record<FuzzProvider, ProviderModel> = {
 
 /**
  * The key an endpoint records an event under, besides provider and event id: the endpoint's own
- * account; on an endpoint of many, the declared one (none: no key, 400), in the endpoint's scope
- * when the endpoint does not serve it.
+ * account (in the endpoint's scope when the event declares another); on an endpoint of many, the
+ * declared one (none: no key, 400), in the endpoint's scope when the endpoint does not serve it.
  */
 export function keyAccountOf(endpointId: string, declared: string | null): { account: string; scope: string } | null {
   const endpoint = endpointOf(endpointId);
-  if (endpoint.merchantAccountIds === undefined) return { account: endpoint.merchantAccountId!, scope: '' };
+  if (endpoint.merchantAccountIds === undefined) {
+    return { account: endpoint.merchantAccountId!, scope: declared === null || declared === endpoint.merchantAccountId ? '' : endpointId };
+  }
   if (declared === null) return null;
   const served = endpoint.merchantAccountIds.includes('*') || endpoint.merchantAccountIds.includes(declared);
   return { account: declared, scope: served ? '' : endpointId };
@@ -259,6 +336,16 @@ export interface SigningSpec {
   timestamp: Timestamp;
   /** Factuarea/Stripe: `t=` after the `v1` entries. */
   tLast: boolean;
+  /**
+   * Standard: the real entries the header carries, in order (mutations aim at the last one): `v1`
+   * (HMAC with `secret`), `v1a` (ed25519 with `v1aKey`), or both, as during a move between them.
+   * Always `v1` for the other providers.
+   */
+  scheme: 'v1' | 'v1a' | 'v1 v1a' | 'v1a v1';
+  /** Standard: the signing key of the real `v1a` entry — the endpoint's, another endpoint's, or one no endpoint holds. */
+  v1aKey: 'own' | 'sibling' | 'stranger';
+  /** Standard: `v1a` entries by a key no endpoint holds, before the real entries. */
+  bogusV1a: number;
 }
 
 export type IdHeader = 'absent' | 'equal' | { other: string };
@@ -280,10 +367,16 @@ export type Mutation =
   | { op: 'replaceValue'; target: Target; which: number; value: string }
   | { op: 'flipSignature'; pos: number; pick: number }
   | { op: 'nonCanonical' }
+  /** Standard: the real `v1a` entry replaced by another spelling, length, key or body. */
+  | { op: 'v1aEdit'; how: V1aEdit }
   | { op: 'retimestamp'; delta: number }
   | { op: 'contentType'; value: string | null; twice: boolean }
   | { op: 'addHeaders'; count: number; size: number }
   | { op: 'shuffle'; seed: number };
+
+/** What a `v1aEdit` writes in place of the real `v1a` signature: none of them verifies. */
+export const V1A_EDITS = ['nonCanonical', 'short', 'long', 'v1Length', 'otherKey', 'otherBody'] as const;
+export type V1aEdit = (typeof V1A_EDITS)[number];
 
 export type EndpointSpec =
   | { kind: 'own'; index: number; query: string }
@@ -292,7 +385,7 @@ export type EndpointSpec =
   | { kind: 'alias'; index: number; form: 'slash' | 'upper' | 'encoded' | 'prefixCase' };
 
 export interface CaseSpec {
-  provider: FuzzProvider;
+  provider: HeaderProvider;
   endpoint: EndpointSpec;
   body: BodySpec;
   /** Standard: the `webhook-id` header (signed). */
@@ -308,8 +401,10 @@ export interface CaseSpec {
 // ---------------------------------------------------------------------------------------------
 // Building a case
 
-type Verdict = 'pass' | 'maybe' | 'fail';
-const worst = (a: Verdict, b: Verdict): Verdict => (a === 'fail' || b === 'fail' ? 'fail' : a === 'maybe' || b === 'maybe' ? 'maybe' : 'pass');
+export type Verdict = 'pass' | 'maybe' | 'fail';
+export const worst = (a: Verdict, b: Verdict): Verdict => (a === 'fail' || b === 'fail' ? 'fail' : a === 'maybe' || b === 'maybe' ? 'maybe' : 'pass');
+/** Either of two ways verifies: the better verdict. */
+const best = (a: Verdict, b: Verdict): Verdict => (a === 'pass' || b === 'pass' ? 'pass' : a === 'maybe' || b === 'maybe' ? 'maybe' : 'fail');
 
 interface Line {
   name: string;
@@ -322,6 +417,17 @@ interface Line {
   realLast?: boolean;
   /** Signature header: the real signature as it is now written in the value (see nonCanonical). */
   realText?: string;
+  /** Signature header: the version of the last real entry (Standard: `v1` or `v1a`; the others `v1`). */
+  realKind?: 'v1' | 'v1a';
+  /** Signature header (Standard): false when the last real entry cannot verify on this endpoint (a key of the other kind, or one it does not hold). */
+  realVerifies?: boolean;
+  /**
+   * Standard, with two real entries: the first one, which mutations do not aim at, whether it
+   * verifies on this endpoint, and whether it is still there, readable, after the mutations.
+   */
+  backup?: { entry: string; verifies: boolean; state: Verdict };
+  /** Standard: the real `v1a` signature as signed, and what each `v1aEdit` writes instead. */
+  v1a?: { text: string; edits: Record<V1aEdit, string> };
 }
 
 export interface Expectation {
@@ -332,6 +438,21 @@ export interface Expectation {
   /** Whether the delivery is authentic (a 2xx is possible at all). */
   authentic: boolean;
   why: string[];
+  /** Where the model knows it: the `error` codes allowed with a status (e.g. 401: missing_signature). */
+  errors?: Partial<Record<number, string[]>>;
+  /** A 400 may come before the delivery is authentic: Adyen's body is read before its signatures, a Mollie hint before fetching it. */
+  bodyFirst?: boolean;
+}
+
+/** One event a 200 records (Adyen: each item of the batch; Mollie: the payment fetched). */
+export interface ExpectedEvent {
+  eventId: string;
+  account: string;
+  scope: string;
+  /** The stored body exactly, when the model knows it (an Adyen item as parsed, serialised). */
+  body?: string;
+  /** Fields the stored body holds (Mollie: the payment as the stub returned it). */
+  bodyHas?: Record<string, unknown>;
 }
 
 export interface Built {
@@ -344,6 +465,15 @@ export interface Built {
   body: Buffer;
   chunked: boolean;
   expect: Expectation;
+  /**
+   * Adyen and Mollie: the events a 200 records, in the delivery's order (a batch may name one event
+   * twice); each is keyed on its own account. Undefined: the one event of `expect.ids`, under `account`.
+   */
+  events?: ExpectedEvent[];
+  /** The body of a 200 when it is text (Adyen's `[accepted]`), not `{"status","eventId"}`. */
+  answerText?: string;
+  /** Mollie: whether the delivery makes the service ask Mollie (false: refused, or answered, without a fetch). */
+  fetches?: boolean;
 }
 
 /** What Node's server makes of a header value this client wrote (UTF-8 on the wire, read as latin1, OWS trimmed). */
@@ -358,8 +488,49 @@ function hmac(key: Buffer, prefix: string, body: Buffer, encoding: 'hex' | 'base
   return createHmac('sha256', key).update(Buffer.from(prefix, 'utf8')).update(body).digest(encoding);
 }
 
-function keyOf(provider: FuzzProvider, secret: string): Buffer {
+function keyOf(provider: HeaderProvider, secret: string): Buffer {
   return provider === 'standard' ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret, 'utf8');
+}
+
+const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/** The `v1a` signing key a case names on an endpoint: its own (when it holds a `whpk_`), the other such endpoint's, or a stranger's. */
+function v1aKeyOf(endpointId: string, which: SigningSpec['v1aKey']): { key: KeyObject; held: boolean } {
+  const own = (V1A_KEYS as Record<string, { signingKey: KeyObject }>)[endpointId];
+  if (which === 'own' && own) return { key: own.signingKey, held: true };
+  if (which === 'sibling') return { key: V1A_KEYS[endpointId === 'standard-v1a' ? 'standard-moving' : 'standard-v1a'].signingKey, held: false };
+  return { key: V1A_KEYS.stranger.signingKey, held: false };
+}
+
+/** Whether a token list (the header as the server reads it, less the entry that verifies) can be read as `version,signature` entries. */
+function readableEntries(rest: string): boolean {
+  return rest
+    .split(/\s+/)
+    .filter((t) => t !== '')
+    .every((t) => t.indexOf(',') > 0);
+}
+
+/**
+ * What the mutations left of a Standard header's first real entry (the one they do not aim at):
+ * there, whole, among entries that still read as entries (pass); there among tokens that do not
+ * (maybe: the contract calls such a header unparseable, or not); gone or changed (fail).
+ */
+function backupState(l: Line): Verdict {
+  if (!l.backup) return 'fail';
+  const value = seen(l.value);
+  const at = value.indexOf(l.backup.entry);
+  if (at < 0) return 'fail';
+  const before = value.slice(0, at);
+  const after = value.slice(at + l.backup.entry.length);
+  if ((before !== '' && !/\s$/.test(before)) || (after !== '' && !/^\s/.test(after))) return 'fail';
+  return readableEntries(`${before} ${after}`) ? 'pass' : 'maybe';
+}
+
+/** A signature header line's verdict: its last real entry as the mutations left it, or its first real one, whichever verifies. */
+function signatureLineVerdict(l: Line): Verdict {
+  const last = l.realVerifies === false ? 'fail' : l.taint;
+  const first = l.backup?.verifies ? l.backup.state : 'fail';
+  return best(last, first);
 }
 
 function timestampText(t: Timestamp, now: number): string {
@@ -386,14 +557,14 @@ function setPath(target: Record<string, unknown>, path: readonly string[], value
   Object.defineProperty(at, path[path.length - 1], { value, enumerable: true, writable: true, configurable: true });
 }
 
-const DEEP_MARK = 'DEEP_PLACEHOLDER_7f3a';
+export const DEEP_MARK = 'DEEP_PLACEHOLDER_7f3a';
 
-function nested(d: Deep): string {
+export function nested(d: Deep): string {
   return d.kind === '[' ? '['.repeat(d.depth) + ']'.repeat(d.depth) : '{"a":'.repeat(d.depth) + '1' + '}'.repeat(d.depth);
 }
 
 /** The body's bytes before signing (authentic whatever they are). */
-export function bodyBytes(provider: FuzzProvider, spec: BodySpec, endpoint: string): Buffer {
+export function bodyBytes(provider: HeaderProvider, spec: BodySpec, endpoint: string): Buffer {
   const model = PROVIDERS[provider];
   const envelope = model.envelope(spec.id, spec.type, spec.resourceId, endpoint);
   if (spec.data) envelope.data = spec.data.value;
@@ -417,7 +588,7 @@ export function bodyBytes(provider: FuzzProvider, spec: BodySpec, endpoint: stri
   return bytes;
 }
 
-function rawEdit(bytes: Buffer, edit: RawEdit, idField: string): Buffer {
+export function rawEdit(bytes: Buffer, edit: RawEdit, idField: string): Buffer {
   switch (edit.op) {
     case 'flip': {
       if (bytes.length === 0) return bytes;
@@ -447,58 +618,80 @@ function rawEdit(bytes: Buffer, edit: RawEdit, idField: string): Buffer {
 }
 
 /** Builds the request a case sends, signed now, and what the contract allows as its answer. */
-export function build(spec: CaseSpec, now: number): Built {
-  const model = PROVIDERS[spec.provider];
-  const why: string[] = [];
-  const own = model.endpoints[(spec.endpoint.kind === 'own' || spec.endpoint.kind === 'alias' ? spec.endpoint.index : 0) % model.endpoints.length];
+/** Where a case is sent: the path, the endpoint it names (null: none), the case's own endpoint, and statuses the path adds. */
+export interface Route {
+  path: string;
+  endpointId: string | null;
+  own: string;
+  extra: number[];
+  /** Sent to another provider's endpoint (a header-signed one: no signature there verifies). */
+  cross: boolean;
+}
 
-  // The path and the endpoint it names.
-  let path: string;
-  let endpointId: string | null = own;
-  let signatureVerdict: Verdict = 'pass';
+/** The path a case's endpoint choice makes, among its provider's `endpoints`. */
+export function route(provider: FuzzProvider, endpoints: readonly string[], endpoint: EndpointSpec, why: string[]): Route {
+  const own = endpoints[(endpoint.kind === 'own' || endpoint.kind === 'alias' ? endpoint.index : 0) % endpoints.length];
   const extra: number[] = [];
-  switch (spec.endpoint.kind) {
+  switch (endpoint.kind) {
     case 'own':
-      path = `/webhooks/${own}${spec.endpoint.query}`;
-      if (spec.endpoint.query !== '') {
+      if (endpoint.query !== '') {
         extra.push(400); // a query string is not part of the contract's checks; issue 12 #7 (NUL in the query)
-        why.push(`query ${JSON.stringify(spec.endpoint.query)}: 400 allowed`);
+        why.push(`query ${JSON.stringify(endpoint.query)}: 400 allowed`);
       }
-      break;
+      return { path: `/webhooks/${own}${endpoint.query}`, endpointId: own, own, extra, cross: false };
     case 'unknown':
-      path = `/webhooks/${spec.endpoint.id}`;
-      endpointId = null;
-      break;
+      return { path: `/webhooks/${endpoint.id}`, endpointId: null, own, extra, cross: false };
     case 'cross': {
-      const others = FUZZ_ENDPOINTS.filter((e) => e.provider !== spec.provider);
-      endpointId = others[spec.endpoint.index % others.length].id;
-      path = `/webhooks/${endpointId}`;
-      signatureVerdict = 'fail';
+      const others = crossTargets(provider);
+      const endpointId = others[endpoint.index % others.length].id;
       why.push(`sent to ${endpointId}, another provider's endpoint`);
-      break;
+      return { path: `/webhooks/${endpointId}`, endpointId, own, extra, cross: true };
     }
     case 'alias': {
-      const form = spec.endpoint.form;
-      path =
+      const form = endpoint.form;
+      const path =
         form === 'slash' ? `/webhooks/${own}/` : form === 'upper' ? `/webhooks/${own.toUpperCase()}` : form === 'encoded' ? `/webhooks/${own.replace(/-/g, '%2D')}` : `/WebHooks/${own}`;
       extra.push(404);
       why.push(`path ${path}: 404 allowed`);
-      break;
+      return { path, endpointId: own, own, extra, cross: false };
     }
   }
+}
+
+export function build(spec: CaseSpec, now: number): Built {
+  const model = PROVIDERS[spec.provider];
+  const why: string[] = [];
+
+  // The path and the endpoint it names.
+  const { path, endpointId, own, extra, cross } = route(spec.provider, model.endpoints, spec.endpoint, why);
+  let signatureVerdict: Verdict = cross ? 'fail' : 'pass';
 
   // The body, signed as it is.
   const signedBody = bodyBytes(spec.provider, spec.body, own);
   const ts = timestampText(spec.signing.timestamp, now);
+  const ownHmac = hmacSecretOf(own);
   const secret =
     spec.signing.secret === 'own'
-      ? secretOf(own)
+      ? (ownHmac ?? UNHELD_WHSEC)
       : spec.signing.secret === 'sibling'
-        ? secretOf(model.endpoints.find((e) => e !== own) ?? 'paymos-b') // a configured secret, of another endpoint
+        ? hmacSecretOf(model.endpoints.find((e) => e !== own && hmacSecretOf(e) !== null) ?? 'paymos-b')! // a configured secret, of another endpoint
         : spec.signing.secret.wrong;
-  if (spec.signing.secret !== 'own') {
-    signatureVerdict = 'fail';
-    why.push(`signed with ${spec.signing.secret === 'sibling' ? 'another endpoint’s' : 'a wrong'} secret`);
+  // Standard's real entries: `v1` (HMAC), `v1a` (ed25519), or both; the others sign `v1` only.
+  const kinds = (spec.provider === 'standard' ? spec.signing.scheme : 'v1').split(' ') as Array<'v1' | 'v1a'>;
+  const v1Verifies = spec.signing.secret === 'own' && ownHmac !== null;
+  const v1aKey = kinds.includes('v1a') ? v1aKeyOf(own, spec.signing.v1aKey) : null;
+  if (spec.provider !== 'standard') {
+    if (spec.signing.secret !== 'own') {
+      signatureVerdict = 'fail';
+      why.push(`signed with ${spec.signing.secret === 'sibling' ? 'another endpoint’s' : 'a wrong'} secret`);
+    }
+  } else {
+    if (kinds.includes('v1') && !v1Verifies) {
+      why.push(`v1 entry: ${ownHmac === null ? 'the endpoint holds no whsec_' : `signed with ${spec.signing.secret === 'sibling' ? 'another endpoint’s' : 'a wrong'} secret`}`);
+    }
+    if (v1aKey && !v1aKey.held) {
+      why.push(`v1a entry: ${spec.signing.v1aKey === 'own' ? 'the endpoint holds no whpk_' : `signed with ${spec.signing.v1aKey === 'sibling' ? 'another endpoint’s' : 'a stranger’s'} key`}`);
+    }
   }
   switch (spec.signing.timestamp.kind) {
     case 'now':
@@ -525,9 +718,18 @@ export function build(spec: CaseSpec, now: number): Built {
   const encoding = spec.provider === 'standard' ? 'base64' : 'hex';
   const realSig = hmac(keyOf(spec.provider, secret), prefix, signedBody, encoding);
   const bogus = spec.signing.bogus.map((s) => hmac(keyOf(spec.provider, s), prefix, signedBody, encoding));
+  // The `v1a` entry: ed25519 over the same signed content, and what each `v1aEdit` writes instead.
+  const content = Buffer.concat([Buffer.from(prefix, 'utf8'), signedBody]);
+  const v1aBytes = v1aKey ? ed25519Sign(null, content, v1aKey.key) : null;
+  const v1aSig = v1aBytes?.toString('base64') ?? '';
+  const sigOf = (kind: 'v1' | 'v1a') => (kind === 'v1' ? realSig : v1aSig);
+  const verifiesOf = (kind: 'v1' | 'v1a') => (kind === 'v1' ? v1Verifies || spec.provider !== 'standard' : v1aKey!.held);
+  const lastKind = kinds[kinds.length - 1];
+  /** The real signature mutations aim at: the last real entry's. */
+  const lastReal = sigOf(lastKind);
 
   const lines: Line[] = [];
-  const signed = (name: string, value: string, realLast?: boolean): Line => ({ name, value, original: value, taint: 'pass', realLast, realText: realLast ? realSig : undefined });
+  const signed = (name: string, value: string, realLast?: boolean): Line => ({ name, value, original: value, taint: 'pass', realLast, realText: realLast ? lastReal : undefined });
   lines.push({ name: 'content-type', value: 'application/json', taint: 'pass' });
   switch (spec.provider) {
     case 'paymos': {
@@ -543,8 +745,28 @@ export function build(spec: CaseSpec, now: number): Built {
       break;
     }
     case 'standard': {
-      const entries = [...(spec.signing.otherScheme ? [`v2,${realSig}`] : []), ...bogus.map((b) => `v1,${b}`), `v1,${realSig}`];
-      lines.push(signed('webhook-id', webhookId), signed('webhook-timestamp', ts), signed('webhook-signature', entries.join(' '), true));
+      const strangers = BOGUS_V1A.slice(0, spec.signing.bogusV1a).map((k) => `v1a,${ed25519Sign(null, content, k).toString('base64')}`);
+      const entries = [...(spec.signing.otherScheme ? [`v2,${realSig}`] : []), ...bogus.map((b) => `v1,${b}`), ...strangers, ...kinds.map((k) => `${k},${sigOf(k)}`)];
+      const line = signed('webhook-signature', entries.join(' '), true);
+      line.realKind = lastKind;
+      line.realVerifies = verifiesOf(lastKind);
+      if (kinds.length === 2) line.backup = { entry: `${kinds[0]},${sigOf(kinds[0])}`, verifies: verifiesOf(kinds[0]), state: 'pass' };
+      if (v1aBytes) {
+        const i = BASE64_ALPHABET.indexOf(v1aSig[85]);
+        line.v1a = {
+          text: v1aSig,
+          edits: {
+            // The same 64 bytes, the last character's 4 unused bits not zero: not canonical.
+            nonCanonical: `${v1aSig.slice(0, 85)}${BASE64_ALPHABET[i ^ 1]}==`,
+            short: v1aBytes.subarray(0, 63).toString('base64'),
+            long: Buffer.concat([v1aBytes, Buffer.from([0])]).toString('base64'),
+            v1Length: v1aBytes.subarray(0, 32).toString('base64'),
+            otherKey: ed25519Sign(null, content, BOGUS_V1A[0]).toString('base64'),
+            otherBody: ed25519Sign(null, Buffer.concat([content, Buffer.from(' ')]), v1aKey!.key).toString('base64'),
+          },
+        };
+      }
+      lines.push(signed('webhook-id', webhookId), signed('webhook-timestamp', ts), line);
       break;
     }
   }
@@ -564,17 +786,20 @@ export function build(spec: CaseSpec, now: number): Built {
   // Mutations after signing.
   let body = signedBody;
   let chunked = spec.transport.chunked;
-  for (const m of spec.mutations) body = mutate(spec.provider, m, lines, body, realSig, now);
+  for (const m of spec.mutations) body = mutate(spec.provider, m, lines, body, lastReal, now);
 
   // Signed lines: missing, repeated or changed.
   for (const name of [model.signatureHeader, ...model.signedHeaders]) {
     const copies = lines.filter((l) => l.name.toLowerCase() === name);
     // A change undone by a later one (or invisible to the server, such as outer whitespace) is none.
     for (const l of copies) if (l.original !== undefined && seen(l.value) === seen(l.original)) l.taint = 'pass';
+    // What is left of a first real entry, read on the value as it is now (a copy has its own).
+    for (const l of copies) if (l.backup) l.backup = { ...l.backup, state: backupState(l) };
+    const verdictOf = (l: Line): Verdict => (name === model.signatureHeader && l.original !== undefined ? signatureLineVerdict(l) : l.taint);
     let v: Verdict;
     if (copies.length === 0) v = 'fail';
-    else if (copies.length === 1) v = copies[0].taint;
-    else v = copies.every((l) => l.taint === 'fail') ? 'fail' : 'maybe';
+    else if (copies.length === 1) v = verdictOf(copies[0]);
+    else v = copies.every((l) => verdictOf(l) === 'fail') ? 'fail' : 'maybe';
     if (v !== 'pass') why.push(`${name}: ${copies.length === 0 ? 'dropped' : copies.length > 1 ? `${copies.length} lines` : 'changed'} (${v})`);
     signatureVerdict = worst(signatureVerdict, v);
   }
@@ -634,14 +859,14 @@ export function build(spec: CaseSpec, now: number): Built {
 // ---------------------------------------------------------------------------------------------
 // Mutations after signing
 
-function pickLine(provider: FuzzProvider, lines: Line[], target: Target, which: number): Line | undefined {
+function pickLine(provider: HeaderProvider, lines: Line[], target: Target, which: number): Line | undefined {
   const model = PROVIDERS[provider];
   const names = target === 'sig' ? [model.signatureHeader] : target === 'signed' ? [model.signatureHeader, ...model.signedHeaders] : null;
   const pool = names ? lines.filter((l) => names.includes(l.name.toLowerCase())) : lines;
   return pool.length === 0 ? undefined : pool[which % pool.length];
 }
 
-const isSigned = (provider: FuzzProvider, l: Line) => l.original !== undefined && (l.name.toLowerCase() === PROVIDERS[provider].signatureHeader || PROVIDERS[provider].signedHeaders.includes(l.name.toLowerCase()));
+const isSigned = (provider: HeaderProvider, l: Line) => l.original !== undefined && (l.name.toLowerCase() === PROVIDERS[provider].signatureHeader || PROVIDERS[provider].signedHeaders.includes(l.name.toLowerCase()));
 
 function taint(l: Line, v: Verdict): void {
   l.taint = worst(l.taint, v);
@@ -660,7 +885,7 @@ function recase(name: string, style: 'upper' | 'lower' | 'title' | 'alternate'):
   }
 }
 
-function mutate(provider: FuzzProvider, m: Mutation, lines: Line[], body: Buffer, realSig: string, now: number): Buffer {
+function mutate(provider: HeaderProvider, m: Mutation, lines: Line[], body: Buffer, realSig: string, now: number): Buffer {
   const model = PROVIDERS[provider];
   const sigLine = () => lines.find((l) => l.name.toLowerCase() === model.signatureHeader && l.original !== undefined);
   switch (m.op) {
@@ -748,8 +973,9 @@ function mutate(provider: FuzzProvider, m: Mutation, lines: Line[], body: Buffer
       if (at < 0) return body;
       let flipped: string;
       if (provider === 'standard') {
-        const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-        const i = m.pos % 42; // chars 0–41 carry 6 signature bits each: any change is another signature
+        const alphabet = BASE64_ALPHABET;
+        // Chars 0–41 of a v1 (0–84 of a v1a) carry 6 signature bits each: any change is another signature.
+        const i = m.pos % (l.realKind === 'v1a' ? 85 : 42);
         const others = alphabet.replace(real[i], '');
         flipped = real.slice(0, i) + others[m.pick % others.length] + real.slice(i + 1);
       } else {
@@ -771,16 +997,32 @@ function mutate(provider: FuzzProvider, m: Mutation, lines: Line[], body: Buffer
       if (at < 0) return body;
       let variant: string;
       if (provider === 'standard') {
-        const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-        const v = alphabet.indexOf(realSig[42]);
-        variant = realSig.slice(0, 42) + alphabet[v ^ 1] + realSig.slice(43);
+        const alphabet = BASE64_ALPHABET;
+        const last = l.realKind === 'v1a' ? 85 : 42;
+        const v = alphabet.indexOf(realSig[last]);
+        variant = realSig.slice(0, last) + alphabet[v ^ 1] + realSig.slice(last + 1);
       } else {
         variant = realSig.toUpperCase();
       }
       if (variant === realSig) return body;
       l.value = l.value.slice(0, at) + variant + l.value.slice(at + realSig.length);
       l.realText = variant;
-      taint(l, 'maybe');
+      // A v1a is canonical base64 or no signature at all; for v1 the question is left open.
+      taint(l, l.realKind === 'v1a' ? 'fail' : 'maybe');
+      return body;
+    }
+    case 'v1aEdit': {
+      const l = sigLine();
+      if (!l?.v1a) return body;
+      const entry = `v1a,${l.v1a.text}`;
+      const at = l.value.lastIndexOf(entry);
+      if (at < 0) return body;
+      l.value = `${l.value.slice(0, at)}v1a,${l.v1a.edits[m.how]}${l.value.slice(at + entry.length)}`;
+      if (l.realKind === 'v1a' && l.realText === l.v1a.text) {
+        l.realText = undefined;
+        taint(l, 'fail');
+      }
+      l.v1a = undefined;
       return body;
     }
     case 'retimestamp': {
@@ -830,7 +1072,7 @@ function mutate(provider: FuzzProvider, m: Mutation, lines: Line[], body: Buffer
 const NORMAL_ID = /^[A-Za-z0-9_.:-]+$/;
 
 /** An id the provider requires (event id, type). */
-function requiredId(v: unknown, what: string, why: string[]): Verdict {
+export function requiredId(v: unknown, what: string, why: string[]): Verdict {
   if (typeof v !== 'string' || v === '') return note(why, `${what} missing or not a string`, 'fail');
   if (CONTROL_OR_FORMAT.test(v)) return note(why, `${what} has a control or format character, or a line separator`, 'fail');
   if (LONE_SURROGATE.test(v)) return note(why, `${what} has an unpaired surrogate`, 'fail');
@@ -842,11 +1084,11 @@ function requiredId(v: unknown, what: string, why: string[]): Verdict {
   return note(why, `${what} is not ASCII`, 'maybe');
 }
 
-function optionalId(v: unknown, what: string, why: string[]): Verdict {
+export function optionalId(v: unknown, what: string, why: string[]): Verdict {
   return typeof v !== 'string' || v === '' ? 'pass' : requiredId(v, what, why);
 }
 
-function note(why: string[], text: string, v: Verdict): Verdict {
+export function note(why: string[], text: string, v: Verdict): Verdict {
   why.push(`${text} (${v})`);
   return v;
 }
@@ -875,7 +1117,7 @@ export function maxDepth(text: string): number {
 }
 
 export function bodyOracle(
-  provider: FuzzProvider,
+  provider: HeaderProvider,
   body: Buffer,
   headers: HeaderLine[],
 ): { verdict: Verdict; ids: string[]; why: string[]; /** the declared merchant account, null for none */ account: string | null } {

@@ -247,11 +247,17 @@ describe('reconciliation', () => {
       expect(JSON.parse(out.stdout)).toEqual(EMPTY);
     });
 
+    it("a provider of the host's own: any name of the shape (the command runs without the host's code)", () => {
+      const out = run(['--provider', 'acme', '--account', 'm_1']);
+      expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(out.stdout)).toEqual(EMPTY);
+    });
+
     it.each([
       ['no arguments', []],
       ['no --account', ['--provider', 'paymos']],
       ['no --provider', ['--account', 'acc_1']],
-      ['an unknown provider', ['--provider', 'paypal', '--account', 'acc_1']],
+      ['a provider name of another shape', ['--provider', 'Pay Pal', '--account', 'acc_1']],
       ['an unknown option', ['--provider', 'paymos', '--account', 'acc_1', '--bogus']],
       ['--paid without a file name', ['--provider', 'paymos', '--account', 'acc_1', '--paid']],
       ['a --paid file that does not exist', ['--provider', 'paymos', '--account', 'acc_1', '--paid', '/nonexistent/paid.txt']],

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PaymentWebhooksModule } from 'nestjs-payment-webhooks';
+import { acmeProvider } from './acme/acme.provider';
 import { HealthController } from './health.controller';
 import { Licence } from './licences/licence.entity';
 import { LicencesModule } from './licences/licences.module';
@@ -37,12 +38,20 @@ import { OrdersModule } from './orders/orders.module';
         // Keeps this app's BullMQ keys apart from anything else sharing the Redis.
         queuePrefix: config.get<string>('QUEUE_PREFIX', 'host-pw'),
         routePrefix: 'payments',
+        // A provider of the host's own (src/acme/), beside the built-in ones: endpoints name it.
+        providers: [acmeProvider],
         endpoints: [
           {
             id: 'stripe-main',
             provider: 'stripe',
             secrets: [config.getOrThrow<string>('STRIPE_WEBHOOK_SECRET')],
             merchantAccountId: config.get<string>('STRIPE_ACCOUNT_ID', 'acct_host_app'),
+          },
+          {
+            id: 'acme-main',
+            provider: 'acme',
+            secrets: [config.getOrThrow<string>('ACME_WEBHOOK_SECRET')],
+            merchantAccountId: config.get<string>('ACME_MERCHANT_ID', 'acme_host_app'),
           },
         ],
         carriers: [{ name: 'default', url: config.getOrThrow<string>('CARRIER_URL') }],

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Answer, deliver, Delivery, describeAnswer, describeWithCause, joinUrl, send, signDelivery, webhookUrl } from './delivery';
+import { ADYEN_ACCEPTED, adyenEventId, isAdyenAccepted, itemsOf, NotificationItem, notificationBody } from './adyen';
 import { EventKind, newEventId, newResourceId, PaymentRef, providerEvent, RemoteProvider, wireBody } from './events';
 
 /**
@@ -13,7 +14,7 @@ export interface ConformanceOptions {
   url: string;
   endpoint: string;
   provider: RemoteProvider;
-  /** The endpoint's secret; every one given signs (one `v1` each), as during a rotation. */
+  /** The endpoint's secret; every one given signs (one entry each; standard: `v1` for a `whsec_`, `v1a` for a `whsk_`), as during a rotation. */
   secrets: string[];
   adminToken: string;
   /** The account bodies declare and payments are registered under; needed on a `merchantAccountIds` endpoint. */
@@ -47,21 +48,32 @@ export const CHECKS = [
   'amount',
   'reprocess',
   'reserialised',
+  'tampered',
   'reconciliation',
 ] as const;
 export type CheckName = (typeof CHECKS)[number];
 
+/**
+ * The checks run for `provider`: for Adyen, `tampered` stands for `reserialised`. Adyen signs named
+ * fields of each item, not the bytes, so a body parsed and serialised again verifies as it should;
+ * what its signature protects is those fields, and a changed one must be refused.
+ */
+export function checksFor(provider: RemoteProvider): CheckName[] {
+  return CHECKS.filter((c) => (provider === 'adyen' ? c !== 'reserialised' : c !== 'tampered'));
+}
+
 /** What a check describes in one line, for `--help` and the docs. */
 export const CHECK_SUMMARIES: Record<CheckName, string> = {
   reachable: 'the service answers /health, and the admin token opens its API',
-  signature: 'a delivery signed with the secret is accepted, in compact and in pretty-printed JSON',
+  signature: 'a delivery signed with the secret is accepted, in compact and in pretty-printed JSON (adyen: one of two items too)',
   delivery: 'a paid event for a new order is processed and the order fulfilled once',
-  duplicate: 'the same delivery again, as sent and re-signed, answers duplicate and changes nothing',
+  duplicate: 'the same delivery again, as sent and re-signed (adyen: beside a new item), answers duplicate and changes nothing',
   concurrent: 'ten copies of a new event sent at once give one accepted',
-  stale: 'a late pending after succeeded is stale and nothing goes back',
+  stale: 'a late pending after succeeded is stale and nothing goes back (adyen: the refused AUTHORISATION of the paid payment)',
   amount: 'a wrong amount is rejected with no shipment',
   reprocess: 'a reprocess of the paid and of the rejected delivery changes nothing',
-  reserialised: 'a body parsed and serialised again after signing is refused',
+  reserialised: 'a body parsed and serialised again after signing is refused (not adyen)',
+  tampered: 'adyen, for reserialised: a delivery with a signed field (amount.value) changed after signing is refused 401, nothing of it recorded',
   reconciliation: 'reconciliation names a paid id that never arrived, and only that one',
 };
 
@@ -127,6 +139,28 @@ class ConformanceRun {
 
   constructor(private readonly o: ConformanceOptions) {}
 
+  /**
+   * Adyen is played its own way: several signed items in one delivery, the answer `[accepted]` for
+   * a new delivery and a recorded one alike (so what was recorded is read from the archive), no
+   * signed timestamp, ids derived from the items.
+   */
+  private get adyen(): boolean {
+    return this.o.provider === 'adyen';
+  }
+
+  /** The service's answer to a recorded delivery, naming the event sent (Adyen: `[accepted]`, which names none and is the same for a duplicate). */
+  private answered(answer: Answer, word: 'accepted' | 'duplicate', eventId: string): boolean {
+    return this.adyen ? isAdyenAccepted(answer) : isAnswer(answer, word, eventId);
+  }
+
+  /** What a delivery is, in a detail line: its event type (Adyen: each item's code, and a success "false"). */
+  private what(delivery: Delivery): string {
+    if (!this.adyen) return eventTypeOf(delivery);
+    return itemsOf(JSON.parse(delivery.body))
+      .map((item) => `${String(item.eventCode)}${item.success === 'false' ? ' (success "false")' : ''}`)
+      .join(' + ');
+  }
+
   async run(): Promise<CheckResult[]> {
     await this.check('reachable', [], () => this.reachable());
     await this.check('signature', ['reachable'], () => this.signature());
@@ -136,7 +170,8 @@ class ConformanceRun {
     await this.check('stale', ['delivery'], () => this.stale());
     await this.check('amount', ['signature'], () => this.amount());
     await this.check('reprocess', ['delivery', 'amount'], () => this.reprocess());
-    await this.check('reserialised', ['reachable'], () => this.reserialised());
+    if (this.adyen) await this.check('tampered', ['reachable'], () => this.tampered());
+    else await this.check('reserialised', ['reachable'], () => this.reserialised());
     await this.check('reconciliation', ['delivery'], () => this.reconciliation());
     return this.results;
   }
@@ -185,6 +220,7 @@ class ConformanceRun {
   }
 
   private async signature(): Promise<string> {
+    if (this.adyen) return this.adyenSignature();
     const payment = this.newPayment();
     const pretty = this.signed('ignored', payment);
     const compactEvent = providerEvent(this.o.provider, 'ignored', payment);
@@ -231,6 +267,57 @@ class ConformanceRun {
     throw new Failed(evidence, 'the answer is not one the contract defines for a correctly signed delivery');
   }
 
+  /**
+   * Adyen: a pretty-printed delivery of two items, and a compact one of one item, each item signed
+   * on its own; every item must be recorded (the archive), since `[accepted]` names no event.
+   */
+  private async adyenSignature(): Promise<string> {
+    const pair = this.batch([this.event('ignored', this.newPayment()), this.event('ignored', this.newPayment())]);
+    const single = this.signed('ignored', this.newPayment());
+    const compact: Delivery = { ...single, body: JSON.stringify(JSON.parse(single.body)) };
+    const [a, b] = [await deliver(pair, this.o.requestTimeoutMs), await deliver(compact, this.o.requestTimeoutMs)];
+    const evidence = `a delivery of 2 items: ${describeAnswer(a)}; a compact one of 1 item: ${describeAnswer(b)}`;
+    const answers = [a, b];
+    if (isAdyenAccepted(a) || isAdyenAccepted(b)) {
+      const ids = [...(isAdyenAccepted(a) ? pair.eventIds! : []), ...(isAdyenAccepted(b) ? compact.eventIds! : [])];
+      const counts = await Promise.all(ids.map(async (id) => (await this.rows(id)).length));
+      const unrecorded = ids.filter((_, i) => counts[i] !== 1);
+      if (unrecorded.length > 0) {
+        this.foreignAnswers = true;
+        throw new Failed(
+          `${evidence}; yet the archive holds no single row of ${unrecorded.join(', ')}`,
+          'something in front of the service answers [accepted] for it (a proxy, a mock left in place): Adyen stops retrying on that 2xx and the event is lost; route /webhooks/* to the service',
+        );
+      }
+      this.verified = true;
+    }
+    if (isAdyenAccepted(a) && isAdyenAccepted(b)) return `${evidence}; all 3 items recorded (REPORT_AVAILABLE, recorded and ignored)`;
+    const has = (word: string) => answers.some((x) => x.json?.error === word);
+    if (answers.some((x) => x.status >= 200 && x.status < 300 && !isAdyenAccepted(x))) {
+      this.foreignAnswers = true;
+      throw new Failed(
+        `${evidence}; a 2xx that is not the service's answer ${ADYEN_ACCEPTED} (${truncate(answers.find((x) => x.status < 300)?.text ?? '')})`,
+        'something in front of the service answers for it (a proxy, a load balancer, a mock left in place): Adyen stops retrying on that 2xx and the event is lost; route /webhooks/* to the service',
+      );
+    }
+    if (has('unknown_endpoint')) throw new Failed(evidence, `the service has no endpoint "${this.o.endpoint}" (WEBHOOK_ENDPOINTS)`);
+    if (has('missing_signature')) throw new Failed(evidence, `the endpoint's provider is not adyen (its signature is not inside the body)`);
+    if (has('invalid_signature')) {
+      throw new Failed(
+        evidence,
+        `no item verified: the HMAC key (--secret or --secret-file, the first line) is not one of endpoint "${this.o.endpoint}"'s secrets (after generating a new key in the Customer Area, the new one)`,
+      );
+    }
+    if (has('malformed_payload')) {
+      const detail = answers.find((x) => x.json?.error === 'malformed_payload')?.json?.detail;
+      throw new Failed(`${evidence}${detail ? ` (${String(detail)})` : ''}`, 'the endpoint is not an adyen one, or something changes the body on the way');
+    }
+    if (answers.some((x) => x.status === 503 || x.status === 0)) {
+      throw new Failed(evidence, 'the service could not record the delivery (its database or Redis is away, or it is overloaded): look at /health/ready and its logs');
+    }
+    throw new Failed(evidence, 'the answer is not one the contract defines for a correctly signed delivery');
+  }
+
   private async delivery(): Promise<string> {
     const order = await this.createOrder();
     const payment = await this.registerPayment(order);
@@ -244,12 +331,22 @@ class ConformanceRun {
     if (row.status !== 'processed' || row.outcome !== 'applied') {
       throw new Failed(`the delivery ended ${row.status}/${row.outcome}, not processed/applied`, hintFor(row));
     }
+    if (this.adyen) {
+      const authorized = (await this.order(order.id)).payments.find((p) => p.providerPaymentId === payment.resourceId)?.status === 'authorized';
+      if (authorized) {
+        throw new Failed(
+          `AUTHORISATION ${payment.resourceId} made the payment authorized, not succeeded`,
+          'the endpoint captures manually ("capture": "manual"): the checks play automatic capture, Adyen\'s default, where the AUTHORISATION is the payment; run them against an endpoint with automatic capture',
+        );
+      }
+    }
     const fulfilled = await this.fulfilled(order.id);
     this.paid = { order: fulfilled, payment, delivery, row, identicalCopy };
-    return `${describeAnswer(answer)}; delivery processed/applied; order ${order.id} fulfilled, shipment ${fulfilled.fulfillment?.shipmentId}`;
+    return `${this.adyen ? `AUTHORISATION ${payment.resourceId}: ` : ''}${describeAnswer(answer)}; delivery processed/applied; order ${order.id} fulfilled, shipment ${fulfilled.fulfillment?.shipmentId}`;
   }
 
   private async duplicate(): Promise<string> {
+    if (this.adyen) return this.adyenDuplicate();
     const { order, delivery, payment, identicalCopy: again } = this.paid!;
     const before = await this.order(order.id);
     // A provider's own retry: the same event and bytes, signed again with the time of the attempt.
@@ -272,6 +369,34 @@ class ConformanceRun {
     return `same bytes: ${describeAnswer(again)}; re-signed: ${describeAnswer(resent)}; one archive row; order ${order.id} (${after.status}, payment ${payment.resourceId}) unchanged`;
   }
 
+  /**
+   * Adyen: the same delivery again, and the paid item again in a new delivery beside a new item (as
+   * Adyen batches a retry with what came since): both `[accepted]`; the archive holds the paid event
+   * once and the new one once; the order is unchanged.
+   */
+  private async adyenDuplicate(): Promise<string> {
+    const { order, delivery, payment, identicalCopy: again } = this.paid!;
+    const before = await this.order(order.id);
+    const fresh = this.event('ignored', this.newPayment());
+    const batch = this.batch([{ items: itemsOf(JSON.parse(delivery.body)) }, fresh]);
+    const batched = await deliver(batch, this.o.requestTimeoutMs);
+    for (const [what, answer] of [['the same delivery', again], ['the paid item again beside a new one', batched]] as const) {
+      if (!isAdyenAccepted(answer)) throw new Failed(`${what} answered ${describeAnswer(answer)}, not 200 ${ADYEN_ACCEPTED}`);
+    }
+    const rows = await this.rows(delivery.eventId);
+    if (rows.length !== 1) {
+      throw new Failed(
+        `the archive holds ${rows.length} deliveries of event ${delivery.eventId}, not 1`,
+        rows.length > 1 ? 'the service recorded the event twice: its inbox is not keyed by (provider, merchant account, event id)' : undefined,
+      );
+    }
+    const freshRows = await this.rows(batch.eventIds![1]);
+    if (freshRows.length !== 1) throw new Failed(`the new item ${batch.eventIds![1]} of that delivery is in the archive ${freshRows.length} times, not once`);
+    const after = await this.order(order.id);
+    if (!isDeepStrictEqual(after, before)) throw new Failed(`order ${order.id} changed: ${diff(before, after)}`);
+    return `same bytes: ${describeAnswer(again)}; the paid item beside a new one: ${describeAnswer(batched)}; one archive row of ${delivery.eventId}, the new item recorded; order ${order.id} (${after.status}, payment ${payment.resourceId}) unchanged`;
+  }
+
   private async concurrent(): Promise<string> {
     const order = await this.createOrder();
     const payment = await this.registerPayment(order);
@@ -280,7 +405,9 @@ class ConformanceRun {
     const accepted = answers.filter((a) => isAnswer(a, 'accepted', delivery.eventId)).length;
     const duplicates = answers.filter((a) => isAnswer(a, 'duplicate', delivery.eventId)).length;
     const tally = tallyAnswers(answers);
-    if (accepted !== 1 || duplicates !== CONCURRENT_COPIES - 1) {
+    // Adyen: every copy answered [accepted]; that one was recorded is the archive's to show (below).
+    const answeredWell = this.adyen ? answers.every(isAdyenAccepted) : accepted === 1 && duplicates === CONCURRENT_COPIES - 1;
+    if (!answeredWell) {
       throw new Failed(
         `${CONCURRENT_COPIES} copies at once answered ${tally}`,
         accepted > 1
@@ -289,7 +416,12 @@ class ConformanceRun {
       );
     }
     const rows = await this.rows(delivery.eventId);
-    if (rows.length !== 1) throw new Failed(`the archive holds ${rows.length} deliveries of event ${delivery.eventId}, not 1`);
+    if (rows.length !== 1) {
+      throw new Failed(
+        `${CONCURRENT_COPIES} copies at once answered ${tally}, and the archive holds ${rows.length} deliveries of event ${delivery.eventId}, not 1`,
+        rows.length > 1 ? 'more than one copy was recorded: the inbox needs a unique constraint on (provider, merchant account, event id), not a read before the insert' : undefined,
+      );
+    }
     await this.settled(delivery.eventId);
     this.concurrentOrder = await this.fulfilled(order.id);
     return `${CONCURRENT_COPIES} copies at once: ${tally}; one archive row; order ${order.id} fulfilled once (shipment ${this.concurrentOrder.fulfillment?.shipmentId})`;
@@ -298,12 +430,14 @@ class ConformanceRun {
   private async stale(): Promise<string> {
     const { order, payment } = this.paid!;
     const before = await this.order(order.id);
+    // Adyen has no event before the authorisation: the refused outcome of the same AUTHORISATION
+    // (success "false", a failed payment) lies behind the paid one.
     const late = this.signed('early', payment);
     const answer = await this.deliverExpecting(late, 'accepted');
     const row = await this.settled(late.eventId);
     if (row.status !== 'processed' || row.outcome !== 'stale') {
       throw new Failed(
-        `a late ${eventTypeOf(late)} after succeeded ended ${row.status}/${row.outcome}, not processed/stale`,
+        `a late ${this.what(late)} after succeeded ended ${row.status}/${row.outcome}, not processed/stale`,
         'the payment lifecycle must never go backwards: an event whose state lies before the current one is stale',
       );
     }
@@ -311,7 +445,7 @@ class ConformanceRun {
     const paymentBefore = before.payments.find((p) => p.providerPaymentId === payment.resourceId);
     const paymentAfter = after.payments.find((p) => p.providerPaymentId === payment.resourceId);
     if (!isDeepStrictEqual(after, before)) throw new Failed(`order ${order.id} changed: ${diff(before, after)}`);
-    return `late ${eventTypeOf(late)}: ${describeAnswer(answer)}, processed/stale; payment still ${paymentAfter?.status ?? paymentBefore?.status}, order still ${after.status}`;
+    return `late ${this.what(late)}: ${describeAnswer(answer)}, processed/stale; payment still ${paymentAfter?.status ?? paymentBefore?.status}, order still ${after.status}`;
   }
 
   private async amount(): Promise<string> {
@@ -384,9 +518,40 @@ class ConformanceRun {
     );
   }
 
+  /**
+   * Adyen, in place of `reserialised`: one delivery of two items, the first as signed, the second
+   * with amount.value changed after signing (a field its signature covers). The whole delivery must
+   * be refused `401 invalid_signature`, and neither item recorded.
+   */
+  private async tampered(): Promise<string> {
+    if (this.foreignAnswers) throw new NotRun("the webhook answers are not the service's (see signature)");
+    if (!this.verified) throw new NotRun('no correctly signed delivery was accepted (see signature)');
+    const signed = this.batch([this.event('succeeded', this.newPayment()), this.event('succeeded', this.newPayment())]);
+    const body = JSON.parse(signed.body) as { notificationItems: Array<{ NotificationRequestItem: NotificationItem }> };
+    const item = body.notificationItems[1].NotificationRequestItem;
+    const amount = item.amount as { value: number; currency: string };
+    const changed = amount.value + 1;
+    item.amount = { ...amount, value: changed };
+    const answer = await deliver({ ...signed, body: wireBody(body) }, this.o.requestTimeoutMs);
+    if (answer.status === 401 && answer.json?.error === 'invalid_signature') {
+      const recorded = (await Promise.all(signed.eventIds!.map((id) => this.rows(id)))).flat();
+      if (recorded.length !== 0) throw new Failed(`401, yet the archive holds ${recorded.length} rows of the refused delivery's events`);
+      return `2 items, the second's amount.value changed after signing (${amount.value} → ${changed}): 401 invalid_signature, neither item recorded`;
+    }
+    throw new Failed(
+      `a delivery with an item's amount.value changed after signing answered ${describeAnswer(answer)}, not 401 invalid_signature`,
+      answer.status >= 200 && answer.status < 300
+        ? "the service accepted an item whose signed fields do not match its hmacSignature (or something in front of it answers): a forged amount would pass; and one item failing refuses the whole delivery"
+        : 'an item whose signature does not match its fields must refuse the whole delivery 401 invalid_signature',
+    );
+  }
+
   private async reconciliation(): Promise<string> {
     const { delivery, payment, row, order } = this.paid!;
-    const neverSent = { eventId: newEventId(this.o.provider), resourceId: newResourceId(this.o.provider) };
+    const neverSentPsp = newResourceId(this.o.provider);
+    const neverSent = this.adyen
+      ? { eventId: adyenEventId({ pspReference: neverSentPsp, eventCode: 'AUTHORISATION', success: 'true' }), resourceId: neverSentPsp }
+      : { eventId: newEventId(this.o.provider), resourceId: neverSentPsp };
     const answer = await this.http('POST', '/admin/reconciliation', {
       provider: this.o.provider,
       merchantAccountId: row.merchantAccountId,
@@ -431,10 +596,21 @@ class ConformanceRun {
     return this.sign(event.eventId, wireBody(event.body));
   }
 
+  /** Adyen: the unsigned items of an event (`providerEvent`'s body holds one). */
+  private event(kind: EventKind, payment: PaymentRef): { items: NotificationItem[] } {
+    return { items: itemsOf(providerEvent('adyen', kind, payment).body) };
+  }
+
+  /** Adyen: one delivery of these items, each signed on its own. */
+  private batch(events: Array<{ items: NotificationItem[] }>): Delivery {
+    const body = notificationBody(events.flatMap((e) => e.items));
+    return this.sign('', JSON.stringify(body));
+  }
+
   private async deliverExpecting(delivery: Delivery, word: 'accepted' | 'duplicate'): Promise<Answer> {
     const answer = await deliver(delivery, this.o.requestTimeoutMs);
-    if (!isAnswer(answer, word, delivery.eventId)) {
-      throw new Failed(`${eventTypeOf(delivery)} ${delivery.eventId} answered ${describeAnswer(answer)}, not 200 ${word}`);
+    if (!this.answered(answer, word, delivery.eventId)) {
+      throw new Failed(`${this.what(delivery)} ${delivery.eventId} answered ${describeAnswer(answer)}, not 200 ${this.adyen ? ADYEN_ACCEPTED : word}`);
     }
     return answer;
   }

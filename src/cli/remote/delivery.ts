@@ -1,11 +1,15 @@
 import { signedHeaders } from '../../testing/sign';
 import { readBoundedAnswer } from '../../outbox/bounded-answer';
-import type { RemoteProvider } from './events';
+import { adyenEventId, itemsOf, NotificationBody, signBody } from './adyen';
+import { wireBody, type RemoteProvider } from './events';
 
 /** One signed delivery of an event to a receiver: the bytes and the headers, ready to send again. */
 export interface Delivery {
   url: string;
+  /** The event it carries (Adyen: the first of its items). */
   eventId: string;
+  /** Adyen: the event ids of every item it carries, in order. */
+  eventIds?: string[];
   body: string;
   headers: Record<string, string>;
 }
@@ -32,7 +36,7 @@ export function webhookUrl(base: string, endpointId: string): string {
 }
 
 export interface SignDeliveryOptions {
-  /** Every secret signs: one `v1` each, as a sender does during a rotation (the first is the current one). */
+  /** Every secret signs: one entry each (standard: `v1` for a `whsec_`, `v1a` for a `whsk_`), as a sender does during a rotation (the first is the current one). */
   secrets: string[];
   /** Unix seconds; default now. Each attempt of a retrying sender signs again with its own time. */
   timestamp?: number;
@@ -40,8 +44,18 @@ export interface SignDeliveryOptions {
   deliveryId?: string;
 }
 
-/** Signs `body` as `provider` does and names the event in its id header. */
+/**
+ * Signs `body` as `provider` does and names the event in its id header. Adyen: `body` is a
+ * notification body whose items are signed here, each with the first secret (Adyen signs with its
+ * current key only; no timestamp is signed, so every attempt sends the same bytes), and sent
+ * pretty-printed; `eventId` is ignored, the items name their events.
+ */
 export function signDelivery(provider: RemoteProvider, url: string, eventId: string, body: string, options: SignDeliveryOptions): Delivery {
+  if (provider === 'adyen') {
+    const signed = signBody(JSON.parse(body) as NotificationBody, options.secrets[0]);
+    const eventIds = itemsOf(signed).map(adyenEventId);
+    return { url, eventId: eventIds[0], eventIds, body: wireBody(signed), headers: { 'content-type': 'application/json', 'user-agent': 'payment-webhooks-kit' } };
+  }
   const [secret, ...extraSecrets] = options.secrets;
   const headers = signedHeaders(provider, secret, body, {
     eventId,
@@ -102,11 +116,12 @@ export function deliver(delivery: Delivery, timeoutMs: number): Promise<Answer> 
   return send(delivery.url, { headers: delivery.headers, body: delivery.body }, timeoutMs);
 }
 
-/** `200 accepted`, `401 invalid_signature`, `503 unavailable`, `timeout`: how an answer reads in a summary. */
+/** `200 accepted`, `200 [accepted]` (Adyen's), `401 invalid_signature`, `503 unavailable`, `timeout`: how an answer reads in a summary. */
 export function describeAnswer(answer: Answer): string {
   if (answer.status === 0) return answer.error ?? 'no answer';
   const word = answer.json?.status ?? answer.json?.error;
-  return typeof word === 'string' ? `${answer.status} ${word}` : String(answer.status);
+  if (typeof word === 'string') return `${answer.status} ${word}`;
+  return answer.text?.trim() === '[accepted]' ? `${answer.status} [accepted]` : String(answer.status);
 }
 
 /** `describeAnswer`, and where there was no answer, why: `connection (ECONNREFUSED)`. */

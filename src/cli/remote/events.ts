@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { ProviderName } from '../../config/options';
+import type { HmacProviderName } from '../../providers';
 import { Money } from '../../payments/money';
+import { adyenEventId, newPspReference, notificationBody } from './adyen';
 
-export type RemoteProvider = ProviderName;
+/**
+ * The providers the command line sends as: those signed over the raw bytes, one event a delivery,
+ * and Adyen (signed items inside the body, one or more a delivery). Not Mollie: its deliveries are
+ * authenticated by fetching the payment from Mollie's API, which no sender but Mollie can answer.
+ */
+export type RemoteProvider = HmacProviderName | 'adyen';
 
 /**
  * Where a payment stands in the events a provider sends about it: `early` is the state before the
@@ -14,7 +20,7 @@ export type EventKind = 'early' | 'processing' | 'succeeded' | 'ignored';
 
 /** The payment an event is about, as the conformance kit and the simulator describe it. */
 export interface PaymentRef {
-  /** The provider's id of the payment: `inv_…`, a UUID, `pi_…`, `pay_…`. */
+  /** The provider's id of the payment: `inv_…`, a UUID, `pi_…`, `pay_…`, Adyen's 16-digit pspReference. */
   resourceId: string;
   /** The order the provider's metadata points at, when the sender knows it. */
   orderId?: string;
@@ -22,7 +28,7 @@ export interface PaymentRef {
   amount: string;
   /** ISO 4217, upper case. */
   currency: string;
-  /** The account the body declares (Stripe `account`, Factuarea `account.id`, Standard `data.account_id`). */
+  /** The account the body declares (Stripe `account`, Factuarea `account.id`, Standard `data.account_id`, Adyen `merchantAccountCode`). */
   account?: string;
 }
 
@@ -39,7 +45,7 @@ export function minorUnits(amount: string, currency: string): number {
 }
 
 /** Each provider's id shapes: a prefix and 24 hex digits, or (Factuarea) a bare UUID. */
-const ID_PREFIXES: Record<RemoteProvider, { resource: string; event: string } | null> = {
+const ID_PREFIXES: Record<HmacProviderName, { resource: string; event: string } | null> = {
   paymos: { resource: 'inv_', event: 'evt_' },
   factuarea: null,
   stripe: { resource: 'pi_', event: 'evt_' },
@@ -47,6 +53,8 @@ const ID_PREFIXES: Record<RemoteProvider, { resource: string; event: string } | 
 };
 
 function newId(provider: RemoteProvider, kind: 'resource' | 'event'): string {
+  // Adyen sends no event id: the service keys a notification by what it says of the payment.
+  if (provider === 'adyen') return kind === 'resource' ? newPspReference() : adyenEventId({ pspReference: newPspReference(), eventCode: 'AUTHORISATION', success: 'true' });
   const prefixes = ID_PREFIXES[provider];
   return prefixes ? `${prefixes[kind]}${randomUUID().replace(/-/g, '').slice(0, 24)}` : randomUUID();
 }
@@ -56,7 +64,10 @@ export function newResourceId(provider: RemoteProvider): string {
   return newId(provider, 'resource');
 }
 
-/** A fresh event id in the provider's own shape (Standard Webhooks: the `webhook-id` message id). */
+/**
+ * A fresh event id in the provider's own shape (Standard Webhooks: the `webhook-id` message id;
+ * Adyen: `<pspReference>:AUTHORISATION:true` of a fresh pspReference, since its ids are derived).
+ */
 export function newEventId(provider: RemoteProvider): string {
   return newId(provider, 'event');
 }
@@ -71,10 +82,17 @@ const TYPES: Record<RemoteProvider, Record<EventKind, string>> = {
     ignored: 'customer.created',
   },
   standard: { early: 'payment.pending', processing: 'payment.processing', succeeded: 'payment.succeeded', ignored: 'ping' },
+  // Adyen reports no step before the authorisation: its `early` is the refused outcome of the same
+  // AUTHORISATION (success "false", a failed payment), which lies behind a paid one.
+  adyen: { early: 'AUTHORISATION', processing: 'AUTHORISATION', succeeded: 'AUTHORISATION', ignored: 'REPORT_AVAILABLE' },
 };
 
-/** The lifecycle a provider reports for one payment, in the order it happens. */
+/**
+ * The lifecycle a provider reports for one payment, in the order it happens. Adyen, with automatic
+ * capture (its default): one AUTHORISATION, success "true", is the payment.
+ */
 export function lifecycleKinds(provider: RemoteProvider): EventKind[] {
+  if (provider === 'adyen') return ['succeeded'];
   return provider === 'stripe' ? ['early', 'succeeded'] : ['early', 'processing', 'succeeded'];
 }
 
@@ -84,7 +102,8 @@ export function eventType(provider: RemoteProvider, kind: EventKind): string {
 
 /**
  * The envelope of an event `kind` about `payment`, in the provider's own shape.
- * `eventId` defaults to a fresh one.
+ * `eventId` defaults to a fresh one. Adyen: a notification body of one item, not yet signed (the
+ * delivery signs it), whose event id is derived from the item, whatever `eventId` says.
  */
 export function providerEvent(provider: RemoteProvider, kind: EventKind, payment: PaymentRef, eventId = newEventId(provider)): ProviderEvent {
   const type = eventType(provider, kind);
@@ -170,7 +189,42 @@ export function providerEvent(provider: RemoteProvider, kind: EventKind, payment
             };
       return { eventId, type, body: { type, timestamp: new Date(created * 1000).toISOString(), data } };
     }
+    case 'adyen': {
+      const item = adyenItem(kind, payment, created);
+      return { eventId: adyenEventId(item), type, body: notificationBody([item]) as unknown as Record<string, unknown> };
+    }
   }
+}
+
+/** One Adyen `NotificationRequestItem` (unsigned) of `kind` about `payment`, as Adyen's examples show one. */
+function adyenItem(kind: EventKind, payment: PaymentRef, created: number): Record<string, unknown> {
+  const eventDate = new Date(created * 1000).toISOString().replace(/\.\d{3}Z$/, '+00:00');
+  const common = { originalReference: '', merchantAccountCode: payment.account ?? '', eventDate };
+  if (kind === 'ignored') {
+    const report = `settlement_detail_report_batch_${payment.resourceId}.csv`;
+    return {
+      ...common,
+      eventCode: 'REPORT_AVAILABLE',
+      success: 'true',
+      pspReference: report,
+      merchantReference: '',
+      amount: { value: 0, currency: payment.currency },
+      reason: `https://ca-test.adyen.com/reports/download/MerchantAccount/${payment.account ?? ''}/${report}`,
+      additionalData: {},
+    };
+  }
+  const refused = kind === 'early';
+  return {
+    ...common,
+    eventCode: 'AUTHORISATION',
+    success: refused ? 'false' : 'true',
+    pspReference: payment.resourceId,
+    merchantReference: payment.orderId ?? '',
+    amount: { value: minorUnits(payment.amount, payment.currency), currency: payment.currency },
+    paymentMethod: 'visa',
+    reason: refused ? 'Refused' : '',
+    additionalData: {},
+  };
 }
 
 /**

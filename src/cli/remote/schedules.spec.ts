@@ -62,7 +62,7 @@ describe('retry schedules', () => {
     expect(SCHEDULES.factuarea.retryable({ status: 0, error: 'connection' })).toBe(true);
   });
 
-  it.each(['paymos', 'stripe', 'standard'] as const)('%s retries any non-2xx and no answer', (name) => {
+  it.each(['paymos', 'stripe', 'standard', 'adyen'] as const)('%s retries any non-2xx and no answer', (name) => {
     for (const status of [0, 301, 400, 401, 404, 413, 429, 500, 503]) expect(SCHEDULES[name].retryable({ status })).toBe(true);
   });
 
@@ -78,6 +78,21 @@ describe('retry schedules', () => {
     const s = SCHEDULES.standard;
     expect(attemptsOf(s)).toBe(8);
     expect(s.waitsMs).toEqual([5_000, 5 * MIN, 30 * MIN, 2 * HOUR, 5 * HOUR, 10 * HOUR, 10 * HOUR]);
+  });
+
+  it("Adyen (docs.adyen.com, webhooks troubleshoot, retry queue): 3 retries 9 s apart, then 2 min … 8 h, then every 8 h within 30 days", () => {
+    const s = SCHEDULES.adyen;
+    const SEC = 1_000;
+    expect(s.waitsMs.slice(0, 12)).toEqual([9 * SEC, 9 * SEC, 9 * SEC, 2 * MIN, 5 * MIN, 10 * MIN, 15 * MIN, 30 * MIN, HOUR, 2 * HOUR, 4 * HOUR, 8 * HOUR]);
+    expect(s.waitsMs.slice(12).every((w) => w === 8 * HOUR)).toBe(true);
+    expect(sum(s.waitsMs)).toBeLessThanOrEqual(30 * DAY);
+    expect(sum(s.waitsMs) + 8 * HOUR).toBeGreaterThan(30 * DAY);
+    expect(attemptsOf(s)).toBe(100);
+    expect(s.jitter).toBe(0);
+    expect(s.describe).toBe('100 attempts within 30 days, waits 9s 9s 9s 2m 5m 10m 15m 30m 1h 2h 4h 8h, then 8h; retries any non-2xx');
+    // Shrunk by the time scale as the others: 30 days at 100000× is about 26 s.
+    expect(sum(s.waitsMs.map((_, i) => waitAfter(s, i + 1, 100_000, Math.random)!)) / SEC).toBeCloseTo(sum(s.waitsMs) / 100_000 / SEC, 6);
+    expect(waitAfter(s, 100, 1, Math.random)).toBeUndefined();
   });
 
   it('the descriptions name the attempts each schedule has', () => {

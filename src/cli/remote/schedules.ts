@@ -6,7 +6,7 @@ import type { Answer } from './delivery';
  * the random source is passed in, so a seeded run waits the same, and tests never sleep.
  */
 
-export const SCHEDULE_NAMES = ['paymos', 'factuarea', 'stripe', 'standard'] as const;
+export const SCHEDULE_NAMES = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
 
 const SECOND = 1_000;
@@ -33,7 +33,7 @@ export function isSuccess(outcome: Outcome): boolean {
   return outcome.status >= 200 && outcome.status < 300;
 }
 
-/** Paymos, Stripe, Standard Webhooks: anything but a 2xx, no answer included, is tried again. */
+/** Paymos, Stripe, Standard Webhooks, Adyen: anything but a 2xx, no answer included, is tried again. */
 const anyFailure = (outcome: Outcome): boolean => !isSuccess(outcome);
 
 /**
@@ -54,6 +54,24 @@ function stripeWaits(): number[] {
     waits.push(wait);
     total += wait;
   }
+}
+
+/**
+ * Adyen's published retry schedule (https://docs.adyen.com/development-resources/webhooks/troubleshoot,
+ * "Retry queue"): a delivery not answered with a 2xx is retried three times at once, at 9, 18 and
+ * 27 seconds, then from the endpoint's retry queue after 2 min, 5 min, 10 min, 15 min, 30 min, 1 h,
+ * 2 h, 4 h and 8 h, and on for up to 30 days (here: every 8 h while the total stays within 30 days,
+ * since no later interval is published). Adyen's queue also holds an endpoint's later webhooks
+ * behind its earliest failing one; the simulator retries each delivery on its own timer.
+ */
+function adyenWaits(): number[] {
+  const waits = [9 * SECOND, 9 * SECOND, 9 * SECOND, ...[2, 5, 10, 15, 30].map((m) => m * MINUTE), ...[1, 2, 4, 8].map((h) => h * HOUR)];
+  let total = waits.reduce((a, b) => a + b, 0);
+  while (total + 8 * HOUR <= 30 * DAY) {
+    waits.push(8 * HOUR);
+    total += 8 * HOUR;
+  }
+  return waits;
 }
 
 export const SCHEDULES: Record<ScheduleName, RetrySchedule> = {
@@ -88,6 +106,14 @@ export const SCHEDULES: Record<ScheduleName, RetrySchedule> = {
     jitter: 0,
     retryable: anyFailure,
     describe: '8 attempts, waits 5s 5m 30m 2h 5h 10h 10h (Svix); retries any non-2xx',
+  },
+  // Adyen's published schedule: see adyenWaits.
+  adyen: {
+    name: 'adyen',
+    waitsMs: adyenWaits(),
+    jitter: 0,
+    retryable: anyFailure,
+    describe: `${adyenWaits().length + 1} attempts within 30 days, waits 9s 9s 9s 2m 5m 10m 15m 30m 1h 2h 4h 8h, then 8h; retries any non-2xx`,
   },
 };
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isAdyenAccepted, itemsOf, notificationBody } from './adyen';
 import { Answer, describeAnswer, describeWithCause, signDelivery, type Delivery } from './delivery';
 import { EventKind, lifecycleKinds, newEventId, newResourceId, providerEvent, RemoteProvider, wireBody } from './events';
 import { isSuccess, RetrySchedule, seededRandom, waitAfter } from './schedules';
@@ -30,6 +31,11 @@ export interface PlannedEvent {
   seed: number;
   orderId?: string;
   resourceId: string;
+  /**
+   * Adyen with --batch: every event this one delivery carries, this one first (its items, in
+   * order); each is counted on its own, and the delivery is retried and sent again as a whole.
+   */
+  items?: Array<{ eventId: string; type: string; orderId?: string; resourceId: string }>;
 }
 
 export interface PlannedPayment {
@@ -64,6 +70,8 @@ export interface PlanInput {
   merchant?: string;
   /** One per payment when orders were created; otherwise each payment names a random order id. */
   orderIds?: string[];
+  /** Adyen: events a delivery carries (default 1). */
+  batch?: number;
 }
 
 /**
@@ -82,7 +90,7 @@ export function planRun(input: PlanInput, random: () => number): PlannedPayment[
   const redelivered = pick(input.events, Math.round(input.duplicates * input.events), random);
 
   let n = 0;
-  return lengths.map((length, p) => {
+  const planned = lengths.map((length, p): PlannedPayment => {
     const resourceId = newResourceId(input.provider);
     const orderId = input.orderIds ? input.orderIds[p] : randomUUID();
     const ref = { resourceId, orderId, amount: ORDER_AMOUNT, currency: ORDER_CURRENCY, account: input.merchant };
@@ -102,6 +110,29 @@ export function planRun(input: PlanInput, random: () => number): PlannedPayment[
     });
     return { resourceId, orderId, reversed: reversed.has(p), events: reversed.has(p) ? events.reverse() : events };
   });
+  return input.provider === 'adyen' && (input.batch ?? 1) > 1 ? batched(planned, input.batch ?? 1) : planned;
+}
+
+/**
+ * Adyen's deliveries of several items: every `size` payments (one AUTHORISATION each) go as one
+ * delivery, whose items are their events in order; it is sent again (a duplicate) when any of its
+ * events was picked to be. The plan's unit becomes the delivery: one "payment" each.
+ */
+function batched(payments: PlannedPayment[], size: number): PlannedPayment[] {
+  const groups: PlannedPayment[] = [];
+  for (let i = 0; i < payments.length; i += size) {
+    const events = payments.slice(i, i + size).flatMap((p) => p.events);
+    const body = notificationBody(events.flatMap((e) => itemsOf(JSON.parse(e.body))));
+    const first = events[0];
+    const delivery: PlannedEvent = {
+      ...first,
+      body: wireBody(body),
+      redeliver: events.some((e) => e.redeliver),
+      items: events.map((e) => ({ eventId: e.eventId, type: e.type, orderId: e.orderId, resourceId: e.resourceId })),
+    };
+    groups.push({ resourceId: first.resourceId, orderId: first.orderId, reversed: false, events: [delivery] });
+  }
+  return groups;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -158,6 +189,12 @@ export interface EventRecord {
   duplicate: number;
   /** 2xx answers that were neither accepted nor duplicate (something answered for the service). */
   otherAcknowledged: number;
+  /**
+   * Adyen: 2xx answers `[accepted]`, the service's answer to a new delivery and to one recorded
+   * before alike (counted for each event of the delivery): whether an event was recorded once is
+   * for the archive to say.
+   */
+  acceptedText: number;
   redelivered: boolean;
   lastAnswer?: string;
 }
@@ -263,18 +300,21 @@ export class Simulation {
     for (const payment of plan.payments) {
       for (const e of payment.events) {
         this.randoms.set(e.eventId, seededRandom(e.seed));
-        this.records.set(e.eventId, {
-          eventId: e.eventId,
-          type: e.type,
-          orderId: e.orderId,
-          resourceId: e.resourceId,
-          state: 'not_sent',
-          attempts: 0,
-          accepted: 0,
-          duplicate: 0,
-          otherAcknowledged: 0,
-          redelivered: false,
-        });
+        for (const item of e.items ?? [e]) {
+          this.records.set(item.eventId, {
+            eventId: item.eventId,
+            type: item.type,
+            orderId: item.orderId,
+            resourceId: item.resourceId,
+            state: 'not_sent',
+            attempts: 0,
+            accepted: 0,
+            duplicate: 0,
+            otherAcknowledged: 0,
+            acceptedText: 0,
+            redelivered: false,
+          });
+        }
       }
     }
   }
@@ -321,17 +361,18 @@ export class Simulation {
 
   /** One delivery of an event: its attempts, up to the schedule's last, and (first delivery, once acknowledged) its redelivery. */
   private async delivery(event: PlannedEvent, which: 'first' | 'redelivery', firstAnswered?: () => void): Promise<void> {
-    const record = this.records.get(event.eventId)!;
-    if (which === 'first') record.state = 'pending';
+    const records = this.recordsOf(event);
+    const setState = (state: EventState) => records.forEach((r) => (r.state = state));
+    if (which === 'first') setState('pending');
     const { schedule, timeScale } = this.plan;
     for (let attempt = 1; ; attempt++) {
       const answers = await this.attempt(event, which === 'first' && attempt === 1 ? this.plan.copies : 1);
       if (attempt === 1) firstAnswered?.();
-      if (!answers) return this.interrupted(record, which);
-      if (which === 'first') record.attempts = attempt;
+      if (!answers) return this.interrupted(records, which);
+      if (which === 'first') records.forEach((r) => (r.attempts = attempt));
       if (attempt > 1) this.counts.retries += 1;
       if (answers.some(isSuccess)) {
-        if (which === 'first') record.state = 'acknowledged';
+        if (which === 'first') setState('acknowledged');
         if (which === 'first' && event.redeliver) await this.redeliver(event);
         return;
       }
@@ -347,10 +388,10 @@ export class Simulation {
           lastAnswer: describeWithCause(last),
           reason: retried ? 'schedule_exhausted' : 'not_retried',
         });
-        if (which === 'first') record.state = 'gave_up';
+        if (which === 'first') setState('gave_up');
         return;
       }
-      if (!(await this.sleep(wait, 'waiting'))) return this.interrupted(record, which);
+      if (!(await this.sleep(wait, 'waiting'))) return this.interrupted(records, which);
     }
   }
 
@@ -358,13 +399,18 @@ export class Simulation {
   private async redeliver(event: PlannedEvent): Promise<void> {
     const within = this.plan.schedule.waitsMs[0] / this.plan.timeScale;
     if (!(await this.sleep(this.randoms.get(event.eventId)!() * within, 'toRedeliver'))) return;
-    this.records.get(event.eventId)!.redelivered = true;
+    for (const record of this.recordsOf(event)) record.redelivered = true;
     this.counts.redeliveries += 1;
     await this.delivery(event, 'redelivery');
   }
 
-  private interrupted(record: EventRecord, which: 'first' | 'redelivery'): void {
-    if (which === 'first') record.state = 'interrupted';
+  private interrupted(records: EventRecord[], which: 'first' | 'redelivery'): void {
+    if (which === 'first') for (const record of records) record.state = 'interrupted';
+  }
+
+  /** The records of the events a delivery carries: its own, or (an Adyen batch) each item's. */
+  private recordsOf(event: PlannedEvent): EventRecord[] {
+    return (event.items ?? [event]).map((item) => this.records.get(item.eventId)!);
   }
 
   /** Waits for a retry or a redelivery (counted as `what`); false when the run was interrupted meanwhile. */
@@ -413,13 +459,17 @@ export class Simulation {
   private record(event: PlannedEvent, answer: Answer): void {
     const key = answerKey(answer);
     this.answers.set(key, (this.answers.get(key) ?? 0) + 1);
-    const record = this.records.get(event.eventId)!;
-    record.lastAnswer = key;
-    if (!isSuccess(answer)) return;
-    const word = answer.json?.status;
-    if (word === 'accepted') record.accepted += 1;
-    else if (word === 'duplicate') record.duplicate += 1;
-    else record.otherAcknowledged += 1;
+    for (const record of this.recordsOf(event)) {
+      record.lastAnswer = key;
+      if (!isSuccess(answer)) continue;
+      const word = answer.json?.status;
+      if (this.plan.provider === 'adyen') {
+        if (isAdyenAccepted(answer)) record.acceptedText += 1;
+        else record.otherAcknowledged += 1;
+      } else if (word === 'accepted') record.accepted += 1;
+      else if (word === 'duplicate') record.duplicate += 1;
+      else record.otherAcknowledged += 1;
+    }
   }
 
   private sortedAnswers(): Record<string, number> {

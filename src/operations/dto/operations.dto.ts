@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, IsArray, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PageQuery } from '../../common/pagination';
 import { PROVIDER_NAMES } from '../../config/options';
+import { IsKnownProvider, PROVIDER_DESCRIPTION } from '../../http/known-provider';
 import { OUTBOX_STATUSES } from '../../outbox/outbox.state';
 import { INBOX_STATUSES } from '../../webhooks/inbox.state';
 
@@ -20,8 +21,8 @@ export class ListDeliveriesQuery extends PageQuery {
   @IsOptional()
   endpointId?: string;
 
-  @ApiPropertyOptional({ enum: PROVIDER_NAMES })
-  @IsIn(PROVIDER_NAMES as unknown as string[], { message: `provider must be one of ${PROVIDER_NAMES.join(', ')}` })
+  @ApiPropertyOptional({ enum: PROVIDER_NAMES, description: PROVIDER_DESCRIPTION })
+  @IsKnownProvider()
   @IsOptional()
   provider?: string;
 
@@ -59,7 +60,7 @@ export class ListDeliveriesQuery extends PageQuery {
 export class DeliveryView {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ example: 'stripe-main' }) endpointId: string;
-  @ApiProperty({ enum: PROVIDER_NAMES }) provider: string;
+  @ApiProperty({ enum: PROVIDER_NAMES, description: PROVIDER_DESCRIPTION }) provider: string;
   @ApiProperty({ example: 'acct_1' }) merchantAccountId: string;
   @ApiProperty({ example: 'evt_1QxAbcDEF' }) eventId: string;
   @ApiProperty({ example: 'payment_intent.succeeded' }) eventType: string;
@@ -124,8 +125,8 @@ export class OutboxPage {
 }
 
 export class ReconciliationRequest {
-  @ApiProperty({ enum: PROVIDER_NAMES, example: 'stripe' })
-  @IsIn(PROVIDER_NAMES as unknown as string[], { message: `provider must be one of ${PROVIDER_NAMES.join(', ')}` })
+  @ApiProperty({ enum: PROVIDER_NAMES, example: 'stripe', description: PROVIDER_DESCRIPTION })
+  @IsKnownProvider()
   provider: string;
 
   @ApiProperty({ example: 'acct_1' })

@@ -1,13 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsNotEmpty, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsOptional, IsString, IsUUID, MaxLength } from 'class-validator';
 import { PageQuery } from '../../common/pagination';
 import { PROVIDER_NAMES, ProviderName } from '../../config/options';
+import { IsKnownProvider, PROVIDER_DESCRIPTION } from '../../http/known-provider';
 import { IsPrintableId } from './printable-id';
 
 export class RegisterPaymentDto {
-  @ApiProperty({ enum: PROVIDER_NAMES, example: 'stripe' })
-  @IsIn(PROVIDER_NAMES as unknown as string[], { message: `provider must be one of ${PROVIDER_NAMES.join(', ')}` })
-  provider: ProviderName;
+  @ApiProperty({ enum: PROVIDER_NAMES, example: 'stripe', description: PROVIDER_DESCRIPTION })
+  @IsKnownProvider()
+  provider: ProviderName | (string & {});
 
   @ApiProperty({
     example: 'pi_3QxAbc',
@@ -30,10 +31,10 @@ export class RegisterPaymentDto {
 }
 
 export class ListPaymentsQuery extends PageQuery {
-  @ApiPropertyOptional({ enum: PROVIDER_NAMES })
-  @IsIn(PROVIDER_NAMES as unknown as string[], { message: `provider must be one of ${PROVIDER_NAMES.join(', ')}` })
+  @ApiPropertyOptional({ enum: PROVIDER_NAMES, description: PROVIDER_DESCRIPTION })
+  @IsKnownProvider()
   @IsOptional()
-  provider?: ProviderName;
+  provider?: ProviderName | (string & {});
 
   @ApiPropertyOptional()
   @MaxLength(255)

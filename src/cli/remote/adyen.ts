@@ -1,0 +1,104 @@
+import { randomInt } from 'node:crypto';
+import { CliExit, EXIT } from '../context';
+import type { Answer } from './delivery';
+
+/**
+ * How the command line plays Adyen's standard notification webhooks: the items of one delivery,
+ * each signed on its own inside the body with the official `@adyen/api-library` (an optional
+ * package, loaded only when a command speaks adyen), and the `[accepted]` answer Adyen waits for.
+ */
+
+/** The official package the kit signs with, as the module verifies with it. */
+export const ADYEN_LIBRARY = '@adyen/api-library';
+
+/** What the kit uses of the official package. */
+interface AdyenSigningLibrary {
+  hmacValidator: new () => { calculateHmac(item: Record<string, unknown>, hexKey: string): string };
+}
+
+let library: AdyenSigningLibrary | undefined;
+const requireLibrary = (): unknown => require(ADYEN_LIBRARY);
+
+/**
+ * The official package, loaded once; when it is not installed (or has no `hmacValidator`) the
+ * command ends with exit 2 and one line saying how to install it. `load` is for the tests.
+ */
+export function adyenLibrary(command: string, load: () => unknown = requireLibrary): AdyenSigningLibrary {
+  if (library && load === requireLibrary) return library;
+  let loaded: unknown;
+  try {
+    loaded = load();
+  } catch (err) {
+    const notInstalled = (err as { code?: unknown })?.code === 'MODULE_NOT_FOUND';
+    throw new CliExit(
+      EXIT.couldNotRun,
+      notInstalled
+        ? `${command}: --provider adyen signs with the official ${ADYEN_LIBRARY}, which is not installed: npm install ${ADYEN_LIBRARY}`
+        : `${command}: --provider adyen could not load ${ADYEN_LIBRARY}: ${String((err as Error)?.message ?? err).split('\n')[0]}`,
+    );
+  }
+  if (typeof (loaded as Partial<AdyenSigningLibrary> | null)?.hmacValidator !== 'function') {
+    throw new CliExit(EXIT.couldNotRun, `${command}: the installed ${ADYEN_LIBRARY} has no hmacValidator: npm install ${ADYEN_LIBRARY}@latest`);
+  }
+  if (load === requireLibrary) library = loaded as AdyenSigningLibrary;
+  return loaded as AdyenSigningLibrary;
+}
+
+/** An Adyen HMAC key as the Customer Area shows it: hex, an even number of digits. */
+export function isAdyenKey(secret: string): boolean {
+  return /^(?:[0-9a-fA-F]{2})+$/.test(secret);
+}
+
+/** A fresh pspReference in Adyen's shape: 16 digits. */
+export function newPspReference(): string {
+  return `${randomInt(1, 10)}${Array.from({ length: 15 }, () => randomInt(0, 10)).join('')}`;
+}
+
+/** The event id the service keys an Adyen notification by: `<pspReference>:<eventCode>:<success>`. */
+export function adyenEventId(item: Record<string, unknown>): string {
+  return `${String(item.pspReference ?? '')}:${String(item.eventCode ?? '')}:${String(item.success ?? '')}`;
+}
+
+/** One `NotificationRequestItem`, not yet signed. */
+export type NotificationItem = Record<string, unknown> & { additionalData?: Record<string, unknown> };
+
+/** The body of a delivery: `{ live, notificationItems: [{ NotificationRequestItem }, …] }`. */
+export interface NotificationBody {
+  live: string;
+  notificationItems: Array<{ NotificationRequestItem: NotificationItem }>;
+}
+
+export function notificationBody(items: NotificationItem[]): NotificationBody {
+  return { live: 'false', notificationItems: items.map((item) => ({ NotificationRequestItem: item })) };
+}
+
+/** The items of a body built by `notificationBody` (or as Adyen sends one). */
+export function itemsOf(body: unknown): NotificationItem[] {
+  const list = (body as Partial<NotificationBody> | null)?.notificationItems;
+  return Array.isArray(list) ? list.map((entry) => entry?.NotificationRequestItem ?? {}) : [];
+}
+
+/**
+ * `item` signed as Adyen signs it, by the official library: HMAC-SHA256 keyed with the decoded hex
+ * key over `pspReference:originalReference:merchantAccountCode:merchantReference:value:currency:
+ * eventCode:success`, standard base64, in `additionalData.hmacSignature` (any signature it had is replaced).
+ */
+export function signItem(item: NotificationItem, hexKey: string, command = 'simulate'): NotificationItem {
+  const { hmacSignature: _previous, ...additionalData } = item.additionalData ?? {};
+  const unsigned = { ...item, additionalData };
+  const hmacSignature = new (adyenLibrary(command).hmacValidator)().calculateHmac(unsigned, hexKey);
+  return { ...item, additionalData: { ...additionalData, hmacSignature } };
+}
+
+/** Every item of `body` signed with `hexKey`: Adyen signs with the current key only, so one signature an item. */
+export function signBody(body: NotificationBody, hexKey: string, command?: string): NotificationBody {
+  return { ...body, notificationItems: body.notificationItems.map((entry) => ({ NotificationRequestItem: signItem(entry.NotificationRequestItem, hexKey, command) })) };
+}
+
+/** What the module answers (and Adyen waits for) once every item of a delivery is recorded, now or before. */
+export const ADYEN_ACCEPTED = '[accepted]';
+
+/** A 2xx with the text `[accepted]`: the same for a new delivery and one whose items were all recorded already. */
+export function isAdyenAccepted(answer: Answer): boolean {
+  return answer.status >= 200 && answer.status < 300 && answer.text?.trim() === ADYEN_ACCEPTED;
+}
