@@ -338,7 +338,11 @@ export function formatSummary(run: RunInfo, report: SimulationReport, orders?: O
     'answers:',
     ...Object.entries(report.answers).map(([answer, n]) => `  ${answer}: ${n}`),
     `give-ups: ${t.giveUps}`,
-    ...report.giveUps.map((g) => `  gave up: ${g.eventId} (${g.type}${g.delivery === 'redelivery' ? ', redelivery' : ''}) after ${g.attempts} attempt(s): ${g.lastAnswer}${g.reason === 'not_retried' ? ' (not retried)' : ''}`),
+    ...report.giveUps.map(
+      (g) =>
+        `  gave up: ${g.eventId} (${g.type}${g.delivery === 'redelivery' ? ', redelivery' : ''}${g.alsoLost ? `, and ${g.alsoLost.length} more of its delivery` : ''})` +
+        ` after ${g.attempts} attempt(s): ${g.lastAnswer}${g.reason === 'not_retried' ? ' (not retried)' : ''}`,
+    ),
     ...report.events.filter((e) => e.accepted > 1).map((e) => `  accepted ${e.accepted} times: ${e.eventId} (${e.type})`),
     ...(orders
       ? [

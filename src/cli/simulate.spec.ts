@@ -808,6 +808,19 @@ describe('simulate --provider adyen (items signed inside the body, answered [acc
     expect(failure(report)).toBeUndefined();
   });
 
+  it('a delivery of several items that gives up loses them all: counted per event, named in one give-up line', async () => {
+    const { run } = setup({ provider: 'adyen', events: 3, batch: 3, merchant: 'ShopEU', secrets: [KEY], timeScale: 1_000_000, service: { answer: () => answer(401, { error: 'invalid_signature' }) } });
+    const report = await run();
+    expect(report.requests).toBe(100);
+    expect(totals(report)).toMatchObject({ events: 3, gaveUp: 3, giveUps: 1 });
+    const [g] = report.giveUps;
+    expect(g).toMatchObject({ attempts: 100, reason: 'schedule_exhausted', lastAnswer: '401 invalid_signature', alsoLost: report.events.slice(1).map((e) => e.eventId) });
+    expect(formatSummary(runInfo({ provider: 'adyen', schedule: 'adyen' }), report)).toContain(
+      `  gave up: ${g.eventId} (AUTHORISATION, and 2 more of its delivery) after 100 attempt(s): 401 invalid_signature`,
+    );
+    expect(failure(report)).toBe('simulate: 1 delivery gave up (1× 401 invalid_signature)');
+  });
+
   it("a 2xx that is not [accepted] (a proxy's JSON): acknowledged otherwise, a failure", async () => {
     const { run } = setup({ provider: 'adyen', events: 2, merchant: 'ShopEU', secrets: [KEY], service: { answer: () => answer(200, { ok: true }) } });
     const report = await run();

@@ -116,6 +116,15 @@ describe('adyen: a delivery of several items', () => {
     expect(outcome.events.map((e) => JSON.parse(e.body).pspReference)).toEqual(['PSP1', 'PSP2', 'PSP3']);
   });
 
+  it('a signed field no signing string can be made of (its own toString not a function) is invalid_signature, never a 503', async () => {
+    // Found by the fuzzer: the official library throws building such an item's signing string.
+    const signature = { hmacSignature: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' };
+    const body = { notificationItems: [{ NotificationRequestItem: { pspReference: { toString: 1 }, additionalData: signature } }] };
+    expect(await receive(body)).toEqual({ ok: false, error: 'invalid_signature' });
+    const currency = { notificationItems: [{ NotificationRequestItem: { ...item(), amount: { value: 4990, currency: { toString: 'x', valueOf: 'y' } }, additionalData: signature } }] };
+    expect(await receive(currency)).toEqual({ ok: false, error: 'invalid_signature' });
+  });
+
   it('one item with a bad signature refuses the whole delivery (invalid_signature): nothing of it is returned to record', async () => {
     const body = signedBody([item({ pspReference: 'PSP1' }), item({ pspReference: 'PSP2' }), item({ pspReference: 'PSP3' })], KEY);
     body.notificationItems[1].NotificationRequestItem = { ...body.notificationItems[1].NotificationRequestItem, pspReference: 'PSP2-forged' };

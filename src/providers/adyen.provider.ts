@@ -91,13 +91,21 @@ function signatureOf(item: Record<string, unknown>): string | null {
  * object in any case, since it reads through it.
  */
 function keyOf(library: AdyenLibrary, item: Record<string, unknown>, keys: readonly LiveKey[]): number {
-  const signable = { ...item, amount: asObject(item.amount) ?? {} };
+  const amount = asObject(item.amount) ?? {};
+  const signable = { ...item, amount };
   const validator = new library.hmacValidator();
   for (const { index, key } of keys) {
-    if (validator.validateHMAC(signable, (key as AdyenKey).hex)) return index;
+    try {
+      if (validator.validateHMAC(signable, (key as AdyenKey).hex)) return index;
+    } catch {
+      // The library could not build this item's signing string (a field whose own `toString` is not
+      // a function): nothing Adyen signs reads so, and it does not verify.
+      return -1;
+    }
   }
   return -1;
 }
+
 
 /** A configured key as `receive` checks with it. */
 interface AdyenKey {

@@ -371,7 +371,8 @@ export function buildAdyen(spec: AdyenCase): Built {
     events,
     answerText: '[accepted]',
   });
-  const headerBytes = headers.reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 4, 120);
+  // The request line counts in the header block Node bounds.
+  const headerBytes = headers.reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 4, 120 + Buffer.byteLength(path));
   if (headerBytes > HEADER_BLOCK_431) {
     allowed.add(431);
     why.push(`header block ~${headerBytes} bytes: 431 allowed`);
@@ -417,16 +418,11 @@ export function buildAdyen(spec: AdyenCase): Built {
   const items = list.map((entry) => obj(obj(entry)?.NotificationRequestItem));
   if (items.some((i) => i === undefined)) return refused('an entry that is not {"NotificationRequestItem": {…}}');
 
-  // What the model knows of each item: only when the bytes still read as the body it built.
-  let known = finalText === intended;
-  if (!known) {
-    try {
-      known = JSON.stringify(parsed) === JSON.stringify(JSON.parse(intended));
-    } catch {
-      known = false;
-    }
-  }
-  if (!known) why.push('the bytes no longer read as the body signed: no item is known');
+  // What the model knows of each item, by its place in the batch (a byte edit that kept the body
+  // readable kept its items in place; one that changed a signed field shows in its signing string).
+  const known = provs.length === items.length;
+  if (!known) why.push('the items are not those the fuzzer signed');
+  if (finalText !== intended) why.push('bytes edited after signing');
 
   // Every item's signature, before any is read.
   let missing = false;
@@ -548,8 +544,14 @@ export function buildAdyen(spec: AdyenCase): Built {
 /** pspReferences: a small pool (so events meet again, in one batch and across deliveries), fresh ones, odd ones. */
 const PSP_POOL = ['8815329842815468', '8835511210681145', '7914073381342284', '9913140798220028', 'QFQTPCQ8HXSKGK82'];
 const CODES = ['AUTHORISATION', 'CAPTURE', 'REFUND', 'CANCELLATION', 'CANCEL_OR_REFUND', 'NOTIFICATION_OF_CHARGEBACK', 'CHARGEBACK', 'CHARGEBACK_REVERSED', 'REPORT_AVAILABLE', 'REFUND_FAILED'];
-/** Values no string can be made of, or that make odd ones. */
-const strange: fc.Arbitrary<Json> = fc.constantFrom<Json>({ toString: 1 }, { toString: 'x', valueOf: 'y' }, [1, [2]], { a: 1 }, '8815329842815468:AUTHORISATION', 'a:b:c');
+/**
+ * Values that make odd signing strings, and values no string can be made of (`{"toString": 1}`: the
+ * official library throws on them, and the contract names no string for them; refused either way,
+ * never a 5xx). `FUZZ_ADYEN_UNSTRINGIFIABLE=0` leaves the latter out, to fuzz the rest while such a
+ * delivery is known to fail.
+ */
+const UNSTRINGIFIABLE: Json[] = process.env.FUZZ_ADYEN_UNSTRINGIFIABLE === '0' ? [] : [{ toString: 1 }, { toString: 'x', valueOf: 'y' }];
+const strange: fc.Arbitrary<Json> = fc.constantFrom<Json>(...UNSTRINGIFIABLE, [1, [2]], { a: 1 }, '8815329842815468:AUTHORISATION', 'a:b:c');
 const oddAdyen: fc.Arbitrary<Json> = fc.oneof(w(6, oddValue), w(1, strange));
 
 const psp = fc.oneof(w(6, fc.constantFrom(...PSP_POOL)), w(3, fc.stringMatching(/^[0-9]{16}$/)), w(1, fc.constant('9'.repeat(250))), w(2, oddAdyen));
@@ -590,7 +592,21 @@ const itemEdit: fc.Arbitrary<AdyenItemEdit> = fc.oneof(
   w(1, fc.record({ op: fc.constant('additionalData' as const), value: fc.oneof(anyJson, fc.constant(undefined)) })),
 );
 
-const item: fc.Arbitrary<AdyenItemSpec> = fc.record({
+/** An item as Adyen sends one: pooled or fresh pspReferences, known codes, accounts the endpoints serve or not. */
+const cleanItem: fc.Arbitrary<AdyenItemSpec> = fc.record({
+  pspReference: fc.oneof(w(2, fc.constantFrom(...PSP_POOL)), w(1, fc.stringMatching(/^[0-9]{16}$/))),
+  eventCode: fc.constantFrom(...CODES),
+  success: fc.constantFrom('true', 'false'),
+  originalReference: fc.oneof(fc.constant(''), fc.constantFrom(...PSP_POOL)),
+  account: fc.oneof(w(3, fc.constant('own' as const)), w(1, fc.record({ value: fc.constantFrom<Json>('ShopEU', 'ShopUS', 'ShopZZ') }))),
+  merchantReference: fc.stringMatching(/^ORD-[0-9]{4,8}$/),
+  amount: fc.record({ value: fc.constantFrom<Json>(4990, 1000, 0), currency: fc.constantFrom('EUR', 'USD', 'JPY') }),
+  sign: fc.oneof(w(8, fc.constant('own' as const)), w(1, fc.constant('old' as const))),
+  after: fc.oneof(w(12, fc.constant([] as AdyenItemEdit[])), w(1, fc.array(itemEdit, { minLength: 1, maxLength: 2 }))),
+});
+
+/** An item with odd fields, signatures and edits. */
+const oddItem: fc.Arbitrary<AdyenItemSpec> = fc.record({
   pspReference: psp,
   eventCode: code,
   success,
@@ -599,11 +615,13 @@ const item: fc.Arbitrary<AdyenItemSpec> = fc.record({
   merchantReference: reference,
   amount,
   sign,
-  after: fc.oneof(w(10, fc.constant([] as AdyenItemEdit[])), w(3, fc.array(itemEdit, { minLength: 1, maxLength: 2 }))),
+  after: fc.oneof(w(6, fc.constant([] as AdyenItemEdit[])), w(3, fc.array(itemEdit, { minLength: 1, maxLength: 2 }))),
 });
 
+const item: fc.Arbitrary<AdyenItemSpec> = fc.oneof(w(5, cleanItem), w(2, oddItem));
+
 const shape: fc.Arbitrary<AdyenShape | null> = fc.oneof(
-  w(24, fc.constant(null)),
+  w(60, fc.constant(null)),
   w(
     1,
     fc.record({
@@ -636,17 +654,17 @@ const shape: fc.Arbitrary<AdyenShape | null> = fc.oneof(
 );
 
 /** Byte edits that mean something for a body signed by fields: not UTF-8, not JSON, a BOM, whitespace. */
-const raw: fc.Arbitrary<RawEdit[]> = fc.oneof(w(10, fc.constant([] as RawEdit[])), w(1, fc.array(rawEditArb, { minLength: 1, maxLength: 2 })));
+const raw: fc.Arbitrary<RawEdit[]> = fc.oneof(w(16, fc.constant([] as RawEdit[])), w(1, fc.array(rawEditArb, { minLength: 1, maxLength: 2 })));
 
 export function adyenCaseArb(): fc.Arbitrary<AdyenCase> {
   return fc.record({
     provider: fc.constant('adyen' as const),
     endpoint: endpointArb('adyen', ADYEN_ENDPOINTS),
     items: fc.oneof(w(5, fc.array(item, { minLength: 1, maxLength: 1 })), w(3, fc.array(item, { minLength: 2, maxLength: 3 })), w(1, fc.array(item, { minLength: 4, maxLength: 6 }))),
-    repeats: fc.oneof(w(6, fc.constant([])), w(2, fc.array(fc.record({ from: fc.nat(), at: fc.nat(), edit: fc.option(itemEdit, { freq: 3 }) }), { minLength: 1, maxLength: 2 }))),
+    repeats: fc.oneof(w(6, fc.constant([] as AdyenCase['repeats'])), w(2, fc.array(fc.record({ from: fc.nat(), at: fc.nat(), edit: fc.option(itemEdit, { freq: 3 }) }), { minLength: 1, maxLength: 2 }))),
     live: fc.oneof(w(8, fc.constantFrom<Json>('false', 'true')), w(1, anyJson)),
     shape,
-    deep: fc.oneof(w(10, fc.constant(null)), w(1, deep)),
+    deep: fc.oneof(w(16, fc.constant(null)), w(1, deep)),
     pad: fc.oneof(w(14, fc.constant(0)), w(1, fc.integer({ min: 1, max: 20_000 })), w(1, fc.integer({ min: MAX_BODY - 700, max: MAX_BODY + 300 }))),
     indent: fc.constantFrom(0 as const, 2 as const, '\t' as const),
     raw,

@@ -1,5 +1,6 @@
 /**
- * The fuzzer's model of a delivery (CONTRACT §2): what a generated case sends, and which answers
+ * The fuzzer's model of a delivery signed in headers (paymos, factuarea, stripe, standard; Adyen's
+ * batches are modelled in adyen.ts, Mollie's hints in mollie.ts): what a generated case sends, and which answers
  * the contract allows for it. A case is plain data (printed by fast-check when it fails); `build`
  * turns it into bytes and header lines at the moment it is sent, signing over the exact bytes.
  *
@@ -10,7 +11,11 @@
  *   not hold, out of tolerance, or changed after signing (a signed byte, the signature, its
  *   timestamp or `webhook-id`): 401 only, never 2xx. `maybe` when a change leaves the question
  *   open (a signature header repeated, an entry appended beside the real one, a non-canonical
- *   encoding of the same signature): 401 or what follows;
+ *   encoding of the same signature): 401 or what follows. A Standard header may carry `v1` (HMAC,
+ *   verified by a `whsec_`) and `v1a` (ed25519, verified by a `whpk_`) entries, or both: it verifies
+ *   when a real entry of a kind the endpoint holds the key of is still there, intact; a `v1a` is
+ *   64 bytes in canonical base64 or no signature at all (another spelling, length, key or body
+ *   never verifies);
  * - body (read on the final bytes and headers, as the contract says): `fail` when the contract
  *   refuses it (not UTF-8, not JSON, nested deeper than 64, not an object, no id or type, an id
  *   that is not printable text — a control or format character, a line or paragraph separator, an
@@ -255,7 +260,7 @@ export const PROVIDERS: Record<HeaderProvider, ProviderModel> = {
   },
   standard: {
     name: 'standard',
-    endpoints: ['standard-main', 'standard-platform'],
+    endpoints: ['standard-main', 'standard-platform', 'standard-v1a', 'standard-moving'],
     signatureHeader: 'webhook-signature',
     signedHeaders: ['webhook-id', 'webhook-timestamp'],
     timestampHeader: 'webhook-timestamp',
@@ -809,7 +814,8 @@ export function build(spec: CaseSpec, now: number): Built {
   }
 
   const headers: HeaderLine[] = lines.map((l) => [l.name, l.value]);
-  const headerBytes = headers.reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 4, 120);
+  // The request line counts in the header block Node bounds.
+  const headerBytes = headers.reduce((n, [k, v]) => n + k.length + Buffer.byteLength(v) + 4, 120 + Buffer.byteLength(path));
 
   // The walk through the contract's checks.
   const allowed = new Set<number>(extra);

@@ -208,6 +208,8 @@ export interface GiveUp {
   lastAnswer: string;
   /** Why the sender stopped: its schedule ran out, or the answer is one it never retries. */
   reason: 'schedule_exhausted' | 'not_retried';
+  /** Adyen with --batch: the other events of that delivery, lost with it (`eventId` is its first). */
+  alsoLost?: string[];
 }
 
 export interface SimulationReport {
@@ -387,6 +389,7 @@ export class Simulation {
           attempts: attempt,
           lastAnswer: describeWithCause(last),
           reason: retried ? 'schedule_exhausted' : 'not_retried',
+          ...(event.items && event.items.length > 1 ? { alsoLost: event.items.slice(1).map((i) => i.eventId) } : {}),
         });
         if (which === 'first') setState('gave_up');
         return;
