@@ -1,6 +1,5 @@
 import { randomInt } from 'node:crypto';
 import { CliExit, EXIT } from '../context';
-import type { Answer } from './delivery';
 
 /**
  * How the command line plays Adyen's standard notification webhooks: the items of one delivery,
@@ -99,6 +98,6 @@ export function signBody(body: NotificationBody, hexKey: string, command?: strin
 export const ADYEN_ACCEPTED = '[accepted]';
 
 /** A 2xx with the text `[accepted]`: the same for a new delivery and one whose items were all recorded already. */
-export function isAdyenAccepted(answer: Answer): boolean {
+export function isAdyenAccepted(answer: { status: number; text?: string }): boolean {
   return answer.status >= 200 && answer.status < 300 && answer.text?.trim() === ADYEN_ACCEPTED;
 }
