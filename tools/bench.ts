@@ -196,7 +196,8 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       if (services.some((s) => s.child.exitCode !== null)) throw new Error(`a service exited: ${services.map((s) => s.stderr).join('\n')}`);
       return fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
     }, 60_000, 100);
-    const orders = await withClient(databaseUrl, (db) => seedInto(db, 60_000 + DRAIN + 3_000, 'Bench'));
+    const adyenOrders = !args.only || /adyen/.test(args.only) ? 200_000 + DRAIN : 0;
+    const orders = await withClient(databaseUrl, (db) => seedInto(db, 60_000 + DRAIN + 3_000 + adyenOrders, 'Bench'));
     let next = 0;
     const nextOrder = () => {
       if (next >= orders.length) throw new Error('the benchmark ran out of seeded orders');
