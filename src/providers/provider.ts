@@ -42,7 +42,8 @@ export interface ReceivedEvent extends EnvelopeIdentity {
 }
 
 /** Why a delivery is refused, as the receive path answers it (docs/webhooks.md#checks-and-answers). */
-export type DeliveryRefusal = 'missing_signature' | 'invalid_signature' | 'timestamp_out_of_tolerance' | 'malformed_payload' | 'unavailable';
+export const DELIVERY_REFUSALS = ['missing_signature', 'invalid_signature', 'timestamp_out_of_tolerance', 'malformed_payload', 'unavailable'] as const;
+export type DeliveryRefusal = (typeof DELIVERY_REFUSALS)[number];
 
 /** What an adapter made of a delivery: its events (one or many, all authentic), or why it is refused. */
 export type ReceiveResult =

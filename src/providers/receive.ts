@@ -1,5 +1,4 @@
-import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
-import { LiveKey, MalformedPayloadError, ProviderAdapter, ProviderEndpoint, RawDelivery, ReceivedEvent, ReceiveResult } from './provider';
+import { lenientId, LiveKey, MalformedPayloadError, optionalId, requireId, ProviderAdapter, ProviderEndpoint, RawDelivery, ReceivedEvent, ReceiveResult } from './provider';
 
 /** Which accounts an endpoint serves: its one account, or many (`'*'`: any). */
 export interface AccountScope {
@@ -37,16 +36,6 @@ export interface KeyedEvent extends ReceivedEvent {
 /** The 400 detail of an event that declares no account on an endpoint of many. */
 export const MANY_ACCOUNTS_NONE_DECLARED = 'the endpoint serves many merchant accounts and the body declares none';
 
-function printable(value: unknown, field: string, required: boolean): void {
-  if (value === null || value === undefined) {
-    if (required) throw new MalformedPayloadError(`${field} is missing`);
-    return;
-  }
-  if (!isPrintableId(value, ID_MAX_LENGTH)) {
-    throw new MalformedPayloadError(`${field} is not a printable string of at most ${ID_MAX_LENGTH} characters`);
-  }
-}
-
 /**
  * What the receive path records of the events an adapter read, whatever the adapter: at least one
  * event, printable ids (a host's own adapter is held to the rule the built-in ones keep when they
@@ -55,26 +44,27 @@ function printable(value: unknown, field: string, required: boolean): void {
 export function keyEvents(endpoint: AccountScope, events: readonly ReceivedEvent[]): KeyedEvent[] {
   if (!Array.isArray(events) || events.length === 0) throw new MalformedPayloadError('the delivery carries no event');
   return events.map((event) => {
-    printable(event.eventId, 'the event id', true);
-    printable(event.eventType, 'the event type', true);
-    printable(event.resourceId, 'the resource id', false);
-    printable(event.account, 'the account', false);
-    printable(event.deliveryId, 'the delivery id', false);
+    // The rule the built-in adapters keep as they read, held here for every adapter.
+    const eventId = requireId(event.eventId, 'the event id');
+    const eventType = requireId(event.eventType, 'the event type');
+    const resourceId = optionalId(event.resourceId, 'the resource id');
+    const account = optionalId(event.account, 'the account');
+    const deliveryId = optionalId(event.deliveryId, 'the delivery id');
     if (typeof event.body !== 'string') throw new Error('an adapter returned an event without its body text');
-    const merchantAccountId = eventAccount(endpoint, event.account ?? null);
+    const merchantAccountId = eventAccount(endpoint, account);
     // An endpoint of many accounts keys each event on the account it declares: none, no key.
     if (merchantAccountId === null) throw new MalformedPayloadError(MANY_ACCOUNTS_NONE_DECLARED);
     return {
-      eventId: event.eventId,
-      eventType: event.eventType,
-      resourceId: event.resourceId ?? null,
-      deliveryId: event.deliveryId ?? null,
-      account: event.account ?? null,
-      apiVersion: typeof event.apiVersion === 'string' && isPrintableId(event.apiVersion, ID_MAX_LENGTH) ? event.apiVersion : null,
+      eventId,
+      eventType,
+      resourceId,
+      deliveryId,
+      account,
+      apiVersion: lenientId(event.apiVersion),
       body: event.body,
       merchantAccountId,
       // A single-account endpoint serves an event that declares its account or none.
-      served: servesAccount(endpoint, event.account ?? merchantAccountId),
+      served: servesAccount(endpoint, account ?? merchantAccountId),
     };
   });
 }

@@ -5,7 +5,7 @@ import { rawRequest, restoreContentType, setHeader } from '../http/platform';
 import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
-import { KeyedEvent, receiveDelivery } from '../providers';
+import { DELIVERY_REFUSALS, KeyedEvent, receiveDelivery } from '../providers';
 import { liveKeys, ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
@@ -29,7 +29,7 @@ export interface WebhookRequest {
 }
 
 /** What an adapter may refuse a delivery with (docs/providers.md). */
-const REFUSALS: ReadonlySet<string> = new Set(['missing_signature', 'invalid_signature', 'timestamp_out_of_tolerance', 'malformed_payload', 'unavailable']);
+const REFUSALS: ReadonlySet<string> = new Set(DELIVERY_REFUSALS);
 
 const TOO_LARGE = Symbol('too-large');
 const OVER_BUDGET = Symbol('over-budget');
