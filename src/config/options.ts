@@ -166,6 +166,8 @@ export interface TuningOptions {
   /** Attempts at an event whose payment is unknown before it is parked `unmatched` (a registration
    * releases it at once, so it need not wait long; at most `inboxAttempts`). */
   unmatchedAfterAttempts: number;
+  /** Longest wait for one answer of a provider's API while processing (a thin notification's object). */
+  providerApiTimeoutMs: number;
   /** Jobs one process handles at once, per queue. */
   workerConcurrency: number;
   /** Most deliveries one processing transaction decides (deliveries taken at the same moment share one). */
@@ -219,6 +221,7 @@ export const DEFAULT_TUNING: TuningOptions = {
   inboxAttempts: 10,
   inboxBackoffMs: 1_000,
   unmatchedAfterAttempts: 3,
+  providerApiTimeoutMs: 5_000,
   workerConcurrency: 64,
   processingBatchSize: 32,
   processingBatchesInFlight: 4,

@@ -4,7 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import type { PaymentEventType, PaymentWebhooksEvent } from '../common/host-events';
 import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
 import { MetricsService } from '../observability/metrics.service';
-import { discardAnswer } from '../outbox/bounded-answer';
+import { discardAnswer } from '../common/bounded-answer';
 import type { HandlerOutcome } from '../outbox/outbox.state';
 import { PW_OPTIONS } from '../config/tokens';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a } from '../providers/standard-keys';

@@ -19,6 +19,25 @@ export interface JobDefinition<N extends JobName> {
 /** Completed jobs are kept a while: a job id deduplicates only while its job exists. */
 const KEEP_FINISHED = { removeOnComplete: { age: 3_600, count: 10_000 }, removeOnFail: { age: 7 * 24 * 3_600 } } as const;
 
+/**
+ * A job's backoff that is BullMQ's exponential one (the same delay, doubling, the same jitter) but
+ * never shorter than the `retryAfterMs` of the error that failed the attempt: a provider's API that
+ * answered `429` with `Retry-After` is not asked again before it said. Every module worker knows it
+ * (startWorker).
+ */
+export const RETRY_AFTER_BACKOFF = 'exponential-retry-after';
+
+/** The delay before attempt `attemptsMade + 1` of a job with RETRY_AFTER_BACKOFF. */
+export function retryAfterBackoff(attemptsMade: number, type: string | undefined, err: Error | undefined, job: { opts: JobsOptions } | undefined): number {
+  const options = job?.opts.backoff;
+  const { delay = 1_000, jitter = 0 } = typeof options === 'object' ? options : {};
+  const max = Math.round(2 ** Math.max(attemptsMade - 1, 0) * delay);
+  const exponential = jitter > 0 ? Math.floor(Math.random() * max * jitter + max * (1 - jitter)) : max;
+  const asked = (err as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+  if (type !== RETRY_AFTER_BACKOFF) return exponential;
+  return typeof asked === 'number' && Number.isFinite(asked) && asked > exponential ? Math.ceil(asked) : exponential;
+}
+
 /** Runs of a backfill's job before the backfill is `failed` (a database or Redis that stays away). */
 export const BACKFILL_ATTEMPTS = 8;
 
@@ -36,7 +55,8 @@ export const JOBS: { readonly [N in JobName]: JobDefinition<N> } = {
     options: ({ inboxId }, tuning) => ({
       jobId: inboxId,
       attempts: tuning.inboxAttempts,
-      backoff: { type: 'exponential', delay: tuning.inboxBackoffMs, jitter: 0.5 },
+      // Exponential, and never sooner than the provider's `Retry-After` (a thin notification's fetch).
+      backoff: { type: RETRY_AFTER_BACKOFF, delay: tuning.inboxBackoffMs, jitter: 0.5 },
       ...KEEP_FINISHED,
     }),
   },

@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { Worker } from 'bullmq';
 import type { ResolvedOptions } from '../config/options';
+import { retryAfterBackoff } from './job-registry';
 
 /**
  * Starts a processor's worker where this process runs workers (`runWorkers`); an HTTP-only
@@ -24,6 +25,8 @@ export function startWorker(worker: Worker, options: ResolvedOptions, logger: Lo
     lockRenewTime: Math.max(1, Math.floor(jobLockMs / 4)),
     stalledInterval: stalledIntervalMs,
     maxStalledCount: 1,
+    // The backoff of the module's own type (RETRY_AFTER_BACKOFF), read when a job fails.
+    settings: { ...worker.opts.settings, backoffStrategy: retryAfterBackoff },
   });
   // BullMQ's lock manager copies lockDuration and lockRenewTime when the worker is constructed
   // (with BullMQ's 30 s defaults, as the decorator passes none): made again, it renews with ours.

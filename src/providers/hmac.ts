@@ -19,13 +19,17 @@ import {
  * A provider of this kind says how its header reads and how its envelope names its event; the rest
  * is written once (`hmacProvider`).
  */
-export interface HmacScheme extends Pick<ProviderAdapter, 'name' | 'storedHeaders' | 'signatureHeaders' | 'declaresAccount' | 'checkSecret' | 'weakSecret' | 'endpointFields' | 'checkEndpoint' | 'usesApi'> {
+export interface HmacScheme
+  extends Pick<ProviderAdapter, 'name' | 'storedHeaders' | 'signatureHeaders' | 'declaresAccount' | 'checkSecret' | 'weakSecret' | 'endpointFields' | 'checkEndpoint' | 'usesApi' | 'fetchesState'> {
   /** The HMAC key of a configured secret. */
   key(secret: string): Buffer;
   /** Parses the signature headers; null when absent or unparseable (`missing_signature`). */
   signature(headers: IncomingHttpHeaders): SignatureParts | null;
-  /** Reads the identity of the parsed, verified body; throws MalformedPayloadError. */
-  identify(body: Record<string, unknown>, headers: IncomingHttpHeaders): EnvelopeIdentity;
+  /**
+   * Reads the identity of the parsed, verified body; throws MalformedPayloadError. `endpoint` is the
+   * receiving endpoint (absent for an event a backfill listed from the provider's API).
+   */
+  identify(body: Record<string, unknown>, headers: IncomingHttpHeaders, endpoint?: ProviderEndpoint): EnvelopeIdentity;
   normalize(body: Record<string, unknown>, eventType: string, endpoint?: ProviderEndpoint): ProviderEvent | null;
 }
 
@@ -84,7 +88,7 @@ export function hmacProvider(scheme: HmacScheme): HmacProvider {
       const verified = checkHmac(scheme, delivery.headers, delivery.body, context);
       if (!verified.ok) return verified;
       const { text, body } = readJsonObject(delivery.body);
-      return { ok: true, secretIndex: verified.secretIndex, events: [{ ...scheme.identify(body, delivery.headers), body: text }] };
+      return { ok: true, secretIndex: verified.secretIndex, events: [{ ...scheme.identify(body, delivery.headers, context.endpoint), body: text }] };
     },
   };
 }

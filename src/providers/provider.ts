@@ -158,6 +158,54 @@ export interface ProviderAdapter {
   normalize(body: Record<string, unknown>, eventType: string, endpoint?: ProviderEndpoint): ProviderEvent | null;
   /** The answer once every event is recorded; default `{"status":…,"eventId":…}` of the first. */
   answer?(events: readonly RecordedEvent[]): DeliveryAnswer;
+  /**
+   * For events that name a change without carrying it (Stripe's thin notifications): the state to
+   * apply, read from the provider's API when the event is processed, outside the processing
+   * transaction (never on the receive path).
+   */
+  readonly fetchesState?: StateFetcher;
+}
+
+/**
+ * How an adapter reads the state a recorded event names. `wants` decides from the stored event
+ * alone (cheap, no I/O) whether it needs a fetch; `fetch` reads it with the endpoint's API key.
+ */
+export interface StateFetcher {
+  wants(body: Record<string, unknown>, eventType: string): boolean;
+  /**
+   * The body and type `normalize` then reads (as if the provider had sent the state itself), or
+   * `{ found: false }` when the provider says the object does not exist (the delivery ends
+   * `rejected`/`resource_not_found`). Any throw is a processing failure, retried within the
+   * delivery's attempts; a ProviderApiError's `retryAfterMs` defers the next attempt. `endpoint`
+   * is the event's endpoint as configured now (undefined when it is no longer configured).
+   */
+  fetch(body: Record<string, unknown>, eventType: string, endpoint: ProviderEndpoint | undefined, context: FetchContext): Promise<FetchedState>;
+}
+
+/** The state a recorded event names, as the provider's API answered it. */
+export type FetchedState = { found: true; body: Record<string, unknown>; eventType: string } | { found: false };
+
+export interface FetchContext {
+  /** The longest wait for one answer of the provider's API. */
+  timeoutMs: number;
+}
+
+/**
+ * The provider's API failed while processing (network, timeout, 429, 5xx, a key refused): the
+ * delivery is retried like any processing failure, not before `retryAfterMs` when the provider said
+ * when. Its message never holds the API key.
+ */
+export class ProviderApiError extends Error {
+  readonly code: string;
+  constructor(
+    message: string,
+    readonly retryAfterMs: number | null = null,
+    code = 'provider_api_unavailable',
+  ) {
+    super(message);
+    this.name = 'ProviderApiError';
+    this.code = code;
+  }
 }
 
 /** An authentic delivery that cannot be recorded as an event (400 malformed_payload). */

@@ -1,18 +1,26 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type Stripe from 'stripe';
 import type { ProviderEvent, ProviderEventKind, RawAmount } from '../common/provider-event';
 import {
   asObject,
   EnvelopeIdentity,
+  FetchContext,
+  FetchedState,
   header,
+  MalformedPayloadError,
   minor,
   lenientId,
   optionalId,
   parseTimestampedHeader,
+  ProviderApiError,
+  ProviderEndpoint,
   requireId,
+  StateFetcher,
   text,
   unixDate,
 } from './provider';
 import { hmacProvider } from './hmac';
+import { retryAfterMs, stripeClient, withoutKey } from './stripe-api';
 
 /** The event types the service acts on (docs/webhooks.md#stripe); `charge.dispute.closed` depends on its status. */
 const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -25,12 +33,146 @@ const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['charge.dispute.created', 'disputed'],
 ]);
 
+/** Whether the service acts on a (snapshot) event type. */
+function actedOn(eventType: string): boolean {
+  return KINDS.has(eventType) || eventType === 'charge.dispute.closed';
+}
+
 function stripeKind(eventType: string, body: Record<string, unknown>): ProviderEventKind | null {
   if (eventType !== 'charge.dispute.closed') return KINDS.get(eventType) ?? null;
   const status = asObject(asObject(asObject(body)?.data)?.object)?.status;
   // `warning_closed` (an inquiry) and any other status change nothing.
   return status === 'won' ? 'dispute_won' : status === 'lost' ? 'dispute_lost' : null;
 }
+
+/** What an event destination of thin events sends: a notification that names a change (docs/webhooks.md#thin-event-notifications). */
+const NOTIFICATION = 'v2.core.event';
+const THIN_PREFIX = 'v1.';
+
+/** The endpoint's `payloadStyle` (default `snapshot`). */
+export const PAYLOAD_STYLES = ['snapshot', 'thin'] as const;
+export type PayloadStyle = (typeof PAYLOAD_STYLES)[number];
+
+function payloadStyle(endpoint: Pick<ProviderEndpoint, 'settings'>): PayloadStyle {
+  return endpoint.settings.payloadStyle === 'thin' ? 'thin' : 'snapshot';
+}
+
+/**
+ * The object a notification of each (snapshot) type names, and where the API serves it: a charge's
+ * dispute events name the dispute, its refund the charge; both hold their PaymentIntent's id.
+ */
+const THIN_OBJECTS: ReadonlyArray<{ prefix: string; object: string; path: string }> = [
+  { prefix: 'payment_intent.', object: 'payment_intent', path: '/v1/payment_intents/' },
+  { prefix: 'charge.dispute.', object: 'dispute', path: '/v1/disputes/' },
+  { prefix: 'charge.', object: 'charge', path: '/v1/charges/' },
+];
+/** An object id as Stripe writes them (`pi_3Q…`, `ch_…`, `dp_…`): nothing a URL would read otherwise. */
+const OBJECT_ID = /^[A-Za-z0-9_]{1,255}$/;
+
+/**
+ * What a thin notification asks to fetch: the type it stands for (without `v1.`), the object's id
+ * and its path. Null for a type the service does not act on, and for a `related_object` that is not
+ * the object such an event names at its own path (nothing else is ever fetched).
+ */
+function thinTarget(body: Record<string, unknown>, eventType: string): { snapshotType: string; id: string; path: string } | null {
+  if (body.object !== NOTIFICATION || !eventType.startsWith(THIN_PREFIX)) return null;
+  const snapshotType = eventType.slice(THIN_PREFIX.length);
+  if (!actedOn(snapshotType)) return null;
+  const target = THIN_OBJECTS.find((t) => snapshotType.startsWith(t.prefix));
+  const related = asObject(body.related_object);
+  const id = related?.id;
+  if (!target || typeof id !== 'string' || !OBJECT_ID.test(id)) return null;
+  if (related!.type !== target.object || related!.url !== `${target.path}${id}`) return null;
+  return { snapshotType, id, path: target.path };
+}
+
+/** A notification's identity: keyed on its `id`, its `context` (a connected account) the declared account. */
+function identifyThin(body: Record<string, unknown>): EnvelopeIdentity {
+  const eventType = requireId(body.type, 'type');
+  const related = asObject(body.related_object);
+  return {
+    eventId: requireId(body.id, 'id'),
+    eventType,
+    // A PaymentIntent's notification names it; a charge's or a dispute's names it only in the object, read when processed.
+    resourceId: eventType.startsWith(`${THIN_PREFIX}payment_intent.`) ? optionalId(related?.id, 'related_object.id') : null,
+    deliveryId: null,
+    account: optionalId(body.context, 'context'),
+    // Notifications are unversioned; the object is read in the API version of the official package.
+    apiVersion: null,
+  };
+}
+
+/** The most bytes of one fetched object ever read: a PaymentIntent, a charge or a dispute takes a few KiB. */
+const OBJECT_READ_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/** One client per endpoint (its key, base URL and the process's timeout), made on its first fetch. */
+const clients = new WeakMap<ProviderEndpoint, Stripe>();
+
+function clientFor(endpoint: ProviderEndpoint & { apiKey: string }, context: FetchContext): Stripe {
+  let client = clients.get(endpoint);
+  if (!client) {
+    client = stripeClient(endpoint.apiKey, endpoint.apiBaseUrl, {
+      // One quick retry of a dropped connection or a 5xx; anything longer is the delivery's own retry.
+      maxNetworkRetries: 1,
+      timeoutMs: context.timeoutMs,
+      readLimitBytes: OBJECT_READ_LIMIT_BYTES,
+      appName: 'thin-events',
+    });
+    clients.set(endpoint, client);
+  }
+  return client;
+}
+
+/**
+ * Reads the object a thin notification names with the official package's own helper
+ * (`parseEventNotificationWithoutVerification(…).fetchRelatedObject()`: the endpoint's key, and a
+ * connected account's context as `Stripe-Context`), and makes of it the snapshot event of the same
+ * type, which `normalize` reads as it reads one Stripe sent.
+ */
+const thinFetcher: StateFetcher = {
+  wants: (body, eventType) => thinTarget(body, eventType) !== null,
+
+  async fetch(body, eventType, endpoint, context): Promise<FetchedState> {
+    const target = thinTarget(body, eventType);
+    if (!target) throw new Error(`not a notification of an object the service reads (${eventType})`);
+    if (endpoint?.apiKey === undefined) {
+      throw new ProviderApiError(
+        `endpoint ${endpoint ? `"${endpoint.id}" has no apiKey` : 'of this delivery is no longer configured'}: the object of a thin notification cannot be read`,
+        null,
+        'endpoint_not_configured',
+      );
+    }
+    const apiKey = endpoint.apiKey;
+    const client = clientFor(endpoint as ProviderEndpoint & { apiKey: string }, context);
+    let object: Record<string, unknown> | undefined;
+    try {
+      // Every notification this adapter fetches for has a related object (thinTarget), so the helper is there.
+      const notification = client.parseEventNotificationWithoutVerification(JSON.stringify(body)) as unknown as { fetchRelatedObject(): Promise<unknown> };
+      object = asObject(await notification.fetchRelatedObject());
+    } catch (err) {
+      const failure = err as { statusCode?: number; code?: string; message?: string; headers?: Record<string, unknown> };
+      // The object does not exist (deleted, or never on this account): no retry brings it back.
+      if (failure.statusCode === 404 && failure.code === 'resource_missing') return { found: false };
+      const what = `Stripe API ${failure.statusCode ? `answered ${failure.statusCode}` : 'failed'} for ${target.path}${target.id}`;
+      throw new ProviderApiError(withoutKey(`${what}: ${failure.message ?? String(err)}`, apiKey), retryAfterMs(failure.headers?.['retry-after']));
+    }
+    if (object?.id !== target.id) throw new ProviderApiError(`Stripe API answered another object than ${target.id}`);
+    const created = Date.parse(typeof body.created === 'string' ? body.created : '');
+    const account = text(body.context);
+    return {
+      found: true,
+      eventType: target.snapshotType,
+      body: {
+        id: body.id,
+        object: 'event',
+        type: target.snapshotType,
+        ...(Number.isNaN(created) ? {} : { created: Math.floor(created / 1000) }),
+        ...(account === null ? {} : { account }),
+        data: { object },
+      },
+    };
+  },
+};
 
 /**
  * Stripe (docs/webhooks.md#stripe): `Stripe-Signature: t=<unix>,v1=<hex>…` over `<t>.<body>`, keyed with
@@ -41,14 +183,32 @@ export const stripeProvider = hmacProvider({
   declaresAccount: true,
   storedHeaders: ['stripe-signature'],
   signatureHeaders: ['stripe-signature'],
-  // The backfill reads Stripe's Events API with the endpoint's key.
+  // The backfill reads Stripe's Events API with the endpoint's key, and a thin endpoint the objects its notifications name.
   usesApi: { defaultBaseUrl: 'https://api.stripe.com' },
+  endpointFields: ['payloadStyle'],
+  checkEndpoint({ apiKey, settings }) {
+    const style = settings.payloadStyle;
+    if (style !== undefined && !PAYLOAD_STYLES.includes(style as PayloadStyle)) return '"payloadStyle" must be "snapshot" or "thin"';
+    if (style === 'thin' && apiKey === undefined) return '"payloadStyle": "thin" requires "apiKey" (the objects its notifications name are read with it)';
+    return null;
+  },
+  fetchesState: thinFetcher,
 
   key: (secret) => Buffer.from(secret, 'utf8'),
 
   signature: (headers: IncomingHttpHeaders) => parseTimestampedHeader(header(headers, 'stripe-signature')),
 
-  identify(body): EnvelopeIdentity {
+  identify(body, _headers, endpoint): EnvelopeIdentity {
+    // Each endpoint reads the style its event destination sends; a backfill lists classic events.
+    const thin = body.object === NOTIFICATION;
+    if (endpoint && thin !== (payloadStyle(endpoint) === 'thin')) {
+      throw new MalformedPayloadError(
+        thin
+          ? 'a thin event notification (object "v2.core.event") reached an endpoint of snapshot events: give its destination an endpoint with "payloadStyle": "thin"'
+          : 'an endpoint with "payloadStyle": "thin" takes event notifications (object "v2.core.event") only',
+      );
+    }
+    if (thin) return identifyThin(body);
     const eventType = requireId(body.type, 'type');
     const object = asObject(asObject(body.data)?.object);
     // Charges, refunds and disputes are about the PaymentIntent that holds the money.

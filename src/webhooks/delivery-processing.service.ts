@@ -13,7 +13,7 @@ import { PW_OPTIONS, PW_PROVIDERS } from '../config/tokens';
 import type { ProcessingResult } from './inbox.state';
 import { DeliveryToProcess, InboxStore } from './inbox.store';
 import { deliveriesInProcess } from './delivery-reactions';
-import type { ProviderAdapter } from '../providers';
+import type { FetchedState, ProviderAdapter } from '../providers';
 import { EndpointRegistry } from './endpoint-registry';
 
 export type { ProcessingResult } from './inbox.state';
@@ -31,6 +31,22 @@ class NotYet {
   constructor(readonly error: DomainError) {}
 }
 
+/**
+ * A delivery that names its state without carrying it (a thin notification): it wrote nothing;
+ * its state is read from the provider outside the transaction, and it is decided again with it.
+ */
+class NeedsFetch {
+  constructor(readonly delivery: DeliveryToProcess) {}
+}
+
+/** A delivery's state as its provider's API answered it: absent where it carries its own. */
+type FetchedStates = ReadonlyMap<string, FetchedState>;
+const NONE_FETCHED: FetchedStates = new Map();
+
+/** The object a delivery names does not exist at its provider. */
+const GONE = Symbol('gone');
+type Reading = ProviderEvent | null | typeof GONE;
+
 /** The code a delivery's error is recorded under (its `last_error`, and at the end its outcome). */
 const codeOfFailure = (err: unknown): string => codeOf(err, 'internal_error');
 
@@ -44,7 +60,9 @@ export interface ProcessingRequest {
 /** A locked delivery of a batch, and what deciding it gave. */
 interface Decided {
   delivery: DeliveryToProcess;
-  result: ProcessingResult | NotYet;
+  result: ProcessingResult | NotYet | NeedsFetch;
+  /** The payment's id where the row did not know it (a thin notification of a charge names it only in the object). */
+  resourceId?: string;
 }
 
 /**
@@ -56,6 +74,10 @@ interface Decided {
  * turn, in the order of their payments' keys so two batches take their locks in the same order.
  * A delivery that fails never fails its batch-mates: the batch rolls back whole, and each of its
  * deliveries runs again at once in a transaction of its own, where only the failing one fails.
+ *
+ * A delivery whose provider must be asked for the state it names (a Stripe thin notification) is
+ * left alone by its first transaction; the provider's API is then called with no transaction open
+ * and no row locked, and the delivery is decided in a second one with what it answered.
  */
 @Injectable()
 export class DeliveryProcessingService {
@@ -63,6 +85,7 @@ export class DeliveryProcessingService {
   private readonly batcher: MicroBatcher<ProcessingRequest, ProcessingResult | null>;
   /** Per multi-account endpoint, the accounts it serves: an event of any other is `account_mismatch`. */
   private readonly servedAccounts = new Map<string, string[] | '*'>();
+  private readonly providerApiTimeoutMs: number;
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
@@ -73,6 +96,7 @@ export class DeliveryProcessingService {
     @Inject(PW_PROVIDERS) private readonly providers: ReadonlyMap<string, ProviderAdapter>,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
   ) {
+    this.providerApiTimeoutMs = options.tuning.providerApiTimeoutMs;
     for (const e of options.endpoints) {
       if (e.merchantAccountIds !== undefined) this.servedAccounts.set(e.id, e.merchantAccountIds.includes('*') ? '*' : e.merchantAccountIds);
     }
@@ -87,9 +111,9 @@ export class DeliveryProcessingService {
     return this.batcher.submit(request);
   }
 
-  private async processBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | null | ItemFailed>> {
+  private async processBatch(requests: ProcessingRequest[], fetched: FetchedStates = NONE_FETCHED): Promise<Array<ProcessingResult | null | ItemFailed>> {
     const processAlone = (r: ProcessingRequest) =>
-      this.process(r.inboxId, r.finalAttempt, r.parkUnmatched).catch((err: unknown) => new ItemFailed(err));
+      this.process(r.inboxId, r.finalAttempt, r.parkUnmatched, fetched.get(r.inboxId)).catch((err: unknown) => new ItemFailed(err));
     if (requests.length === 1) return [await processAlone(requests[0])];
     const started = process.hrtime.bigint();
     let decided: Map<string, Decided>;
@@ -102,18 +126,27 @@ export class DeliveryProcessingService {
           .sort((a, b) => resourceOrder(a).localeCompare(resourceOrder(b)) || a.id.localeCompare(b.id));
         const parkUnmatched = new Map(requests.map((r) => [r.inboxId, r.parkUnmatched]));
         const byId = new Map<string, Decided>();
-        const normalized = inPaymentOrder.map((delivery) => ({ delivery, event: this.normalize(delivery) }));
+        const normalized: Array<{ delivery: DeliveryToProcess; event: Reading }> = [];
+        for (const delivery of inPaymentOrder) {
+          const state = fetched.get(delivery.id);
+          if (state === undefined && this.wantsFetch(delivery)) byId.set(delivery.id, { delivery, result: new NeedsFetch(delivery) });
+          else normalized.push({ delivery, event: this.normalize(delivery, state) });
+        }
         // Every payment and order the batch may touch, locked up front in two statements.
         await this.payments.prefetch(
           em,
-          normalized.flatMap(({ delivery, event }) => (event ? [{ ctx: this.contextOf(delivery), event }] : [])),
+          normalized.flatMap(({ delivery, event }) => (event && event !== GONE ? [{ ctx: this.contextOf(delivery), event }] : [])),
         );
         for (const { delivery, event } of normalized) {
-          byId.set(delivery.id, { delivery, result: await this.decideOrWait(em, delivery, event, parkUnmatched.get(delivery.id) ?? false) });
+          byId.set(delivery.id, {
+            delivery,
+            result: await this.decideOrWait(em, delivery, event, parkUnmatched.get(delivery.id) ?? false),
+            ...learnedResource(delivery, event),
+          });
         }
         await this.inbox.markFinished(
           em,
-          [...byId.values()].filter((d): d is { delivery: DeliveryToProcess; result: ProcessingResult } => !(d.result instanceof NotYet)),
+          [...byId.values()].filter((d): d is Decided & { result: ProcessingResult } => !(d.result instanceof NotYet) && !(d.result instanceof NeedsFetch)),
         );
         return byId;
       });
@@ -124,11 +157,13 @@ export class DeliveryProcessingService {
       return Promise.all(requests.map(processAlone));
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const afterFetch = await this.fetchAndDecide(requests.filter((r) => decided.get(r.inboxId)?.result instanceof NeedsFetch), decided);
     return Promise.all(
       requests.map(async (request) => {
         const entry = decided.get(request.inboxId);
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!entry) return null;
+        if (entry.result instanceof NeedsFetch) return afterFetch.get(request.inboxId) ?? null;
         if (entry.result instanceof NotYet) {
           await this.recordFailure(request.inboxId, entry.result.error, request.finalAttempt);
           this.metrics.processingOutcomes.labels(entry.delivery.provider, request.finalAttempt ? 'failed' : 'retrying', codeOfFailure(entry.result.error)).inc();
@@ -148,7 +183,7 @@ export class DeliveryProcessingService {
   private async decideOrWait(
     em: EntityManager,
     delivery: DeliveryToProcess,
-    event: ProviderEvent | null,
+    event: Reading,
     parkUnmatched: boolean,
   ): Promise<ProcessingResult | NotYet> {
     try {
@@ -163,9 +198,10 @@ export class DeliveryProcessingService {
    * Processes a delivery; throws (after recording the attempt) so the queue retries. An event whose
    * payment is unknown is retried until `parkUnmatched`, then parked `unmatched`.
    */
-  async process(inboxId: string, finalAttempt: boolean, parkUnmatched = finalAttempt): Promise<ProcessingResult | null> {
-    let result: ProcessingResult | null;
+  async process(inboxId: string, finalAttempt: boolean, parkUnmatched = finalAttempt, state?: FetchedState): Promise<ProcessingResult | null> {
+    let result: ProcessingResult | NeedsFetch | null;
     let provider = 'unknown';
+    let fetched: FetchedState | undefined;
     const timer = this.metrics.processingDuration.startTimer();
     try {
       // Work the change asks for after its commit (deliveries released, put back on the queue) runs
@@ -174,30 +210,89 @@ export class DeliveryProcessingService {
         const [delivery] = await this.inbox.lockForProcessing(em, [inboxId]);
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!delivery || delivery.status !== 'received') return null;
-        deliveriesInProcess.of(em).add(delivery.id);
         provider = delivery.provider;
-        const result = await this.decide(em, delivery, parkUnmatched);
-        await this.inbox.markFinished(em, [{ delivery, result }]);
+        // Nothing written: the state is fetched once this transaction is over.
+        if (state === undefined && this.wantsFetch(delivery)) return new NeedsFetch(delivery);
+        deliveriesInProcess.of(em).add(delivery.id);
+        const event = this.normalize(delivery, state);
+        const result = await this.decide(em, delivery, parkUnmatched, event);
+        await this.inbox.markFinished(em, [{ delivery, result, ...learnedResource(delivery, event) }]);
         return result;
       });
+      if (result instanceof NeedsFetch) fetched = await this.fetchState(result.delivery);
     } catch (err) {
       await this.recordFailure(inboxId, err, finalAttempt);
       this.metrics.processingOutcomes.labels(provider, finalAttempt ? 'failed' : 'retrying', codeOfFailure(err)).inc();
       throw err;
     }
-    if (!result) return null;
+    if (fetched !== undefined) return this.process(inboxId, finalAttempt, parkUnmatched, fetched);
+    if (!result || result instanceof NeedsFetch) return null;
     timer({ provider });
     this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
     return result;
   }
 
-  /** The recorded event in the payment domain's terms; null for a type or resource we do not act on. */
-  private normalize(delivery: DeliveryToProcess): ProviderEvent | null {
+  /**
+   * The recorded event in the payment domain's terms (read from the state its provider answered,
+   * where it was fetched); null for a type or resource we do not act on, GONE when the object it
+   * names does not exist.
+   */
+  private normalize(delivery: DeliveryToProcess, state?: FetchedState): Reading {
+    if (state !== undefined && !state.found) return GONE;
     const adapter = this.providers.get(delivery.provider);
+    if (state !== undefined) return adapter?.normalize(state.body, state.eventType, this.settingsOf(delivery, adapter)) ?? null;
+    return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter)) ?? null;
+  }
+
+  /** The delivery's endpoint as configured now (its `capture` mode, its API key); gone from the configuration, none. */
+  private settingsOf(delivery: DeliveryToProcess, adapter: ProviderAdapter | undefined) {
     const endpoint = this.endpoints.get(delivery.endpointId);
-    // The endpoint as configured now (its `capture` mode, say); gone from the configuration, none.
-    const settings = endpoint && endpoint.provider === adapter ? endpoint.settings : undefined;
-    return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, settings) ?? null;
+    return endpoint && endpoint.provider === adapter ? endpoint.settings : undefined;
+  }
+
+  /**
+   * Whether the delivery's state must be read from its provider before it is decided. Never for an
+   * event of an account its endpoint does not serve: that one is rejected without a call made in
+   * that account's name.
+   */
+  private wantsFetch(delivery: DeliveryToProcess): boolean {
+    const fetcher = this.providers.get(delivery.provider)?.fetchesState;
+    return fetcher !== undefined && delivery.keyScope === '' && fetcher.wants(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType);
+  }
+
+  /** Reads a delivery's state from its provider's API (no transaction open); throws as the adapter does. */
+  private fetchState(delivery: DeliveryToProcess): Promise<FetchedState> {
+    const adapter = this.providers.get(delivery.provider)!;
+    return adapter.fetchesState!.fetch(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter), {
+      timeoutMs: this.providerApiTimeoutMs,
+    });
+  }
+
+  /**
+   * For the deliveries of a batch that asked for their state: reads each (at once, no transaction
+   * open), then decides those that got it in one batch. A failed read is that delivery's failed
+   * attempt, recorded as any other.
+   */
+  private async fetchAndDecide(requests: ProcessingRequest[], decided: ReadonlyMap<string, Decided>): Promise<Map<string, ProcessingResult | null | ItemFailed>> {
+    const out = new Map<string, ProcessingResult | null | ItemFailed>();
+    if (requests.length === 0) return out;
+    const states = new Map<string, FetchedState>();
+    await Promise.all(
+      requests.map(async (request) => {
+        const { delivery } = decided.get(request.inboxId)!;
+        try {
+          states.set(request.inboxId, await this.fetchState(delivery));
+        } catch (err) {
+          await this.recordFailure(request.inboxId, err, request.finalAttempt);
+          this.metrics.processingOutcomes.labels(delivery.provider, request.finalAttempt ? 'failed' : 'retrying', codeOfFailure(err)).inc();
+          out.set(request.inboxId, new ItemFailed(err));
+        }
+      }),
+    );
+    const ready = requests.filter((r) => states.has(r.inboxId));
+    const results = ready.length === 0 ? [] : await this.processBatch(ready, states);
+    ready.forEach((request, i) => out.set(request.inboxId, results[i]));
+    return out;
   }
 
   /** The delivery's context: its row's key, and the accounts its endpoint serves when it serves many. */
@@ -209,16 +304,12 @@ export class DeliveryProcessingService {
   }
 
   /** Hands the (normalised) event to the payment domain in this transaction. */
-  private async decide(
-    em: EntityManager,
-    delivery: DeliveryToProcess,
-    parkUnmatched: boolean,
-    event: ProviderEvent | null = this.normalize(delivery),
-  ): Promise<ProcessingResult> {
+  private async decide(em: EntityManager, delivery: DeliveryToProcess, parkUnmatched: boolean, event: Reading): Promise<ProcessingResult> {
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
     // Keyed in its endpoint's scope: the receive path found it of an account its endpoint does not
     // serve, which no reading of its body since (a normalize that declares no account) undoes.
     if (delivery.keyScope !== '') return { status: 'rejected', outcome: 'account_mismatch' };
+    if (event === GONE) return { status: 'rejected', outcome: 'resource_not_found' };
     return this.payments.apply(em, this.contextOf(delivery), event, parkUnmatched);
   }
 
@@ -232,4 +323,9 @@ export class DeliveryProcessingService {
       this.logger.warn(`could not record the failure of delivery ${inboxId}: ${(recordErr as Error).message}`);
     }
   }
+}
+
+/** The payment id a decided event taught a row that had none (a thin notification of a charge or a dispute). */
+function learnedResource(delivery: DeliveryToProcess, event: Reading): { resourceId?: string } {
+  return delivery.resourceId === null && event && event !== GONE ? { resourceId: event.resourceId } : {};
 }

@@ -22,7 +22,7 @@ describe('the delivery lifecycle (inbox.state.ts)', () => {
     expect(INBOX_OUTCOMES).toEqual({
       processed: ['applied', 'already_applied', 'stale'],
       ignored: ['no_handler'],
-      rejected: ['account_mismatch', 'amount_mismatch', 'currency_mismatch', 'illegal_transition', 'too_many_payments'],
+      rejected: ['account_mismatch', 'amount_mismatch', 'currency_mismatch', 'illegal_transition', 'too_many_payments', 'resource_not_found'],
       unmatched: ['payment_not_found'],
     });
   });

@@ -34,7 +34,7 @@ export const INBOX_LIFECYCLE = defineLifecycle<InboxStatus>({
 export const INBOX_OUTCOMES = {
   processed: ['applied', 'already_applied', 'stale'],
   ignored: ['no_handler'],
-  rejected: ['account_mismatch', 'amount_mismatch', 'currency_mismatch', 'illegal_transition', 'too_many_payments'],
+  rejected: ['account_mismatch', 'amount_mismatch', 'currency_mismatch', 'illegal_transition', 'too_many_payments', 'resource_not_found'],
   unmatched: ['payment_not_found'],
 } as const satisfies Record<Exclude<FinalInboxStatus, 'failed'>, readonly string[]>;
 

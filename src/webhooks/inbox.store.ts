@@ -214,17 +214,27 @@ export class InboxStore {
    * attempt, no error), in one statement for one row or many. Each move must be one the lifecycle
    * allows from the status read under the lock.
    */
-  async markFinished(em: EntityManager, finished: ReadonlyArray<{ delivery: Pick<Delivery, 'id' | 'status'>; result: ProcessingResult }>): Promise<void> {
+  async markFinished(
+    em: EntityManager,
+    finished: ReadonlyArray<{ delivery: Pick<Delivery, 'id' | 'status'>; result: ProcessingResult; resourceId?: string }>,
+  ): Promise<void> {
     if (finished.length === 0) return;
     for (const { delivery, result } of finished) {
       if (!canMove(INBOX_LIFECYCLE, delivery.status, result.status)) throw new IllegalMove(INBOX_LIFECYCLE, delivery.status, result.status);
     }
+    // `resourceId`: the payment a row that did not name it turned out to be about (a thin
+    // notification of a charge), so that what waits for that payment finds it; a known one is kept.
     await em.query(
       `UPDATE webhook_inbox w
-          SET status = r.status, outcome = r.outcome, processed_at = now(), attempts = w.attempts + 1, last_error = NULL
-         FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, outcome text)
+          SET status = r.status, outcome = r.outcome, processed_at = now(), attempts = w.attempts + 1, last_error = NULL,
+              resource_id = COALESCE(w.resource_id, r.resource)
+         FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, outcome text, resource text)
         WHERE w.id = r.id`,
-      [JSON.stringify(finished.map(({ delivery, result }) => ({ id: delivery.id, status: result.status, outcome: result.outcome })))],
+      [
+        JSON.stringify(
+          finished.map(({ delivery, result, resourceId }) => ({ id: delivery.id, status: result.status, outcome: result.outcome, resource: resourceId ?? null })),
+        ),
+      ],
     );
   }
 

@@ -1,5 +1,5 @@
 import { signedHeaders } from '../../testing/sign';
-import { readBoundedAnswer } from '../../outbox/bounded-answer';
+import { readBoundedAnswer } from '../../common/bounded-answer';
 import { adyenEventId, itemsOf, NotificationBody, signBody } from './adyen';
 import { wireBody, type RemoteProvider } from './events';
 

@@ -1,6 +1,6 @@
 import { isRetryableStatus, retryAfterMs } from '../../common/http-answers';
 import type { CarrierDefinition } from '../../config/options';
-import { ANSWER_READ_LIMIT_BYTES, readBoundedAnswer } from '../../outbox/bounded-answer';
+import { ANSWER_READ_LIMIT_BYTES, readBoundedAnswer } from '../../common/bounded-answer';
 import { CarrierAdapter, isUsableShipmentId, ShipmentRequest, ShipmentResult } from './carrier';
 import { codeOf } from '../../common/domain-error';
 

@@ -1,9 +1,9 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { retryDelayMs } from '../../common/backoff';
-import { AnswerTooLarge, boundedFetch } from '../../outbox/bounded-answer';
+import { AnswerTooLarge } from '../../common/bounded-answer';
+import { DEFAULT_STRIPE_API, stripeClient, withoutKey } from '../../providers/stripe-api';
 
-/** Stripe's own API, where an endpoint names no `apiBaseUrl` (docs/configuration.md#webhook-endpoints). */
-export const DEFAULT_STRIPE_API = 'https://api.stripe.com';
+export { DEFAULT_STRIPE_API } from '../../providers/stripe-api';
 
 /** Events per page: Stripe's maximum, so a window takes the fewest calls. */
 export const PAGE_LIMIT = 100;
@@ -49,17 +49,11 @@ export class StripeEventsClient {
     apiBaseUrl: string = DEFAULT_STRIPE_API,
     readLimitBytes: number = PAGE_READ_LIMIT_BYTES,
   ) {
-    const base = new URL(apiBaseUrl);
-    const protocol = base.protocol === 'http:' ? 'http' : 'https';
-    this.stripe = new Stripe(apiKey, {
-      host: base.hostname,
-      port: base.port || (protocol === 'http' ? 80 : 443),
-      protocol,
+    this.stripe = stripeClient(apiKey, apiBaseUrl, {
       maxNetworkRetries: CLIENT_RETRIES,
-      timeout: TIMEOUT_MS,
-      telemetry: false,
-      httpClient: Stripe.createFetchHttpClient(boundedFetch(readLimitBytes)),
-      appInfo: { name: 'nestjs-payment-webhooks backfill' },
+      timeoutMs: TIMEOUT_MS,
+      readLimitBytes: readLimitBytes,
+      appName: 'backfill',
     });
   }
 
@@ -97,6 +91,6 @@ export class StripeEventsClient {
     const message = (err as Error)?.message || String(err);
     const text = `Stripe events API${status ? ` answered ${status}` : ' failed'}: ${message}`;
     // Stripe names a key by its last four characters only; never let the whole key through.
-    return text.split(this.apiKey).join('[redacted]');
+    return withoutKey(text, this.apiKey);
   }
 }

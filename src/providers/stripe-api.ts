@@ -1,0 +1,60 @@
+import Stripe from 'stripe';
+import { boundedFetch } from '../common/bounded-answer';
+
+/** Stripe's own API, where an endpoint names no `apiBaseUrl` (docs/configuration.md#webhook-endpoints). */
+export const DEFAULT_STRIPE_API = 'https://api.stripe.com';
+
+export interface StripeClientOptions {
+  /** Retries the client makes itself (5xx, 409, connection errors, `Stripe-Should-Retry: true`). */
+  maxNetworkRetries: number;
+  timeoutMs: number;
+  /** The most bytes of one answer ever read: past it the download is cancelled (AnswerTooLarge). */
+  readLimitBytes: number;
+  /** What the module says it is in Stripe's `User-Agent` (`nestjs-payment-webhooks <appName>`). */
+  appName: string;
+}
+
+/**
+ * The official client for one endpoint's key and base URL (a local stub in tests, Stripe's API in
+ * production), with the module's bounds: its own timeout, a bounded read, no telemetry.
+ */
+export function stripeClient(apiKey: string, apiBaseUrl: string = DEFAULT_STRIPE_API, options: StripeClientOptions): Stripe {
+  const base = new URL(apiBaseUrl);
+  const protocol = base.protocol === 'http:' ? 'http' : 'https';
+  return new Stripe(apiKey, {
+    host: base.hostname,
+    port: base.port || (protocol === 'http' ? 80 : 443),
+    protocol,
+    maxNetworkRetries: options.maxNetworkRetries,
+    timeout: options.timeoutMs,
+    telemetry: false,
+    httpClient: Stripe.createFetchHttpClient(boundedFetch(options.readLimitBytes)),
+    appInfo: { name: `nestjs-payment-webhooks ${options.appName}` },
+  });
+}
+
+/** The longest wait a `Retry-After` may ask for before a delivery is tried again (longer is cut to it). */
+export const MAX_RETRY_AFTER_MS = 15 * 60_000;
+
+/**
+ * A `Retry-After` header in milliseconds (delta-seconds or an HTTP date, RFC 9110 §10.2.3), at most
+ * MAX_RETRY_AFTER_MS; null when absent or unreadable.
+ */
+export function retryAfterMs(value: unknown, nowMs = Date.now()): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (typeof text !== 'string' || text.trim() === '') return null;
+  const trimmed = text.trim();
+  let ms: number;
+  if (/^\d{1,10}$/.test(trimmed)) ms = Number(trimmed) * 1000;
+  else {
+    const at = Date.parse(trimmed);
+    if (Number.isNaN(at)) return null;
+    ms = at - nowMs;
+  }
+  return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
+}
+
+/** A text about a call that may hold the key (an error's message): the key never gets through. */
+export function withoutKey(text: string, apiKey: string): string {
+  return apiKey.length > 0 ? text.split(apiKey).join('[redacted]') : text;
+}
