@@ -256,8 +256,13 @@ export class DeliveryProcessingService {
    * that account's name.
    */
   private wantsFetch(delivery: DeliveryToProcess): boolean {
+    return delivery.keyScope === '' && this.namesState(delivery);
+  }
+
+  /** Whether the delivery names a state its provider serves, which the service would act on. */
+  private namesState(delivery: DeliveryToProcess): boolean {
     const fetcher = this.providers.get(delivery.provider)?.fetchesState;
-    return fetcher !== undefined && delivery.keyScope === '' && fetcher.wants(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType);
+    return fetcher !== undefined && fetcher.wants(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType);
   }
 
   /** Reads a delivery's state from its provider's API (no transaction open); throws as the adapter does. */
@@ -305,10 +310,13 @@ export class DeliveryProcessingService {
 
   /** Hands the (normalised) event to the payment domain in this transaction. */
   private async decide(em: EntityManager, delivery: DeliveryToProcess, parkUnmatched: boolean, event: Reading): Promise<ProcessingResult> {
-    if (!event) return { status: 'ignored', outcome: 'no_handler' };
     // Keyed in its endpoint's scope: the receive path found it of an account its endpoint does not
-    // serve, which no reading of its body since (a normalize that declares no account) undoes.
-    if (delivery.keyScope !== '') return { status: 'rejected', outcome: 'account_mismatch' };
+    // serve, which no reading of its body since (a normalize that declares no account) undoes. A
+    // notification of such an account was never fetched: what it names is what it would act on.
+    const unserved = delivery.keyScope !== '';
+    if (!event && !(unserved && this.namesState(delivery))) return { status: 'ignored', outcome: 'no_handler' };
+    if (unserved) return { status: 'rejected', outcome: 'account_mismatch' };
+    if (!event) return { status: 'ignored', outcome: 'no_handler' };
     if (event === GONE) return { status: 'rejected', outcome: 'resource_not_found' };
     return this.payments.apply(em, this.contextOf(delivery), event, parkUnmatched);
   }

@@ -1,6 +1,6 @@
 import type { PaymentWebhooksOptions } from '../../src/config/options';
 import { CarrierSimulator } from '../../tools/carrier-sim';
-import { createTestApp, TestApp, truncateAll } from './app';
+import { createTestApp, Platform, TestApp, truncateAll } from './app';
 
 const FAST = { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100 };
 
@@ -13,13 +13,14 @@ export function useCarrierSimulator(
   sim: CarrierSimulator,
   options: (carrierUrl: string) => Partial<PaymentWebhooksOptions>,
   ready: (t: TestApp) => void,
+  { platform = 'express' }: { platform?: Platform } = {},
 ): void {
   let app: TestApp | undefined;
   beforeAll(async () => {
     await sim.start();
     const chosen = options(sim.url);
     // Fast carrier retries and outbox sweeps unless the suite says otherwise.
-    app = await createTestApp({ runWorkers: true, ...chosen, tuning: { ...FAST, ...chosen.tuning } });
+    app = await createTestApp({ runWorkers: true, ...chosen, tuning: { ...FAST, ...chosen.tuning } }, { platform });
     ready(app);
   });
   afterAll(async () => {

@@ -11,6 +11,8 @@ export interface SeenRequest {
   /** The `Stripe-Context` header (stripe-node sends it for thin-event fetches). */
   stripeContext?: string | undefined;
   status: number;
+  /** When it arrived (Date.now()). */
+  at?: number;
 }
 
 /** The kinds of object the stub retrieves, each at `GET /v1/<plural>/{id}`. */
@@ -249,6 +251,7 @@ export class StripeEventsStub {
       stripeAccount: header(req, 'stripe-account'),
       stripeContext: header(req, 'stripe-context'),
       status: 0,
+      at: Date.now(),
     };
     this.requests.push(seen);
     const answer = (status: number, body: unknown, extra: Record<string, string> = {}) => {
