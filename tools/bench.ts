@@ -16,7 +16,10 @@
  * - drain: N paid webhooks sent as fast as they are accepted, then shipments per second from the
  *   first to the last, and its ratio to the ingest rate of the new-delivery load;
  * - Adyen: new deliveries that are batches of 10 signed items (`AUTHORISATION`), each paying an
- *   order of its own (requests/s and events/s), then a drain of N items in such batches.
+ *   order of its own (requests/s and events/s), then a drain of N items in such batches;
+ * - Stripe: a drain of N `payment_intent.succeeded` snapshot events, and a drain of N thin
+ *   notifications (`v1.payment_intent.succeeded`), each of which costs processing one fetch of its
+ *   PaymentIntent from a local stand-in for Stripe's API (in this process).
  * The carrier simulator and the load run in this process, on the same cores as the service,
  * PostgreSQL and Redis. The table, with the machine's CPU count and the Node and PostgreSQL
  * versions, goes to `--out` (default docs/benchmarks.md, between the markers there).
@@ -25,6 +28,8 @@ import autocannon from 'autocannon';
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -62,10 +67,17 @@ const ADYEN_KEY = '44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA
 const ADYEN_ACCOUNT = 'BenchEU';
 const ADYEN_PATH = '/webhooks/bench-adyen';
 const ADYEN_BATCH = 10;
-const ENDPOINTS = JSON.stringify([
-  { id: 'bench', provider: 'standard', secrets: [SECRET], merchantAccountId: ACCOUNT },
-  { id: 'bench-adyen', provider: 'adyen', secrets: [ADYEN_KEY], merchantAccountId: ADYEN_ACCOUNT },
-]);
+const STRIPE_SECRET = 'whsec_bench_stripe_snapshot_destination';
+const STRIPE_THIN_SECRET = 'whsec_bench_stripe_thin_destination';
+const STRIPE_KEY = 'sk_test_bench_objects_stub_key';
+const STRIPE_ACCOUNT = 'acct_1BenchStripe';
+const endpoints = (stripeApi: string) =>
+  JSON.stringify([
+    { id: 'bench', provider: 'standard', secrets: [SECRET], merchantAccountId: ACCOUNT },
+    { id: 'bench-adyen', provider: 'adyen', secrets: [ADYEN_KEY], merchantAccountId: ADYEN_ACCOUNT },
+    { id: 'bench-stripe', provider: 'stripe', secrets: [STRIPE_SECRET], merchantAccountId: STRIPE_ACCOUNT },
+    { id: 'bench-stripe-thin', provider: 'stripe', secrets: [STRIPE_THIN_SECRET], merchantAccountId: STRIPE_ACCOUNT, payloadStyle: 'thin', apiKey: STRIPE_KEY, apiBaseUrl: stripeApi },
+  ]);
 
 type Platform = 'express' | 'fastify';
 type Topology = 'all-in-one' | 'split';
@@ -86,6 +98,11 @@ interface Row {
   adyen: number;
   adyenP99: number;
   adyenDrain: number;
+  /** Drains of Stripe snapshot events and of thin notifications (each one fetch): shipments/s. */
+  stripeDrain: number;
+  stripeThinDrain: number;
+  /** Fetches the thin drain made of the stand-in API. */
+  stripeFetches: number;
   errors: string[];
 }
 
@@ -120,6 +137,69 @@ function paidDelivery(orderId: string): { body: string; headers: Record<string, 
     data: { payment_id: `pay_${randomUUID()}`, order_id: orderId, amount: 4990, currency: 'EUR', account_id: ACCOUNT },
   });
   return { body, headers: signedHeaders('standard', SECRET, body, { eventId }) };
+}
+
+/** A PaymentIntent that succeeded, paying `orderId` (4990 EUR, as every seeded order). */
+function paymentIntent(orderId: string): Record<string, unknown> {
+  const id = `pi_${randomUUID().replace(/-/g, '').slice(0, 24)}`;
+  return { id, object: 'payment_intent', amount: 4990, amount_received: 4990, currency: 'eur', status: 'succeeded', metadata: { order_id: orderId }, livemode: false };
+}
+
+/** The snapshot event of a PaymentIntent that succeeded, signed as Stripe signs it. */
+function stripeSnapshot(orderId: string): { body: string; headers: Record<string, string> } {
+  const body = JSON.stringify({
+    id: `evt_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+    object: 'event',
+    api_version: '2025-03-31.basil',
+    created: Math.floor(Date.now() / 1000),
+    type: 'payment_intent.succeeded',
+    data: { object: paymentIntent(orderId) },
+  });
+  return { body, headers: signedHeaders('stripe', STRIPE_SECRET, body) };
+}
+
+/** The thin notification of the same change; the PaymentIntent goes to the stand-in API, which processing reads. */
+function stripeThin(orderId: string, api: StripeObjects): { body: string; headers: Record<string, string> } {
+  const pi = paymentIntent(orderId);
+  api.objects.set(pi.id as string, JSON.stringify(pi));
+  const body = JSON.stringify({
+    id: `evt_test_${randomUUID().replace(/-/g, '').slice(0, 24)}`,
+    object: 'v2.core.event',
+    type: 'v1.payment_intent.succeeded',
+    livemode: false,
+    created: new Date().toISOString(),
+    related_object: { id: pi.id, type: 'payment_intent', url: `/v1/payment_intents/${pi.id}` },
+  });
+  return { body, headers: signedHeaders('stripe', STRIPE_THIN_SECRET, body) };
+}
+
+/** A stand-in for Stripe's API that serves the PaymentIntents the thin drain names (`GET /v1/payment_intents/{id}`). */
+class StripeObjects {
+  readonly objects = new Map<string, string>();
+  fetches = 0;
+  private server: Server | undefined;
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const id = /^\/v1\/payment_intents\/([A-Za-z0-9_]+)$/.exec(req.url ?? '')?.[1];
+      const object = id === undefined || req.headers.authorization !== `Bearer ${STRIPE_KEY}` ? undefined : this.objects.get(id);
+      this.fetches++;
+      res.writeHead(object ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(object ?? JSON.stringify({ error: { type: 'invalid_request_error', code: 'resource_missing', message: `No such payment_intent: '${id}'` } }));
+    });
+    this.server.keepAliveTimeout = 60_000;
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+  }
+  get url(): string {
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+  }
+  reset(): void {
+    this.objects.clear();
+    this.fetches = 0;
+  }
+  stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
 }
 
 /**
@@ -167,7 +247,7 @@ function percentile(sorted: number[], p: number): number {
 
 // ---------------------------------------------------------------- one configuration
 
-async function measure(platform: Platform, topology: Topology, sim: CarrierSimulator, shipped: Map<string, number>): Promise<Row> {
+async function measure(platform: Platform, topology: Topology, sim: CarrierSimulator, shipped: Map<string, number>, stripeApi: StripeObjects): Promise<Row> {
   const database = `payments_bench_${process.pid}_${platform}_${topology.replace(/-/g, '_')}`;
   await admin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
@@ -181,7 +261,7 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
     QUEUE_PREFIX: `pw-bench-${randomUUID().slice(0, 8)}`,
     ADMIN_TOKEN: ADMIN,
     CARRIER_URL: sim.url,
-    WEBHOOK_ENDPOINTS: ENDPOINTS,
+    WEBHOOK_ENDPOINTS: endpoints(stripeApi.url),
     HTTP_ADAPTER: platform,
     ...(args.tuning ? { PW_TUNING: args.tuning } : {}),
   };
@@ -197,7 +277,8 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       return fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
     }, 60_000, 100);
     const adyenOrders = !args.only || /adyen/.test(args.only) ? 200_000 + DRAIN : 0;
-    const orders = await withClient(databaseUrl, (db) => seedInto(db, 60_000 + DRAIN + 3_000 + adyenOrders, 'Bench'));
+    const stripeOrders = !args.only || /stripe/.test(args.only) ? 2 * DRAIN : 0;
+    const orders = await withClient(databaseUrl, (db) => seedInto(db, 60_000 + DRAIN + 3_000 + adyenOrders + stripeOrders, 'Bench'));
     let next = 0;
     const nextOrder = () => {
       if (next >= orders.length) throw new Error('the benchmark ran out of seeded orders');
@@ -208,7 +289,7 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
     const row: Row = {
       platform, topology, health: NaN, fresh: NaN, freshP99: NaN, duplicate: NaN, duplicateP99: NaN,
       e2e20: { p50: NaN, p99: NaN, count: 0 }, e2e200: { p50: NaN, p99: NaN, count: 0 }, drainIngest: NaN, drain: NaN,
-      adyen: NaN, adyenP99: NaN, adyenDrain: NaN, errors,
+      adyen: NaN, adyenP99: NaN, adyenDrain: NaN, stripeDrain: NaN, stripeThinDrain: NaN, stripeFetches: 0, errors,
     };
     const wants = (name: string) => !args.only || args.only.split(',').includes(name);
     // Warm up every path (JIT, connection pools, prepared statements).
@@ -305,6 +386,34 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       const times = ids.map((id) => shipped.get(id)).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
       if (times.length > 1) row.adyenDrain = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
     }
+    // The same change in each of Stripe's styles: snapshot events carry the PaymentIntent, thin
+    // notifications name it and processing reads it from the stand-in API (one fetch each).
+    for (const [load, endpoint, make] of [
+      ['stripe-drain', 'bench-stripe', stripeSnapshot],
+      ['stripe-thin-drain', 'bench-stripe-thin', (id: string) => stripeThin(id, stripeApi)],
+    ] as const) {
+      if (!wants(load)) continue;
+      const ids = Array.from({ length: DRAIN }, () => nextOrder());
+      const deliveries = ids.map((id) => make(id));
+      const fetchesBefore = stripeApi.fetches;
+      let sent = 0;
+      await Promise.all(
+        Array.from({ length: CONNECTIONS }, async () => {
+          while (sent < deliveries.length) {
+            const status = await post(url, deliveries[sent++], `/webhooks/${endpoint}`);
+            if (status !== 200) errors.push(`${load} delivery answered ${status}`);
+          }
+        }),
+      );
+      await waitShipped(ids, `the ${load} shipped`, 300_000).catch((e) => errors.push(String(e)));
+      const times = ids.map((id) => shipped.get(id)).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
+      const rate = times.length > 1 ? (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000) : NaN;
+      if (load === 'stripe-drain') row.stripeDrain = rate;
+      else {
+        row.stripeThinDrain = rate;
+        row.stripeFetches = stripeApi.fetches - fetchesBefore;
+      }
+    }
     return row;
   } finally {
     await Promise.all(services.map((s) => s.stop()));
@@ -394,6 +503,21 @@ function table(rows: Row[]): string {
       );
     }
   }
+  if (rows.some((r) => Number.isFinite(r.stripeDrain) || Number.isFinite(r.stripeThinDrain))) {
+    lines.push(
+      '',
+      `Stripe: a drain of ${DRAIN} \`payment_intent.succeeded\` snapshot events, and one of ${DRAIN} thin notifications of the same change, each read by processing from a local stand-in for Stripe's API (one \`GET /v1/payment_intents/{id}\` per notification; the fetches column counts them).`,
+      '',
+      '| platform | process | Stripe snapshot drain shipments/s | Stripe thin drain shipments/s (of snapshot) | thin fetches |',
+      '| --- | --- | ---: | ---: | ---: |',
+    );
+    for (const r of rows) {
+      const pct = Number.isFinite(r.stripeDrain) && Number.isFinite(r.stripeThinDrain) ? ` (${((r.stripeThinDrain / r.stripeDrain) * 100).toFixed(0)} %)` : '';
+      lines.push(
+        `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${fmt(r.stripeDrain)} | ${fmt(r.stripeThinDrain)}${pct} | ${r.stripeFetches} |`,
+      );
+    }
+  }
   return lines.join('\n');
 }
 
@@ -410,6 +534,8 @@ async function main(): Promise<void> {
     if (s.orderId) shipped.set(s.orderId, performance.now());
   };
   await sim.start();
+  const stripeApi = new StripeObjects();
+  await stripeApi.start();
   const [pg] = await admin((c) => c.query<{ server_version: string }>('SHOW server_version').then((r) => r.rows));
   const rows: Row[] = [];
   const started = Date.now();
@@ -418,15 +544,17 @@ async function main(): Promise<void> {
       for (const platform of args.platforms!.split(',') as Platform[]) {
         process.stdout.write(`${platform}, ${topology}: `);
         const t = Date.now();
-        const row = await measure(platform, topology, sim, shipped);
+        const row = await measure(platform, topology, sim, shipped, stripeApi);
         rows.push(row);
         console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
         sim.reset();
+        stripeApi.reset();
         shipped.clear();
       }
     }
   } finally {
     await sim.stop();
+    await stripeApi.stop();
   }
   const header =
     `${new Date().toISOString().slice(0, 10)}: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ` +

@@ -36,6 +36,9 @@ export function stripeClient(apiKey: string, apiBaseUrl: string = DEFAULT_STRIPE
 /** The longest wait a `Retry-After` may ask for before a delivery is tried again (longer is cut to it). */
 export const MAX_RETRY_AFTER_MS = 15 * 60_000;
 
+/** An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the form an HTTP date is sent in. */
+const HTTP_DATE = /^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/;
+
 /**
  * A `Retry-After` header in milliseconds (delta-seconds or an HTTP date, RFC 9110 §10.2.3), at most
  * MAX_RETRY_AFTER_MS; null when absent or unreadable.
@@ -46,11 +49,9 @@ export function retryAfterMs(value: unknown, nowMs = Date.now()): number | null 
   const trimmed = text.trim();
   let ms: number;
   if (/^\d{1,10}$/.test(trimmed)) ms = Number(trimmed) * 1000;
-  else {
-    const at = Date.parse(trimmed);
-    if (Number.isNaN(at)) return null;
-    ms = at - nowMs;
-  }
+  else if (HTTP_DATE.test(trimmed)) ms = Date.parse(trimmed) - nowMs;
+  else return null;
+  if (Number.isNaN(ms)) return null;
   return Math.min(Math.max(ms, 0), MAX_RETRY_AFTER_MS);
 }
 
