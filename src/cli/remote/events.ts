@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import type { HmacProviderName } from '../../providers';
 import { Money } from '../../payments/money';
 import { adyenEventId, newPspReference, notificationBody } from './adyen';
@@ -235,4 +235,82 @@ function adyenItem(kind: EventKind, payment: PaymentRef, created: number): Recor
  */
 export function wireBody(body: unknown): string {
   return `${JSON.stringify(body, null, 2)}\n`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stripe thin event notifications (docs/webhooks.md#thin-event-notifications)
+
+/** What a Stripe endpoint takes: classic events with the object inside, or thin notifications that name it. */
+export const PAYLOAD_STYLES = ['snapshot', 'thin'] as const;
+export type PayloadStyle = (typeof PAYLOAD_STYLES)[number];
+
+/** Where the API serves each kind of object a thin notification of a type the service acts on names. */
+const SERVED_PATHS: Record<string, string> = {
+  payment_intent: '/v1/payment_intents/',
+  charge: '/v1/charges/',
+  dispute: '/v1/disputes/',
+};
+
+/**
+ * An object as the kit's objects server holds it for a run: what `GET {path}` answers, under the
+ * account a connected account's `Stripe-Context` names ('' for the platform's own).
+ */
+export interface ServedObject {
+  /** `/v1/payment_intents/pi_…`, `/v1/charges/ch_…`, `/v1/disputes/dp_…`. */
+  path: string;
+  account: string;
+  object: Record<string, unknown>;
+}
+
+/** A thin notification, and the object it names when the service reads it (a PaymentIntent, a charge, a dispute). */
+export interface ThinEvent extends ProviderEvent {
+  /** Undefined for an object the service never reads (a customer: its type is recorded and ignored). */
+  served?: ServedObject;
+}
+
+const ALPHANUMERIC = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** A test-mode notification id: `evt_test_` and 24 alphanumerics, as Stripe writes them. */
+export function thinEventId(): string {
+  let id = 'evt_test_';
+  for (let i = 0; i < 24; i++) id += ALPHANUMERIC[randomInt(ALPHANUMERIC.length)];
+  return id;
+}
+
+/**
+ * The thin twin of a Stripe snapshot event (as `providerEvent('stripe', …)` builds it): the
+ * notification an event destination with a thin payload sends for the same change, under its own
+ * fresh id, type `v1.<type>`, `context` the snapshot's `account` (a connected account), and
+ * `related_object` naming the snapshot's `data.object` at its API path; `served` is that object,
+ * what `GET {related_object.url}` answers.
+ */
+export function thinTwin(snapshot: ProviderEvent, eventId = thinEventId()): ThinEvent {
+  const body = snapshot.body as { created?: number; account?: string; data: { object: Record<string, unknown> } };
+  const object = structuredClone(body.data.object);
+  const id = String(object.id);
+  const kind = String(object.object);
+  const path = `${SERVED_PATHS[kind] ?? `/v1/${kind}s/`}${id}`;
+  const type = `v1.${snapshot.type}`;
+  const created = new Date((body.created ?? Math.floor(Date.now() / 1000)) * 1000).toISOString();
+  const notification = {
+    id: eventId,
+    object: 'v2.core.event',
+    type,
+    livemode: false,
+    created,
+    ...(body.account ? { context: body.account } : {}),
+    related_object: { id, type: kind, url: path },
+  };
+  return {
+    eventId,
+    type,
+    body: notification,
+    ...(SERVED_PATHS[kind] ? { served: { path, account: body.account ?? '', object } } : {}),
+  };
+}
+
+/** A Stripe event of `kind` about `payment` in the endpoint's style: the snapshot event, or its thin twin. */
+export function stripeEvent(style: PayloadStyle, kind: EventKind, payment: PaymentRef): ThinEvent {
+  const snapshot = providerEvent('stripe', kind, payment);
+  return style === 'thin' ? thinTwin(snapshot) : snapshot;
 }
