@@ -24,6 +24,8 @@ export type {
   DeliveryAnswer,
   DeliveryRefusal,
   EnvelopeIdentity,
+  FetchContext,
+  FetchedState,
   LiveKey,
   ProviderAdapter,
   ProviderEndpoint,
@@ -33,6 +35,7 @@ export type {
   ReceiveResult,
   RecordedEvent,
   SignatureParts,
+  StateFetcher,
 } from './providers/provider';
 export type { ProviderEvent, ProviderEventKind, RawAmount } from './common/provider-event';
 export type { HmacScheme, HmacProvider } from './providers/hmac';
@@ -47,6 +50,7 @@ export {
   minor,
   optionalId,
   parseKeyValueHeader,
+  ProviderApiError,
   readJsonObject,
   requireId,
   text,

@@ -72,6 +72,13 @@ let acmeSignatureHeader: (secret: string, body: string, timestamp?: number) => s
 /** The carrier at CARRIER_URL: answers every shipment with an id, and counts the calls per order. */
 let carrier: Server | undefined;
 let carrierUrl: string;
+let stripeApi: Server | undefined;
+let stripeApiUrl: string;
+const STRIPE_THIN_SECRET = `whsec_host_thin_${randomBytes(8).toString('hex')}`;
+const STRIPE_API_KEY = `sk_test_host_${randomBytes(8).toString('hex')}`;
+/** What the stand-in API serves, and how many times each PaymentIntent was read. */
+const paymentIntents = new Map<string, Record<string, unknown>>();
+const objectFetches = new Map<string, number>();
 const shipments = new Map<string, number>();
 let db: Client | undefined;
 const children = new Set<ChildProcess>();
@@ -146,6 +153,17 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => carrier!.listen(0, '127.0.0.1', resolve));
   carrierUrl = `http://127.0.0.1:${(carrier.address() as { port: number }).port}`;
 
+  // A stand-in for Stripe's API: the PaymentIntents the thin notifications name, by id.
+  stripeApi = createServer((req, res) => {
+    const id = /^\/v1\/payment_intents\/([A-Za-z0-9_]+)$/.exec(req.url ?? '')?.[1];
+    const object = id !== undefined && req.headers.authorization === `Bearer ${STRIPE_API_KEY}` ? paymentIntents.get(id) : undefined;
+    if (id !== undefined) objectFetches.set(id, (objectFetches.get(id) ?? 0) + 1);
+    res.writeHead(object ? 200 : 404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(object ?? { error: { type: 'invalid_request_error', code: 'resource_missing', message: `No such payment_intent: '${id}'` } }));
+  });
+  await new Promise<void>((resolve) => stripeApi!.listen(0, '127.0.0.1', resolve));
+  stripeApiUrl = `http://127.0.0.1:${(stripeApi.address() as { port: number }).port}`;
+
   // 4. A database of the host's own, with a row of its own in its own table.
   const admin = new Client({ connectionString: ADMIN_DB_URL });
   await admin.connect();
@@ -176,6 +194,7 @@ afterAll(async () => {
   });
   await step(() => db?.end());
   await step(() => new Promise<void>((resolve) => (carrier ? carrier.close(() => resolve()) : resolve())));
+  await step(() => new Promise<void>((resolve) => (stripeApi ? (stripeApi.closeAllConnections(), stripeApi.close(() => resolve())) : resolve())));
   await step(async () => {
     const admin = new Client({ connectionString: ADMIN_DB_URL });
     await admin.connect();
@@ -269,6 +288,9 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       ACME_WEBHOOK_SECRET: ACME_SECRET,
       QUEUE_PREFIX,
       CARRIER_URL: carrierUrl,
+      STRIPE_THIN_WEBHOOK_SECRET: STRIPE_THIN_SECRET,
+      STRIPE_API_KEY,
+      STRIPE_API_BASE_URL: stripeApiUrl,
     });
     // Up once the host's own route answers; a host that died says why.
     const deadline = Date.now() + 30_000;
@@ -423,6 +445,50 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     const recorded = await db!.query(`SELECT count(*)::int AS n FROM payment_webhooks.webhook_inbox WHERE provider = 'acme' AND event_id = $1`, [eventId]);
     expect(recorded.rows[0].n).toBe(1);
     expect(shipments.get(orderId)).toBe(1);
+  });
+
+  it('a Stripe thin notification at /api/payments/webhooks/stripe-thin: its PaymentIntent is read once from the API, the order paid and shipped once', async () => {
+    const send = async (path: string, payload: unknown) =>
+      json(await fetch(`${base}/api/payments${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(payload) }));
+    const order = await send('/orders', {
+      amount: '49.90',
+      currency: 'EUR',
+      shipTo: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postalCode: 'SW1Y 4JH', country: 'GB' },
+      items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
+    });
+    expect(order.status).toBe(201);
+    const orderId: string = order.body.id;
+    licensed.push(orderId);
+    const intent = `pi_thin_${platform}_${randomBytes(6).toString('hex')}`;
+    paymentIntents.set(intent, { id: intent, object: 'payment_intent', amount: 4990, amount_received: 4990, currency: 'eur', status: 'succeeded', metadata: { order_id: orderId } });
+    const notificationId = `evt_test_thin_${platform}_${randomBytes(6).toString('hex')}`;
+    const notification = JSON.stringify({
+      id: notificationId,
+      object: 'v2.core.event',
+      type: 'v1.payment_intent.succeeded',
+      livemode: false,
+      created: new Date().toISOString(),
+      related_object: { id: intent, type: 'payment_intent', url: `/v1/payment_intents/${intent}` },
+    });
+    const deliver = async () =>
+      json(await fetch(`${base}/api/payments/webhooks/stripe-thin`, { method: 'POST', headers: signedHeaders('stripe', STRIPE_THIN_SECRET, notification), body: notification }));
+    expect(await deliver()).toEqual({ status: 200, body: { status: 'accepted', eventId: notificationId } });
+
+    const deadline = Date.now() + 20_000;
+    let view: { status: string; payments: Array<{ provider: string; providerPaymentId: string; status: string }> };
+    for (;;) {
+      view = (await json(await fetch(`${base}/api/payments/orders/${orderId}`, { headers: auth }))).body;
+      if (view.status === 'fulfilled') break;
+      if (Date.now() > deadline) throw new Error(`order ${orderId} is still ${view.status} after 20 s:\n${host.output.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(view.payments).toMatchObject([{ provider: 'stripe', providerPaymentId: intent, status: 'succeeded' }]);
+    expect(shipments.get(orderId)).toBe(1);
+    expect(objectFetches.get(intent)).toBe(1);
+    expect(await deliver()).toEqual({ status: 200, body: { status: 'duplicate', eventId: notificationId } });
+    expect(objectFetches.get(intent)).toBe(1);
+    // The host's output never holds the key the module read Stripe with.
+    expect(host.output).not.toContain(STRIPE_API_KEY);
   });
 
   it("the module's Swagger UI is at /api/payments/docs, behind the admin token", async () => {

@@ -47,6 +47,21 @@ import { OrdersModule } from './orders/orders.module';
             secrets: [config.getOrThrow<string>('STRIPE_WEBHOOK_SECRET')],
             merchantAccountId: config.get<string>('STRIPE_ACCOUNT_ID', 'acct_host_app'),
           },
+          // Where a Stripe event destination sends thin notifications (set it up only with a key):
+          // processing reads each notification's object from Stripe's API with STRIPE_API_KEY.
+          ...(config.get<string>('STRIPE_THIN_WEBHOOK_SECRET')
+            ? [
+                {
+                  id: 'stripe-thin',
+                  provider: 'stripe',
+                  payloadStyle: 'thin',
+                  secrets: [config.getOrThrow<string>('STRIPE_THIN_WEBHOOK_SECRET')],
+                  merchantAccountId: config.get<string>('STRIPE_ACCOUNT_ID', 'acct_host_app'),
+                  apiKey: config.getOrThrow<string>('STRIPE_API_KEY'),
+                  apiBaseUrl: config.get<string>('STRIPE_API_BASE_URL', 'https://api.stripe.com'),
+                },
+              ]
+            : []),
           {
             id: 'acme-main',
             provider: 'acme',
