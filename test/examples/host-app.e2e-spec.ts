@@ -274,6 +274,30 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     });
   const body = succeeded(eventId, paymentIntent);
   const json = async (res: Response): Promise<{ status: number; body: any }> => ({ status: res.status, body: await res.json() });
+  /** POSTs to the module's API with the admin token. */
+  const send = async (path: string, payload: unknown) =>
+    json(await fetch(`${base}/api/payments${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(payload) }));
+  /** A new order of the module's, for one licence at 49.90 EUR. */
+  async function placeOrder() {
+    const order = await send('/orders', {
+      amount: '49.90',
+      currency: 'EUR',
+      shipTo: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postalCode: 'SW1Y 4JH', country: 'GB' },
+      items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
+    });
+    expect(order.status).toBe(201);
+    return { orderId: order.body.id as string, order };
+  }
+  /** The order's view once its status is one of `statuses` (the workers processed and shipped it), within 20 s. */
+  async function orderOnceIn(orderId: string, statuses: string[]) {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const view = (await json(await fetch(`${base}/api/payments/orders/${orderId}`, { headers: auth }))).body;
+      if (statuses.includes(view.status)) return view;
+      if (Date.now() > deadline) throw new Error(`order ${orderId} is still ${view.status} after 20 s:\n${host.output.slice(-2000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 
   beforeAll(async () => {
     const port = await freePort();
@@ -345,16 +369,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
   });
 
   it("order.paid grants one licence in the host's table, in the transaction that marks the order paid; a redelivery none", async () => {
-    const send = async (path: string, payload: unknown) =>
-      json(await fetch(`${base}/api/payments${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(payload) }));
-    const order = await send('/orders', {
-      amount: '49.90',
-      currency: 'EUR',
-      shipTo: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postalCode: 'SW1Y 4JH', country: 'GB' },
-      items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
-    });
-    expect(order.status).toBe(201);
-    const orderId: string = order.body.id;
+    const { orderId, order } = await placeOrder();
     expect(order.body.status).toBe('awaiting_payment');
     const intent = `pi_licence_${platform}_${randomBytes(6).toString('hex')}`;
     expect((await send(`/orders/${orderId}/payments`, { provider: 'stripe', providerPaymentId: intent })).status).toBe(201);
@@ -367,14 +382,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     expect(await deliver()).toEqual({ status: 200, body: { status: 'accepted', eventId: paidEventId } });
 
     // Processed on the workers: paid, then fulfilled once the carrier at CARRIER_URL answers.
-    const deadline = Date.now() + 20_000;
-    let status: string | undefined;
-    for (;;) {
-      status = (await json(await fetch(`${base}/api/payments/orders/${orderId}`, { headers: auth }))).body.status;
-      if (status === 'paid' || status === 'fulfilled') break;
-      if (Date.now() > deadline) throw new Error(`order ${orderId} is still ${status} after 20 s:\n${host.output.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await orderOnceIn(orderId, ['paid', 'fulfilled']);
 
     // Committed with the order's change, so there as soon as the order is paid: one per paid order.
     const exactlyOne = async () => {
@@ -396,16 +404,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
   });
 
   it("a delivery of the host's own provider (acme): accepted once, the order paid and fulfilled once, a duplicate changes nothing", async () => {
-    const send = async (path: string, payload: unknown) =>
-      json(await fetch(`${base}/api/payments${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(payload) }));
-    const order = await send('/orders', {
-      amount: '49.90',
-      currency: 'EUR',
-      shipTo: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postalCode: 'SW1Y 4JH', country: 'GB' },
-      items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
-    });
-    expect(order.status).toBe(201);
-    const orderId: string = order.body.id;
+    const { orderId } = await placeOrder();
     const chargeId = `ch_${platform}_${randomBytes(6).toString('hex')}`;
     // The REST API knows the host's provider as it knows the built-in ones.
     const registered = await send(`/orders/${orderId}/payments`, { provider: 'acme', providerPaymentId: chargeId });
@@ -427,14 +426,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       json(await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'acme-signature': signature }, body: raw }));
     expect(await deliver(paid)).toEqual({ status: 200, body: { status: 'accepted', eventId } });
 
-    const deadline = Date.now() + 20_000;
-    let view: { status: string; payments: Array<{ provider: string; status: string }>; fulfillment: { status: string } | null };
-    for (;;) {
-      view = (await json(await fetch(`${base}/api/payments/orders/${orderId}`, { headers: auth }))).body;
-      if (view.status === 'fulfilled') break;
-      if (Date.now() > deadline) throw new Error(`order ${orderId} is still ${view.status} after 20 s:\n${host.output.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const view = await orderOnceIn(orderId, ['fulfilled']);
     expect(view.payments).toMatchObject([{ provider: 'acme', status: 'succeeded' }]);
     expect(view.fulfillment).toMatchObject({ status: 'dispatched' });
     expect(shipments.get(orderId)).toBe(1);
@@ -448,16 +440,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
   });
 
   it('a Stripe thin notification at /api/payments/webhooks/stripe-thin: its PaymentIntent is read once from the API, the order paid and shipped once', async () => {
-    const send = async (path: string, payload: unknown) =>
-      json(await fetch(`${base}/api/payments${path}`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(payload) }));
-    const order = await send('/orders', {
-      amount: '49.90',
-      currency: 'EUR',
-      shipTo: { name: 'Ada Lovelace', line1: '12 St James Sq', city: 'London', postalCode: 'SW1Y 4JH', country: 'GB' },
-      items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
-    });
-    expect(order.status).toBe(201);
-    const orderId: string = order.body.id;
+    const { orderId } = await placeOrder();
     licensed.push(orderId);
     const intent = `pi_thin_${platform}_${randomBytes(6).toString('hex')}`;
     paymentIntents.set(intent, { id: intent, object: 'payment_intent', amount: 4990, amount_received: 4990, currency: 'eur', status: 'succeeded', metadata: { order_id: orderId } });
@@ -474,14 +457,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       json(await fetch(`${base}/api/payments/webhooks/stripe-thin`, { method: 'POST', headers: signedHeaders('stripe', STRIPE_THIN_SECRET, notification), body: notification }));
     expect(await deliver()).toEqual({ status: 200, body: { status: 'accepted', eventId: notificationId } });
 
-    const deadline = Date.now() + 20_000;
-    let view: { status: string; payments: Array<{ provider: string; providerPaymentId: string; status: string }> };
-    for (;;) {
-      view = (await json(await fetch(`${base}/api/payments/orders/${orderId}`, { headers: auth }))).body;
-      if (view.status === 'fulfilled') break;
-      if (Date.now() > deadline) throw new Error(`order ${orderId} is still ${view.status} after 20 s:\n${host.output.slice(-2000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    const view = await orderOnceIn(orderId, ['fulfilled']);
     expect(view.payments).toMatchObject([{ provider: 'stripe', providerPaymentId: intent, status: 'succeeded' }]);
     expect(shipments.get(orderId)).toBe(1);
     expect(objectFetches.get(intent)).toBe(1);
