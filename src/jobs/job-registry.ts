@@ -35,7 +35,9 @@ export function retryAfterBackoff(attemptsMade: number, type: string | undefined
   const exponential = jitter > 0 ? Math.floor(Math.random() * max * jitter + max * (1 - jitter)) : max;
   const asked = (err as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
   if (type !== RETRY_AFTER_BACKOFF) return exponential;
-  return typeof asked === 'number' && Number.isFinite(asked) && asked > exponential ? Math.ceil(asked) : exponential;
+  if (typeof asked !== 'number' || !Number.isFinite(asked) || asked <= exponential) return exponential;
+  // Never sooner than asked, and spread over a quarter more so that what was refused together does not return together.
+  return Math.ceil(asked * (1 + Math.random() / 4));
 }
 
 /** Runs of a backfill's job before the backfill is `failed` (a database or Redis that stays away). */

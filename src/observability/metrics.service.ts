@@ -22,6 +22,22 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** Reads of a provider's API while processing (the object a Stripe thin notification names), by result. */
+  readonly providerApiCalls = new Counter({
+    name: 'pw_provider_api_calls_total',
+    help: "Reads of a provider's API while processing, by provider and result (found, not_found, or the error code)",
+    labelNames: ['provider', 'result'] as const,
+    registers: [this.registry],
+  });
+
+  readonly providerApiDuration = new Histogram({
+    name: 'pw_provider_api_duration_seconds',
+    help: "Time of one read of a provider's API while processing, retries of the official client included",
+    labelNames: ['provider'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
   readonly receiveDuration = new Histogram({
     name: 'pw_webhook_receive_duration_seconds',
     help: 'Time to answer a webhook delivery',

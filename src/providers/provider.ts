@@ -171,7 +171,8 @@ export interface ProviderAdapter {
  * alone (cheap, no I/O) whether it needs a fetch; `fetch` reads it with the endpoint's API key.
  */
 export interface StateFetcher {
-  wants(body: Record<string, unknown>, eventType: string): boolean;
+  /** `endpoint`: the event's endpoint as configured now (undefined when it is no longer configured). */
+  wants(body: Record<string, unknown>, eventType: string, endpoint: ProviderEndpoint | undefined): boolean;
   /**
    * The body and type `normalize` then reads (as if the provider had sent the state itself), or
    * `{ found: false }` when the provider says the object does not exist (the delivery ends

@@ -65,18 +65,18 @@ describe('Stripe thin event notifications (the adapter)', () => {
       expect(malformed(() => stripeProvider.identify(notification({ context: 'acct_\u0000x' }), {}, endpoint())).detail).toMatch(/^context is not a printable string/);
     });
 
-    it('each endpoint reads its own style; without an endpoint (a backfill) the body says which', () => {
-      expect(malformed(() => stripeProvider.identify({ id: 'evt_1', object: 'event', type: 'payment_intent.succeeded', data: { object: {} } }, {}, endpoint())).detail).toBe(
-        'an endpoint with "payloadStyle": "thin" takes event notifications (object "v2.core.event") only',
-      );
-      expect(malformed(() => stripeProvider.identify(notification(), {}, endpoint({}))).detail).toMatch(/^a thin event notification \(object "v2.core.event"\) reached an endpoint of snapshot events/);
-      expect(stripeProvider.identify(notification(), {}).eventType).toBe('v1.payment_intent.succeeded');
-      expect(stripeProvider.identify({ id: 'evt_1', object: 'event', type: 'payment_intent.succeeded', data: { object: { id: 'pi_1' } } }, {}).resourceId).toBe('pi_1');
+    it('a thin endpoint reads a notification as one and anything else as a classic event; a snapshot endpoint reads every body as a classic event; without an endpoint the body says which', () => {
+      const classic = { id: 'evt_1', object: 'event', type: 'payment_intent.succeeded', data: { object: { id: 'pi_1' } } };
+      expect(stripeProvider.identify(classic, {}, endpoint())).toMatchObject({ eventId: 'evt_1', eventType: 'payment_intent.succeeded', resourceId: 'pi_1' });
+      // On a snapshot endpoint a notification is a type it does not act on: no resource, no account read from `context`.
+      expect(stripeProvider.identify(notification(), {}, endpoint({}))).toMatchObject({ eventType: 'v1.payment_intent.succeeded', resourceId: null, account: null });
+      expect(stripeProvider.identify(notification(), {})).toMatchObject({ eventType: 'v1.payment_intent.succeeded', resourceId: 'pi_3QabcDEF', account: 'acct_1Nv0FGQ9RKHgCVdK' });
+      expect(stripeProvider.identify(classic, {}).resourceId).toBe('pi_1');
     });
   });
 
   describe('which notifications are fetched (wants)', () => {
-    const wants = (body: Record<string, unknown>) => stripeProvider.fetchesState!.wants(body, body.type as string);
+    const wants = (body: Record<string, unknown>, at: ProviderEndpoint | undefined = endpoint()) => stripeProvider.fetchesState!.wants(body, body.type as string, at);
 
     it('the types acted on, each at its own object path', () => {
       expect(wants(notification())).toBe(true);
@@ -94,6 +94,12 @@ describe('Stripe thin event notifications (the adapter)', () => {
       expect(wants(notification({ related_object: { id: '../v1/x', type: 'payment_intent', url: '/v1/payment_intents/../v1/x' } }))).toBe(false);
       expect(wants(notification({ related_object: { id: 'pi_1?expand[]=x', type: 'payment_intent', url: '/v1/payment_intents/pi_1?expand[]=x' } }))).toBe(false);
       expect(wants(notification({ related_object: null }))).toBe(false);
+    });
+
+    it('a snapshot endpoint fetches nothing; an endpoint no longer configured, what the body names (its fetch then fails: endpoint_not_configured)', () => {
+      expect(wants(notification(), endpoint({}))).toBe(false);
+      expect(wants(notification(), endpoint({ payloadStyle: 'snapshot' }))).toBe(false);
+      expect(wants(notification(), undefined)).toBe(true);
     });
 
     it('a snapshot event normalizes as before, and a notification never does by itself (its state is fetched)', () => {

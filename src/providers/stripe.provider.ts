@@ -7,7 +7,6 @@ import {
   FetchContext,
   FetchedState,
   header,
-  MalformedPayloadError,
   minor,
   lenientId,
   optionalId,
@@ -74,7 +73,7 @@ const OBJECT_ID = /^[A-Za-z0-9_]{1,255}$/;
  * and its path. Null for a type the service does not act on, and for a `related_object` that is not
  * the object such an event names at its own path (nothing else is ever fetched).
  */
-function thinTarget(body: Record<string, unknown>, eventType: string): { snapshotType: string; id: string; path: string } | null {
+function thinTarget(body: Record<string, unknown>, eventType: string): { snapshotType: string; id: string; object: string; path: string } | null {
   if (body.object !== NOTIFICATION || !eventType.startsWith(THIN_PREFIX)) return null;
   const snapshotType = eventType.slice(THIN_PREFIX.length);
   if (!actedOn(snapshotType)) return null;
@@ -83,7 +82,16 @@ function thinTarget(body: Record<string, unknown>, eventType: string): { snapsho
   const id = related?.id;
   if (!target || typeof id !== 'string' || !OBJECT_ID.test(id)) return null;
   if (related!.type !== target.object || related!.url !== `${target.path}${id}`) return null;
-  return { snapshotType, id, path: target.path };
+  return { snapshotType, id, object: target.object, path: target.path };
+}
+
+/**
+ * Whether a body is read as a thin notification: on a thin endpoint, one that says it is; without
+ * an endpoint (one no longer configured), whatever the body says. A snapshot endpoint reads none
+ * (its `v1.` types are none it acts on: recorded and ignored).
+ */
+function readsAsThin(body: Record<string, unknown>, endpoint: Pick<ProviderEndpoint, 'settings'> | undefined): boolean {
+  return body.object === NOTIFICATION && (endpoint === undefined || payloadStyle(endpoint) === 'thin');
 }
 
 /** A notification's identity: keyed on its `id`, its `context` (a connected account) the declared account. */
@@ -130,7 +138,7 @@ function clientFor(endpoint: ProviderEndpoint & { apiKey: string }, context: Fet
  * type, which `normalize` reads as it reads one Stripe sent.
  */
 const thinFetcher: StateFetcher = {
-  wants: (body, eventType) => thinTarget(body, eventType) !== null,
+  wants: (body, eventType, endpoint) => readsAsThin(body, endpoint) && thinTarget(body, eventType) !== null,
 
   async fetch(body, eventType, endpoint, context): Promise<FetchedState> {
     const target = thinTarget(body, eventType);
@@ -144,21 +152,29 @@ const thinFetcher: StateFetcher = {
     }
     const apiKey = endpoint.apiKey;
     const client = clientFor(endpoint as ProviderEndpoint & { apiKey: string }, context);
+    const account = text(body.context);
     let object: Record<string, unknown> | undefined;
     try {
-      // Every notification this adapter fetches for has a related object (thinTarget), so the helper is there.
-      const notification = client.parseEventNotificationWithoutVerification(JSON.stringify(body)) as unknown as { fetchRelatedObject(): Promise<unknown> };
+      // The package reads what it is given, and would read another envelope inside a body (a cloud
+      // provider's `detail`): it is given only what was checked, the object's own path included.
+      const checked = {
+        id: body.id,
+        object: NOTIFICATION,
+        type: eventType,
+        ...(account === null ? {} : { context: account }),
+        related_object: { id: target.id, type: target.object, url: `${target.path}${target.id}` },
+      };
+      const notification = client.parseEventNotificationWithoutVerification(JSON.stringify(checked)) as unknown as { fetchRelatedObject(): Promise<unknown> };
       object = asObject(await notification.fetchRelatedObject());
     } catch (err) {
       const failure = err as { statusCode?: number; code?: string; message?: string; headers?: Record<string, unknown> };
       // The object does not exist (deleted, or never on this account): no retry brings it back.
-      if (failure.statusCode === 404 && failure.code === 'resource_missing') return { found: false };
+      if (failure.statusCode === 404) return { found: false };
       const what = `Stripe API ${failure.statusCode ? `answered ${failure.statusCode}` : 'failed'} for ${target.path}${target.id}`;
       throw new ProviderApiError(withoutKey(`${what}: ${failure.message ?? String(err)}`, apiKey), retryAfterMs(failure.headers?.['retry-after']));
     }
     if (object?.id !== target.id) throw new ProviderApiError(`Stripe API answered another object than ${target.id}`);
     const created = Date.parse(typeof body.created === 'string' ? body.created : '');
-    const account = text(body.context);
     return {
       found: true,
       eventType: target.snapshotType,
@@ -199,16 +215,9 @@ export const stripeProvider = hmacProvider({
   signature: (headers: IncomingHttpHeaders) => parseTimestampedHeader(header(headers, 'stripe-signature')),
 
   identify(body, _headers, endpoint): EnvelopeIdentity {
-    // Each endpoint reads the style its event destination sends; a backfill lists classic events.
-    const thin = body.object === NOTIFICATION;
-    if (endpoint && thin !== (payloadStyle(endpoint) === 'thin')) {
-      throw new MalformedPayloadError(
-        thin
-          ? 'a thin event notification (object "v2.core.event") reached an endpoint of snapshot events: give its destination an endpoint with "payloadStyle": "thin"'
-          : 'an endpoint with "payloadStyle": "thin" takes event notifications (object "v2.core.event") only',
-      );
-    }
-    if (thin) return identifyThin(body);
+    // A thin endpoint reads a notification as one; anything else (a classic event on a thin
+    // endpoint, a notification on a snapshot one, an event a backfill listed) as a classic event.
+    if (readsAsThin(body, endpoint)) return identifyThin(body);
     const eventType = requireId(body.type, 'type');
     const object = asObject(asObject(body.data)?.object);
     // Charges, refunds and disputes are about the PaymentIntent that holds the money.

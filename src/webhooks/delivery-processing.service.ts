@@ -41,7 +41,6 @@ class NeedsFetch {
 
 /** A delivery's state as its provider's API answered it: absent where it carries its own. */
 type FetchedStates = ReadonlyMap<string, FetchedState>;
-const NONE_FETCHED: FetchedStates = new Map();
 
 /** The object a delivery names does not exist at its provider. */
 const GONE = Symbol('gone');
@@ -55,6 +54,8 @@ export interface ProcessingRequest {
   inboxId: string;
   finalAttempt: boolean;
   parkUnmatched: boolean;
+  /** The state its provider's API answered, once read (set by this service when it submits the delivery again). */
+  state?: FetchedState;
 }
 
 /** A locked delivery of a batch, and what deciding it gave. */
@@ -76,13 +77,14 @@ interface Decided {
  * deliveries runs again at once in a transaction of its own, where only the failing one fails.
  *
  * A delivery whose provider must be asked for the state it names (a Stripe thin notification) is
- * left alone by its first transaction; the provider's API is then called with no transaction open
- * and no row locked, and the delivery is decided in a second one with what it answered.
+ * left alone by its first transaction, which answers its batch-mates at once; the provider's API
+ * is then called outside any batch, with no transaction open and no row locked, and the delivery
+ * is submitted again with what it answered, to be decided in a later batch.
  */
 @Injectable()
 export class DeliveryProcessingService {
   private readonly logger = new Logger('DeliveryProcessing');
-  private readonly batcher: MicroBatcher<ProcessingRequest, ProcessingResult | null>;
+  private readonly batcher: MicroBatcher<ProcessingRequest, ProcessingResult | NeedsFetch | null>;
   /** Per multi-account endpoint, the accounts it serves: an event of any other is `account_mismatch`. */
   private readonly servedAccounts = new Map<string, string[] | '*'>();
   private readonly providerApiTimeoutMs: number;
@@ -106,14 +108,23 @@ export class DeliveryProcessingService {
     });
   }
 
-  /** Processes a delivery, with any others submitted at the same moment; throws as `process` does. */
-  submit(request: ProcessingRequest): Promise<ProcessingResult | null> {
-    return this.batcher.submit(request);
+  /**
+   * Processes a delivery, with any others submitted at the same moment; throws as `process` does.
+   * A delivery that needs its state read is read outside the batch, then submitted again with it.
+   */
+  async submit(request: ProcessingRequest): Promise<ProcessingResult | null> {
+    const first = await this.batcher.submit(request);
+    if (!(first instanceof NeedsFetch)) return first;
+    const state = await this.fetchForAttempt(first.delivery, request.finalAttempt);
+    const second = await this.batcher.submit({ ...request, state });
+    // Submitted with its state, it never asks for it again.
+    return second instanceof NeedsFetch ? null : second;
   }
 
-  private async processBatch(requests: ProcessingRequest[], fetched: FetchedStates = NONE_FETCHED): Promise<Array<ProcessingResult | null | ItemFailed>> {
+  private async processBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | NeedsFetch | null | ItemFailed>> {
     const processAlone = (r: ProcessingRequest) =>
-      this.process(r.inboxId, r.finalAttempt, r.parkUnmatched, fetched.get(r.inboxId)).catch((err: unknown) => new ItemFailed(err));
+      this.processOnce(r.inboxId, r.finalAttempt, r.parkUnmatched, r.state).catch((err: unknown) => new ItemFailed(err));
+    const fetched: FetchedStates = new Map(requests.flatMap((r) => (r.state === undefined ? [] : [[r.inboxId, r.state] as const])));
     if (requests.length === 1) return [await processAlone(requests[0])];
     const started = process.hrtime.bigint();
     let decided: Map<string, Decided>;
@@ -157,15 +168,14 @@ export class DeliveryProcessingService {
       return Promise.all(requests.map(processAlone));
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const afterFetch = await this.fetchAndDecide(requests.filter((r) => decided.get(r.inboxId)?.result instanceof NeedsFetch), decided);
     return Promise.all(
       requests.map(async (request) => {
         const entry = decided.get(request.inboxId);
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!entry) return null;
-        if (entry.result instanceof NeedsFetch) return afterFetch.get(request.inboxId) ?? null;
+        if (entry.result instanceof NeedsFetch) return entry.result;
         if (entry.result instanceof NotYet) {
-          await this.recordFailure(request.inboxId, entry.result.error, request.finalAttempt);
+          await this.recordFailure(request.inboxId, entry.result.error, request.finalAttempt, entry.resourceId);
           this.metrics.processingOutcomes.labels(entry.delivery.provider, request.finalAttempt ? 'failed' : 'retrying', codeOfFailure(entry.result.error)).inc();
           return new ItemFailed(entry.result.error);
         }
@@ -199,9 +209,17 @@ export class DeliveryProcessingService {
    * payment is unknown is retried until `parkUnmatched`, then parked `unmatched`.
    */
   async process(inboxId: string, finalAttempt: boolean, parkUnmatched = finalAttempt, state?: FetchedState): Promise<ProcessingResult | null> {
+    const first = await this.processOnce(inboxId, finalAttempt, parkUnmatched, state);
+    if (!(first instanceof NeedsFetch)) return first;
+    const second = await this.processOnce(inboxId, finalAttempt, parkUnmatched, await this.fetchForAttempt(first.delivery, finalAttempt));
+    return second instanceof NeedsFetch ? null : second;
+  }
+
+  /** One transaction of `process`; a delivery whose state must be read first comes back as NeedsFetch, having written nothing. */
+  private async processOnce(inboxId: string, finalAttempt: boolean, parkUnmatched: boolean, state: FetchedState | undefined): Promise<ProcessingResult | NeedsFetch | null> {
     let result: ProcessingResult | NeedsFetch | null;
     let provider = 'unknown';
-    let fetched: FetchedState | undefined;
+    let learned: string | undefined;
     const timer = this.metrics.processingDuration.startTimer();
     try {
       // Work the change asks for after its commit (deliveries released, put back on the queue) runs
@@ -215,18 +233,17 @@ export class DeliveryProcessingService {
         if (state === undefined && this.wantsFetch(delivery)) return new NeedsFetch(delivery);
         deliveriesInProcess.of(em).add(delivery.id);
         const event = this.normalize(delivery, state);
+        learned = learnedResource(delivery, event).resourceId;
         const result = await this.decide(em, delivery, parkUnmatched, event);
         await this.inbox.markFinished(em, [{ delivery, result, ...learnedResource(delivery, event) }]);
         return result;
       });
-      if (result instanceof NeedsFetch) fetched = await this.fetchState(result.delivery);
     } catch (err) {
-      await this.recordFailure(inboxId, err, finalAttempt);
+      await this.recordFailure(inboxId, err, finalAttempt, learned);
       this.metrics.processingOutcomes.labels(provider, finalAttempt ? 'failed' : 'retrying', codeOfFailure(err)).inc();
       throw err;
     }
-    if (fetched !== undefined) return this.process(inboxId, finalAttempt, parkUnmatched, fetched);
-    if (!result || result instanceof NeedsFetch) return null;
+    if (!result || result instanceof NeedsFetch) return result;
     timer({ provider });
     this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
     return result;
@@ -261,44 +278,34 @@ export class DeliveryProcessingService {
 
   /** Whether the delivery names a state its provider serves, which the service would act on. */
   private namesState(delivery: DeliveryToProcess): boolean {
-    const fetcher = this.providers.get(delivery.provider)?.fetchesState;
-    return fetcher !== undefined && fetcher.wants(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType);
-  }
-
-  /** Reads a delivery's state from its provider's API (no transaction open); throws as the adapter does. */
-  private fetchState(delivery: DeliveryToProcess): Promise<FetchedState> {
-    const adapter = this.providers.get(delivery.provider)!;
-    return adapter.fetchesState!.fetch(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter), {
-      timeoutMs: this.providerApiTimeoutMs,
-    });
+    const adapter = this.providers.get(delivery.provider);
+    const fetcher = adapter?.fetchesState;
+    return fetcher !== undefined && fetcher.wants(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter));
   }
 
   /**
-   * For the deliveries of a batch that asked for their state: reads each (at once, no transaction
-   * open), then decides those that got it in one batch. A failed read is that delivery's failed
-   * attempt, recorded as any other.
+   * Reads a delivery's state from its provider's API, with no transaction open. A failure is this
+   * attempt's, recorded (and counted) as any processing failure, then thrown so the queue retries.
    */
-  private async fetchAndDecide(requests: ProcessingRequest[], decided: ReadonlyMap<string, Decided>): Promise<Map<string, ProcessingResult | null | ItemFailed>> {
-    const out = new Map<string, ProcessingResult | null | ItemFailed>();
-    if (requests.length === 0) return out;
-    const states = new Map<string, FetchedState>();
-    await Promise.all(
-      requests.map(async (request) => {
-        const { delivery } = decided.get(request.inboxId)!;
-        try {
-          states.set(request.inboxId, await this.fetchState(delivery));
-        } catch (err) {
-          await this.recordFailure(request.inboxId, err, request.finalAttempt);
-          this.metrics.processingOutcomes.labels(delivery.provider, request.finalAttempt ? 'failed' : 'retrying', codeOfFailure(err)).inc();
-          out.set(request.inboxId, new ItemFailed(err));
-        }
-      }),
-    );
-    const ready = requests.filter((r) => states.has(r.inboxId));
-    const results = ready.length === 0 ? [] : await this.processBatch(ready, states);
-    ready.forEach((request, i) => out.set(request.inboxId, results[i]));
-    return out;
+  private async fetchForAttempt(delivery: DeliveryToProcess, finalAttempt: boolean): Promise<FetchedState> {
+    const adapter = this.providers.get(delivery.provider)!;
+    const timer = this.metrics.providerApiDuration.startTimer({ provider: delivery.provider });
+    try {
+      const state = await adapter.fetchesState!.fetch(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter), {
+        timeoutMs: this.providerApiTimeoutMs,
+      });
+      this.metrics.providerApiCalls.labels(delivery.provider, state.found ? 'found' : 'not_found').inc();
+      return state;
+    } catch (err) {
+      this.metrics.providerApiCalls.labels(delivery.provider, codeOfFailure(err)).inc();
+      await this.recordFailure(delivery.id, err, finalAttempt);
+      this.metrics.processingOutcomes.labels(delivery.provider, finalAttempt ? 'failed' : 'retrying', codeOfFailure(err)).inc();
+      throw err;
+    } finally {
+      timer();
+    }
   }
+
 
   /** The delivery's context: its row's key, and the accounts its endpoint serves when it serves many. */
   private contextOf(delivery: DeliveryToProcess): DeliveryContext {
@@ -322,11 +329,11 @@ export class DeliveryProcessingService {
   }
 
   /** In a short transaction of its own, since the processing one was rolled back. */
-  private async recordFailure(inboxId: string, err: unknown, finalAttempt: boolean): Promise<void> {
+  private async recordFailure(inboxId: string, err: unknown, finalAttempt: boolean, resourceId?: string): Promise<void> {
     const code = codeOfFailure(err);
     const text = `${code}: ${(err as Error)?.message ?? String(err)}`.slice(0, 1_000);
     try {
-      await this.inbox.recordFailure(this.dataSource, inboxId, { code, text }, finalAttempt);
+      await this.inbox.recordFailure(this.dataSource, inboxId, { code, text }, finalAttempt, resourceId);
     } catch (recordErr) {
       this.logger.warn(`could not record the failure of delivery ${inboxId}: ${(recordErr as Error).message}`);
     }

@@ -242,15 +242,17 @@ export class InboxStore {
    * Records a failed attempt and its error (`<code>: <message>`). On the last attempt a delivery
    * still `received` becomes `failed`, with the error's code as its outcome; a final one keeps its status.
    */
-  async recordFailure(runner: Runner, id: string, error: { code: string; text: string }, finalAttempt: boolean): Promise<void> {
+  async recordFailure(runner: Runner, id: string, error: { code: string; text: string }, finalAttempt: boolean, resourceId?: string): Promise<void> {
+    // `resourceId`: what the attempt learnt the row is about (see markFinished), kept even though it failed.
     await runner.query(
       `UPDATE webhook_inbox
           SET attempts = attempts + 1,
               last_error = $2,
               status = CASE WHEN $3 AND status = '${RECEIVED}' THEN 'failed' ELSE status END,
-              outcome = CASE WHEN $3 AND status = '${RECEIVED}' THEN $4 ELSE outcome END
+              outcome = CASE WHEN $3 AND status = '${RECEIVED}' THEN $4 ELSE outcome END,
+              resource_id = COALESCE(resource_id, $5)
         WHERE id = $1`,
-      [id, error.text, finalAttempt, error.code],
+      [id, error.text, finalAttempt, error.code, resourceId ?? null],
     );
   }
 

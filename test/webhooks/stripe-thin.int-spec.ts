@@ -5,7 +5,10 @@ import { DEFAULT_TUNING } from '../../src/config/options';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { CURRENT_API_VERSION, stripeEvents, stripePayment } from '../fixtures/stripe';
 import { publishedThinNotifications, thinNotification, thinTwin } from '../fixtures/stripe/thin';
-import { AUTH, eventually, Platform, PLATFORMS, TestApp } from '../support/app';
+import { ProviderApiError } from '../../src/providers';
+import { DeliveryProcessingService } from '../../src/webhooks/delivery-processing.service';
+import { InboxStore } from '../../src/webhooks/inbox.store';
+import { AUTH, createTestApp, eventually, Platform, PLATFORMS, TestApp, truncateAll } from '../support/app';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { driver } from '../support/domain';
 import { StripeEventsStub } from '../support/stripe-events-stub';
@@ -283,7 +286,10 @@ describe('thin notifications (express)', () => {
     expect(item).toMatchObject({ status: 'processed', outcome: 'applied' });
     const [limited, next] = stub.objectRequests;
     expect([limited.status, next.status, stub.objectRequests.length]).toEqual([429, 200, 2]);
+    // Not before Stripe said, and not much later either: the backoff that honours it was the one used
+    // (a worker that could not compute it would leave the job to the stalled-job check, 12 s on).
     expect(next.at! - limited.at!).toBeGreaterThanOrEqual(1_950);
+    expect(next.at! - limited.at!).toBeLessThan(4_000);
   });
 
   it('an API that answers too slowly: the attempt times out (providerApiTimeoutMs) and is retried; it applies once the API answers in time', async () => {
@@ -368,23 +374,35 @@ describe('thin notifications (express)', () => {
     ]);
   });
 
-  it('each endpoint reads its own style: a snapshot event on the thin endpoint and a notification on the snapshot one are 400 malformed_payload, nothing recorded', async () => {
-    const { events } = await h.order();
+  it('each endpoint reads its own style: a classic event on the thin endpoint is applied as the classic event it is; a notification on the snapshot endpoint is recorded and ignored, nothing fetched', async () => {
+    const { order, events } = await h.order();
     const snapshot = events.succeeded();
-    const onThin = await h.send('stripe-thin', snapshot.body);
-    expect(onThin.status).toBe(400);
-    expect(onThin.body).toEqual({
-      error: 'malformed_payload',
-      detail: 'an endpoint with "payloadStyle": "thin" takes event notifications (object "v2.core.event") only',
-    });
-    const onSnapshot = await h.send('stripe-snapshot', thinTwin(snapshot.body).notification);
-    expect(onSnapshot.status).toBe(400);
-    expect(onSnapshot.body).toEqual({
-      error: 'malformed_payload',
-      detail:
-        'a thin event notification (object "v2.core.event") reached an endpoint of snapshot events: give its destination an endpoint with "payloadStyle": "thin"',
-    });
-    expect(await ctx.d.count('SELECT 1 FROM webhook_inbox')).toBe(0);
+    const { notification, object } = thinTwin(snapshot.body);
+    stub.putObject(object);
+    expect(await h.deliver('stripe-snapshot', notification)).toMatchObject({ eventType: 'v1.payment_intent.succeeded', status: 'ignored', outcome: 'no_handler' });
+    expect(stub.objectRequests.length).toBe(0);
+    expect(await h.deliver('stripe-thin', snapshot.body)).toMatchObject({ eventType: 'payment_intent.succeeded', status: 'processed', outcome: 'applied' });
+    expect(stub.objectRequests.length).toBe(0);
+    await eventually(async () => (await ctx.d.getOrder(order.id)).status === 'fulfilled', 15_000, 'order fulfilled');
+    expect(h.shipmentsFor(order.id).length).toBe(1);
+  });
+
+  it('what is fetched is what was checked: another envelope inside the body (a cloud provider\'s `detail`, naming another path and account) is never read', async () => {
+    const { events, payment } = await h.order();
+    const { notification, object } = thinTwin(events.succeeded().body);
+    stub.putObject(object);
+    const smuggled = {
+      ...notification,
+      detail: {
+        ...notification,
+        context: 'acct_1ConnectedA',
+        related_object: { id: payment.paymentIntentId, type: 'payment_intent', url: `/v1/payment_intents/${payment.paymentIntentId}?expand[]=customer` },
+      },
+    };
+    expect(await h.deliver('stripe-thin', smuggled)).toMatchObject({ status: 'processed', outcome: 'applied' });
+    expect(stub.objectRequests.map((r) => [r.path, r.query, r.stripeContext ?? null, r.stripeAccount ?? null])).toEqual([
+      [`/v1/payment_intents/${payment.paymentIntentId}`, {}, null, null],
+    ]);
   });
 
   it("Stripe's published notifications of types the service does not act on (billing meters, an event destination's ping) are recorded and ignored, with no fetch", async () => {
@@ -433,5 +451,95 @@ describe('thin notifications (express)', () => {
       expect(text).not.toContain(stub.apiKey);
       expect(text).not.toContain(BAD_KEY);
     }
+  });
+});
+
+describe('thin notifications in one processing batch with others (express, no workers: the test submits)', () => {
+  let t: TestApp;
+  let d: ReturnType<typeof driver>;
+  beforeAll(async () => {
+    t = await createTestApp({ endpoints: endpoints(), runWorkers: false, tuning: { ...TUNING, providerApiTimeoutMs: 5_000 } });
+    d = driver(t);
+  });
+  afterAll(() => t?.close());
+  beforeEach(async () => {
+    await truncateAll(t.dataSource);
+    stub.reset();
+  });
+
+  it('the batch answers its snapshot deliveries without waiting for the fetches; each thin one is read outside it and decided after, a failed read failing that delivery alone', async () => {
+    const orderOf = async () => {
+      const base = stripePayment(CURRENT_API_VERSION);
+      const order = await d.createOrder((base.amount / 100).toFixed(2), base.currency.toUpperCase());
+      return stripeEvents({ ...base, orderId: order.id }).succeeded().body;
+    };
+    const found = thinTwin(await orderOf());
+    stub.putObject(found.object);
+    const gone = thinTwin(await orderOf());
+    const refused = thinTwin(await orderOf());
+    stub.putObject(refused.object);
+    const snapshots = [await orderOf(), await orderOf()];
+    const sent: Array<[string, Record<string, unknown>]> = [
+      ['stripe-thin', found.notification],
+      ['stripe-thin', gone.notification],
+      ['stripe-thin-badkey', refused.notification],
+      ['stripe-snapshot', snapshots[0]],
+      ['stripe-snapshot', snapshots[1]],
+    ];
+    for (const [endpoint, body] of sent) {
+      const text = JSON.stringify(body);
+      const res = await d.http().post(`/webhooks/${endpoint}`).set(signedHeaders('stripe', SECRETS[endpoint], text)).send(text);
+      expect(res.status).toBe(200);
+    }
+    const ids: string[] = [];
+    for (const [, body] of sent) ids.push((await t.dataSource.query(`SELECT id FROM webhook_inbox WHERE event_id = $1`, [body.id]))[0].id);
+
+    stub.slowObjects(1_500);
+    const store = t.get(InboxStore);
+    const locks = jest.spyOn(store, 'lockForProcessing');
+    const processing = t.get(DeliveryProcessingService);
+    const settledAt: number[] = [];
+    const started = Date.now();
+    // Submitted in one tick: one batch.
+    const outcomes = await Promise.all(
+      ids.map((inboxId, i) =>
+        processing.submit({ inboxId, finalAttempt: false, parkUnmatched: false }).then(
+          (r) => ((settledAt[i] = Date.now() - started), r),
+          (e: Error) => ((settledAt[i] = Date.now() - started), e),
+        ),
+      ),
+    );
+    const lockCalls = locks.mock.calls.map((call) => [...(call[1] as string[])]);
+    locks.mockRestore();
+    expect(outcomes.slice(0, 2)).toEqual([
+      { status: 'processed', outcome: 'applied' },
+      { status: 'rejected', outcome: 'resource_not_found' },
+    ]);
+    expect(outcomes[2]).toBeInstanceOf(ProviderApiError);
+    expect((outcomes[2] as Error).message).toMatch(/^Stripe API answered 401 for \/v1\/payment_intents\//);
+    expect(outcomes.slice(3)).toEqual([
+      { status: 'processed', outcome: 'applied' },
+      { status: 'processed', outcome: 'applied' },
+    ]);
+    // The first transaction took all five; the snapshot ones were answered long before the slow API answered the others.
+    expect(lockCalls[0].sort()).toEqual([...ids].sort());
+    expect(Math.max(settledAt[3], settledAt[4])).toBeLessThan(1_000);
+    expect(Math.min(settledAt[0], settledAt[1], settledAt[2])).toBeGreaterThanOrEqual(1_480);
+    // Decided after their read, in transactions of only those that had read.
+    expect(lockCalls.length).toBeGreaterThanOrEqual(2);
+    for (const call of lockCalls.slice(1)) for (const id of call) expect([ids[0], ids[1]]).toContain(id);
+    const rows = await t.dataSource.query(
+      `SELECT event_id AS "eventId", status, outcome, attempts, split_part(last_error, ':', 1) AS code FROM webhook_inbox WHERE id = ANY($1)`,
+      [ids],
+    );
+    const byEvent = new Map(rows.map((r: { eventId: string }) => [r.eventId, r]));
+    expect(sent.map(([, body]) => byEvent.get(body.id as string))).toEqual([
+      { eventId: found.notification.id, status: 'processed', outcome: 'applied', attempts: 1, code: null },
+      { eventId: gone.notification.id, status: 'rejected', outcome: 'resource_not_found', attempts: 1, code: null },
+      { eventId: refused.notification.id, status: 'received', outcome: null, attempts: 1, code: 'provider_api_unavailable' },
+      { eventId: snapshots[0].id, status: 'processed', outcome: 'applied', attempts: 1, code: null },
+      { eventId: snapshots[1].id, status: 'processed', outcome: 'applied', attempts: 1, code: null },
+    ]);
+    expect(stub.objectRequests.length).toBe(3);
   });
 });
