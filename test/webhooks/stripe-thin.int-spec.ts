@@ -155,6 +155,10 @@ describe.each(PLATFORMS)('thin notifications fulfil a paid order once (%s)', (pl
     expect(again.body).toEqual({ status: 'duplicate', eventId: notification.id });
     expect(stub.objectRequests.length).toBe(1);
     expect(h.shipmentsFor(order.id).length).toBe(1);
+    // The read is counted and timed (the first of this suite's app).
+    const metrics = (await ctx.d.http().get('/metrics').set(AUTH)).text.split('\n');
+    expect(metrics).toContain('pw_provider_api_calls_total{provider="stripe",result="found"} 1');
+    expect(metrics).toContain('pw_provider_api_duration_seconds_count{provider="stripe"} 1');
   });
 
   it('a connected account on a merchantAccountIds endpoint: fetched in its context (Stripe-Context), keyed and paid on that account', async () => {
