@@ -1,6 +1,8 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { CliExit, EXIT, RemoteEnv } from './context';
+import { PAYLOAD_STYLES, type PayloadStyle } from './remote/events';
+import { type ListenAddress, parseListenAddress } from './remote/objects-server';
 
 type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -136,8 +138,8 @@ export function readSecrets(command: string, values: SecretValues): string[] | u
  * One secret a line, the first the current one (as during a rotation). Each line is trimmed (a
  * Windows `\r`, a byte-order mark, indentation); blank lines and lines starting with `#` are skipped.
  */
-export function readSecretFile(command: string, path: string): string[] {
-  const named = `--secret-file ${JSON.stringify(path)}`;
+export function readSecretFile(command: string, path: string, option = 'secret-file'): string[] {
+  const named = `--${option} ${JSON.stringify(path)}`;
   let bytes: Buffer;
   try {
     bytes = readAtMost(path, SECRET_FILE_MAX_BYTES);
@@ -159,7 +161,7 @@ export function readSecretFile(command: string, path: string): string[] {
     if (CONTROL_CHARACTER.test(line)) fail(command, `${named}: line ${i + 1} must not contain control characters`);
     secrets.push(line);
   });
-  if (secrets.length === 0) fail(command, `${named} holds no secret (one a line; blank lines and # comments are skipped)`);
+  if (secrets.length === 0) fail(command, `${named} holds no ${option === 'secret-file' ? 'secret' : 'key'} (one a line; blank lines and # comments are skipped)`);
   return secrets;
 }
 
@@ -209,4 +211,59 @@ export function readAdminToken(command: string, value: string | undefined, env: 
 
 function fail(command: string, why: string): never {
   throw new CliExit(EXIT.couldNotRun, `${command}: ${why}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stripe thin event notifications: the kit serves the objects they name (docs/going-live.md#thin-endpoints)
+
+/** The options of a command that can play a Stripe endpoint of thin notifications. */
+export const THIN_OPTIONS = {
+  'payload-style': { type: 'string' },
+  'serve-objects': { type: 'string' },
+  // Multiple only so that a second one is refused rather than silently replacing the first.
+  'stripe-api-key-file': { type: 'string', multiple: true },
+} as const satisfies Options;
+
+export interface ThinValues {
+  'payload-style'?: string;
+  'serve-objects'?: string;
+  'stripe-api-key-file'?: string[];
+}
+
+/** With `--payload-style thin`: where the objects are served, and the key a fetch must carry (when given). */
+export interface ThinServing {
+  address: ListenAddress;
+  /** The service's endpoint `apiKey`; without it any bearer is accepted. Never echoed. */
+  apiKey?: string;
+}
+
+/**
+ * `--payload-style` (stripe only, default snapshot) and, for thin, `--serve-objects <host:port>`
+ * (required) and `--stripe-api-key-file <path>` (optional). Anything wrong ends the command with
+ * exit 2 and one line, never the key.
+ */
+export function readPayloadStyle(command: string, values: ThinValues, provider: string): { style: PayloadStyle; serving?: ThinServing } {
+  const given = values['payload-style'];
+  if (given !== undefined && !(PAYLOAD_STYLES as readonly string[]).includes(given)) {
+    fail(command, `--payload-style must be one of ${PAYLOAD_STYLES.join(', ')}, got "${given}"`);
+  }
+  if (given !== undefined && provider !== 'stripe') fail(command, `--payload-style applies to stripe only (thin event notifications are Stripe's), not ${provider}`);
+  const style = (given ?? 'snapshot') as PayloadStyle;
+  if (style !== 'thin') {
+    if (values['serve-objects'] !== undefined) fail(command, '--serve-objects applies to --payload-style thin only');
+    if (values['stripe-api-key-file'] !== undefined) fail(command, '--stripe-api-key-file applies to --payload-style thin only');
+    return { style };
+  }
+  const serve = values['serve-objects'];
+  if (serve === undefined) {
+    fail(command, "--payload-style thin needs --serve-objects <host:port>: the service's thin endpoint reads the objects its notifications name there (its apiBaseUrl http://<host:port>)");
+  }
+  const address = parseListenAddress(serve);
+  if (!address) fail(command, `--serve-objects must be <host>:<port> (e.g. 127.0.0.1:8787, [::1]:8787; a port from 1 to 65535), got "${serve}"`);
+  const files = values['stripe-api-key-file'];
+  if (files === undefined) return { style, serving: { address } };
+  if (files.length > 1) fail(command, '--stripe-api-key-file given more than once: one file holds the key');
+  const keys = readSecretFile(command, files[0], 'stripe-api-key-file');
+  if (keys.length > 1) fail(command, `--stripe-api-key-file ${JSON.stringify(files[0])} holds ${keys.length} keys: one key, the endpoint's apiKey`);
+  return { style, serving: { address, apiKey: keys[0] } };
 }

@@ -1,5 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { conformanceCommand } from './conformance.command';
 import { CliContext, CliExit, EXIT, RemoteEnv } from './context';
@@ -12,6 +14,15 @@ jest.mock('./remote/conformance', () => ({
   runConformance: jest.fn(async () => [{ check: 'reachable', pass: true, detail: 'ok' }]),
 }));
 const run = runConformance as jest.MockedFunction<typeof runConformance>;
+
+/** A port nothing listens on (one the system just gave out and took back). */
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
 
 const SECRET = 'whsec_C0nfSecret_new';
 const OLD = 'whsec_C0nfSecret_old';
@@ -116,6 +127,85 @@ describe('payment-webhooks conformance: the secrets and the token', () => {
   it('the usage lists the providers the checks play, and says why not mollie', () => {
     expect(conformanceCommand.usage).toContain('--provider paymos|factuarea|stripe|standard|adyen\n');
     expect(conformanceCommand.usage).toContain("mollie is refused: its deliveries are authenticated by fetching the payment from Mollie's API.");
+  });
+
+  describe('--payload-style thin: the kit serves the objects its notifications name', () => {
+    const KEY = 'sk_test_C0nfThinKey_51NqZ8cQ2x7';
+    const keyFile = () => secretFile(`# the endpoint's apiKey\n${KEY}\n`);
+
+    it('serves for the run at --serve-objects (the key from --stripe-api-key-file) and hands the server to the checks; closed after', async () => {
+      const port = await freePort();
+      let seen: { url: string; key: number } | undefined;
+      run.mockImplementationOnce(async (o: ConformanceOptions) => {
+        const url = `${o.objects!.url}/v1/payment_intents/pi_x`;
+        const refused = await fetch(url, { headers: { authorization: 'Bearer sk_test_other' } });
+        seen = { url: o.objects!.url, key: refused.status };
+        return [{ check: 'reachable', pass: true, detail: 'ok' }];
+      });
+      const ctx = context([...BASE, '--secret', SECRET, '--payload-style', 'thin', '--serve-objects', `127.0.0.1:${port}`, '--stripe-api-key-file', keyFile(), '--json'], { ADMIN_TOKEN: TOKEN });
+      expect(await conformanceCommand.run(ctx)).toBe(EXIT.ok);
+      expect(run.mock.calls[0][0]).toMatchObject({ provider: 'stripe', payloadStyle: 'thin' });
+      expect(seen!.url).toBe(`http://127.0.0.1:${port}`);
+      expect(seen!.key).toBe(401);
+      const report = JSON.parse(ctx.lines.join('\n'));
+      expect(report).toMatchObject({ payloadStyle: 'thin', objects: { url: seen!.url, requests: 1, answers: { '401': 1 } } });
+      expect(ctx.lines.join('\n')).not.toContain(KEY);
+      await expect(fetch(`${seen!.url}/v1/payment_intents/pi_x`)).rejects.toThrow();
+    });
+
+    it('snapshot by default: no server, no thin options handed on', async () => {
+      await conformanceCommand.run(context([...BASE, '--secret', SECRET], { ADMIN_TOKEN: TOKEN }));
+      expect(run.mock.calls[0][0]).toMatchObject({ payloadStyle: 'snapshot', objects: undefined });
+    });
+
+    it('the checks of thin: missing-object and fetched-once before reprocess; snapshot runs neither', () => {
+      const { checksFor } = jest.requireActual('./remote/conformance') as typeof import('./remote/conformance');
+      expect(checksFor('stripe', 'thin')).toEqual([
+        'reachable',
+        'signature',
+        'delivery',
+        'duplicate',
+        'concurrent',
+        'stale',
+        'amount',
+        'missing-object',
+        'fetched-once',
+        'reprocess',
+        'reserialised',
+        'reconciliation',
+      ]);
+      expect(checksFor('stripe', 'snapshot')).toEqual(checksFor('stripe'));
+    });
+
+    it.each([
+      ['thin for another provider', ['--url', 'http://h', '--endpoint', 'e', '--provider', 'paymos', '--secret', SECRET, '--payload-style', 'thin'], "conformance: --payload-style applies to stripe only (thin event notifications are Stripe's), not paymos"],
+      ['an unknown style', [...BASE, '--secret', SECRET, '--payload-style', 'fat'], 'conformance: --payload-style must be one of snapshot, thin, got "fat"'],
+      [
+        'thin without --serve-objects',
+        [...BASE, '--secret', SECRET, '--payload-style', 'thin'],
+        "conformance: --payload-style thin needs --serve-objects <host:port>: the service's thin endpoint reads the objects its notifications name there (its apiBaseUrl http://<host:port>)",
+      ],
+      ['--serve-objects without thin', [...BASE, '--secret', SECRET, '--serve-objects', '127.0.0.1:8787'], 'conformance: --serve-objects applies to --payload-style thin only'],
+      ['a URL for --serve-objects', [...BASE, '--secret', SECRET, '--payload-style', 'thin', '--serve-objects', 'http://127.0.0.1:8787'], 'conformance: --serve-objects must be <host>:<port> (e.g. 127.0.0.1:8787, [::1]:8787; a port from 1 to 65535), got "http://127.0.0.1:8787"'],
+      ['an unreadable key file', [...BASE, '--secret', SECRET, '--payload-style', 'thin', '--serve-objects', '127.0.0.1:8787', '--stripe-api-key-file', '/nonexistent/key'], 'conformance: --stripe-api-key-file "/nonexistent/key": cannot read it (no such file)'],
+    ])('%s: exit 2 with one line, nothing sent', async (_name, argv, message) => {
+      const e = await exitOf(context(argv, { ADMIN_TOKEN: TOKEN }));
+      expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
+      expect(run).not.toHaveBeenCalled();
+    });
+
+    it('a key file of two keys: exit 2 naming the path, never a key', async () => {
+      const path = secretFile(`${KEY}\nsk_test_second\n`);
+      const e = await exitOf(context([...BASE, '--secret', SECRET, '--payload-style', 'thin', '--serve-objects', '127.0.0.1:8787', '--stripe-api-key-file', path], { ADMIN_TOKEN: TOKEN }));
+      expect(e.message).toBe(`conformance: --stripe-api-key-file "${path}" holds 2 keys: one key, the endpoint's apiKey`);
+      expect(e.message).not.toContain('sk_test');
+    });
+
+    it('the usage names the thin options and the thin checks', () => {
+      expect(conformanceCommand.usage).toContain('[--payload-style snapshot|thin --serve-objects <host:port> [--stripe-api-key-file <path>]]');
+      expect(conformanceCommand.usage).toContain('    missing-object  thin only: a notification whose object does not exist');
+      expect(conformanceCommand.usage).toContain('    fetched-once    thin only: each notification recorded so far made exactly one request');
+    });
   });
 
   it('the usage shows --secret-file and ADMIN_TOKEN', () => {

@@ -6,16 +6,19 @@ import {
   parseBaseUrl,
   parseCommandArgs,
   readAdminToken,
+  readPayloadStyle,
   readSecrets,
   requireOptions,
   SECRET_OPTIONS,
   secretsGiven,
+  THIN_OPTIONS,
   wholeNumber,
 } from './args';
 import { CliCommand, CliExit, EXIT } from './context';
 import { isSigningSecret } from '../providers/standard-keys';
 import { adyenLibrary, isAdyenKey } from './remote/adyen';
 import { CHECK_SUMMARIES, CHECKS, CheckResult, runConformance } from './remote/conformance';
+import { serveObjects } from './remote/objects-server';
 import type { RemoteProvider } from './remote/events';
 import { mollieRefusal } from './simulate.command';
 
@@ -26,6 +29,7 @@ const USAGE = [
   `usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider ${PROVIDERS.join('|')}`,
   '         --secret-file <path> | --secret <s> [--admin-token <t>] [--merchant <account>] [--carrier <name>]',
   '         [--wait <seconds>] [--json]',
+  '         [--payload-style snapshot|thin --serve-objects <host:port> [--stripe-api-key-file <path>]]',
   '  The re-delivery checks to pass before going live, against a running service (staging): signed deliveries to',
   '  <url>/webhooks/<endpoint> and its REST API with the admin token. It creates a few orders (reference',
   '  conformance-…) that its events pay, so their shipments go to the configured carrier: point it at a sandbox carrier.',
@@ -39,6 +43,12 @@ const USAGE = [
   "  mollie is refused: its deliveries are authenticated by fetching the payment from Mollie's API.",
   "  --merchant: the account bodies declare and payments are registered under (needed on a merchantAccountIds",
   '  endpoint). --wait: the longest wait for processing or a shipment, per check (default 30).',
+  '  stripe, --payload-style thin: plays an endpoint with "payloadStyle": "thin" (notifications v1.<type> that name',
+  '  their object; default snapshot). --serve-objects <host:port>, required with thin: for the run the kit serves',
+  '  GET /v1/payment_intents|charges|disputes/{id} there (404 resource_missing otherwise), each object put in before',
+  "  its notification is sent: point the endpoint's apiBaseUrl at http://<host:port>, reachable from the service.",
+  "  --stripe-api-key-file: the endpoint's apiKey, which each fetch must carry (default: any bearer); never printed.",
+  '  Thin adds the checks missing-object and fetched-once; every other check applies to thin as it is.',
   '  One line per check, PASS|FAIL <check> — <detail>, then "conformance: N/M checks pass"; --json prints one JSON',
   '  document instead. Exit 0 only when every check passes, 1 when one fails, 2 when it could not run.',
   '  Checks:',
@@ -64,12 +74,14 @@ export const conformanceCommand: CliCommand = {
       carrier: { type: 'string' },
       wait: { type: 'string' },
       json: { type: 'boolean' },
+      ...THIN_OPTIONS,
     });
     requireOptions('conformance', USAGE, values, ['url', 'endpoint', 'provider', secretsGiven(values), adminTokenGiven(values['admin-token'], ctx.remoteEnv)]);
     if (values.provider === 'mollie') throw new CliExit(EXIT.couldNotRun, mollieRefusal('conformance'));
     if (!(PROVIDERS as readonly string[]).includes(values.provider!)) {
       throw new CliExit(EXIT.couldNotRun, `conformance: --provider must be one of ${PROVIDERS.join(', ')}`);
     }
+    const { style, serving } = readPayloadStyle('conformance', values, values.provider!);
     const url = parseBaseUrl('conformance', 'url', values.url!, values.endpoint!);
     const wait = wholeNumber('conformance', 'wait', values.wait, 30, 1, 3600);
     const secrets = readSecrets('conformance', values)!;
@@ -92,18 +104,26 @@ export const conformanceCommand: CliCommand = {
 
     const json = values.json === true;
     const startedAt = new Date().toISOString();
-    const results: CheckResult[] = await runConformance({
-      url: url.toString(),
-      endpoint: values.endpoint!,
-      provider: values.provider as RemoteProvider,
-      secrets,
-      adminToken,
-      merchant: values.merchant,
-      carrier: values.carrier,
-      waitMs: wait * 1000,
-      requestTimeoutMs: 10_000,
-      onResult: json ? undefined : (r) => ctx.out(formatResult(r)),
-    });
+    const objects = serving ? await serveObjects('conformance', serving.address, serving.apiKey) : undefined;
+    let results: CheckResult[];
+    try {
+      results = await runConformance({
+        url: url.toString(),
+        endpoint: values.endpoint!,
+        provider: values.provider as RemoteProvider,
+        secrets,
+        adminToken,
+        merchant: values.merchant,
+        carrier: values.carrier,
+        waitMs: wait * 1000,
+        requestTimeoutMs: 10_000,
+        onResult: json ? undefined : (r) => ctx.out(formatResult(r)),
+        payloadStyle: style,
+        objects,
+      });
+    } finally {
+      await objects?.close();
+    }
     const passed = results.filter((r) => r.pass).length;
     if (json) {
       ctx.out(
@@ -115,6 +135,7 @@ export const conformanceCommand: CliCommand = {
             url: url.toString(),
             endpoint: values.endpoint,
             provider: values.provider,
+            ...(objects ? { payloadStyle: style, objects: { url: objects.url, requests: objects.requests.length, answers: objects.byStatus() } } : {}),
             passed,
             total: results.length,
             checks: results,

@@ -4,17 +4,21 @@ import {
   parseBaseUrl,
   parseCommandArgs,
   readAdminToken,
+  readPayloadStyle,
   readSecrets,
   requireOptions,
   SECRET_OPTIONS,
   secretsGiven,
+  THIN_OPTIONS,
+  type ThinServing,
   wholeNumber as wholeNumberOption,
 } from './args';
 import { CliCommand, CliExit, EXIT, RemoteEnv } from './context';
 import { isSigningSecret } from '../providers/standard-keys';
-import { deliver, describeWithCause, joinUrl, send, webhookUrl } from './remote/delivery';
+import { deliver, type Delivery, describeWithCause, joinUrl, send, webhookUrl } from './remote/delivery';
 import { adyenLibrary, isAdyenKey } from './remote/adyen';
-import type { RemoteProvider } from './remote/events';
+import type { PayloadStyle, RemoteProvider } from './remote/events';
+import { type ObjectServer, serveObjects } from './remote/objects-server';
 import {
   ORDER_AMOUNT,
   ORDER_CURRENCY,
@@ -25,6 +29,7 @@ import {
   Simulation,
   SimulationReport,
   type EventRecord,
+  type PlannedPayment,
 } from './remote/simulation';
 import { attemptsOf, formatDuration, SCHEDULE_NAMES, ScheduleName, SCHEDULES, seededRandom } from './remote/schedules';
 
@@ -63,10 +68,23 @@ const USAGE = [
   '  --time-scale X           divides every wait between attempts by X (default 1, real time; 120 makes 1 min 0.5 s)',
   '  --timeout <ms>           per request, not scaled (default 10000)',
   '  --merchant <account>     the account the bodies declare (not paymos; an endpoint of many accounts needs one;',
-  "                           adyen: required, the merchantAccountCode, the endpoint's merchantAccountId)",
+  "                           adyen: required, the merchantAccountCode, the endpoint's merchantAccountId;",
+  '                           stripe thin: the notifications\' context, the connected account)',
+  '  --payload-style <style>  stripe: snapshot (default; events carry the object) or thin: the thin twin of each',
+  '                           event (type v1.<type>, a fresh evt_test_ id, related_object naming the object), for an',
+  '                           endpoint with "payloadStyle": "thin"',
+  '  --serve-objects <host:port>',
+  '                           with thin, required: for the run, serves GET /v1/payment_intents|charges|disputes/{id}',
+  "                           there (404 resource_missing otherwise), the object each notification names put in before",
+  "                           it is sent (a later step's state is kept); the endpoint's apiBaseUrl is http://<host:port>",
+  '  --stripe-api-key-file <path>',
+  "                           with thin: the endpoint's apiKey, which each read must carry as its bearer (default: any",
+  '                           bearer is accepted); never printed',
   "  --admin-token <t>        create one order per payment first (POST /orders), so the events pay real orders;",
   '                           without it the events name random order ids and end `unmatched`; with it, the run',
   '                           ends by checking that every order was fulfilled (within --wait seconds, default 30).',
+  '                           With thin, the objects stay served until each acknowledged notification\'s was read',
+  '                           (within --wait seconds, which thin allows without the admin token).',
   '                           Absent: ADMIN_TOKEN from the environment, which ps does not show (empty: no token)',
   '  --admin-url <base URL>   where the orders are created (default --url; needs the admin token)',
   '  --seed <n>               reproducible jitter and picks (default random, printed)',
@@ -110,6 +128,9 @@ export interface SimulateOptions {
   waitMs: number;
   seed: number;
   json: boolean;
+  /** Stripe: `thin` sends notifications, their objects served at `serving`. */
+  payloadStyle: PayloadStyle;
+  serving?: ThinServing;
 }
 
 function usageError(message: string): never {
@@ -168,12 +189,17 @@ export function parseSimulateArgs(args: string[], env: RemoteEnv = {}): Simulate
     wait: { type: 'string' },
     seed: { type: 'string' },
     json: { type: 'boolean' },
+    ...THIN_OPTIONS,
   });
   requireOptions('simulate', USAGE, v, ['url', 'endpoint', 'provider', secretsGiven(v)]);
   const adminToken = readAdminToken('simulate', v['admin-token'], env);
-  if (v.wait !== undefined && adminToken === undefined) usageError('--wait needs --admin-token or ADMIN_TOKEN (it bounds the wait for the orders)');
   if (v.provider === 'mollie') throw new CliExit(EXIT.couldNotRun, mollieRefusal('simulate'));
   const provider = oneOf('provider', v.provider!, PROVIDERS);
+  const { style: payloadStyle, serving } = readPayloadStyle('simulate', v, provider);
+  if (v.wait !== undefined && adminToken === undefined && payloadStyle !== 'thin') {
+    const thin = provider === 'stripe' ? ', or --payload-style thin (the wait for the objects to be read)' : '';
+    usageError(`--wait needs --admin-token or ADMIN_TOKEN (it bounds the wait for the orders)${thin}`);
+  }
   const secrets = readSecrets('simulate', v)!;
   if (provider === 'standard' && !secrets.every(isSigningSecret)) {
     const which = v['secret-file'] === undefined ? '--secret of a standard endpoint' : '--secret-file: each secret of a standard endpoint';
@@ -220,6 +246,8 @@ export function parseSimulateArgs(args: string[], env: RemoteEnv = {}): Simulate
     waitMs: wholeNumber('wait', v.wait, 30, 1, 3600) * 1000,
     seed: wholeNumber('seed', v.seed, randomBytes(4).readUInt32BE(0), 0, 4_294_967_295),
     json: v.json ?? false,
+    payloadStyle,
+    ...(serving ? { serving } : {}),
   };
 }
 
@@ -314,14 +342,30 @@ export interface RunInfo {
   copies: number;
   concurrency: number;
   orders: string[];
+  /** Stripe thin only: the style, and where the objects were served. */
+  payloadStyle?: 'thin';
+  objectsUrl?: string;
+}
+
+/** Stripe thin: whether the service read the object of each notification it acknowledged, at the kit's server. */
+export interface ObjectsCheck {
+  url: string;
+  /** Acknowledged notifications that name an object the service reads. */
+  notifications: number;
+  /** Requests the server answered, and by answer (`{ "200": 10 }`). */
+  requests: number;
+  answers: Record<string, number>;
+  /** Objects asked for fewer times than notifications name them, when the wait ended. */
+  unread: string[];
+  waitedMs: number;
 }
 
 /** The summary table: answers by status, retries, give-ups, and the accepted counts the idempotency check rests on. */
-export function formatSummary(run: RunInfo, report: SimulationReport, orders?: OrdersCheck, archive?: ArchiveCheck): string[] {
+export function formatSummary(run: RunInfo, report: SimulationReport, orders?: OrdersCheck, archive?: ArchiveCheck, objects?: ObjectsCheck): string[] {
   const t = totals(report);
   const s = SCHEDULES[run.schedule];
   const lines = [
-    `simulate ${run.provider} → ${webhookUrl(run.url, run.endpoint)}`,
+    `simulate ${run.provider}${run.payloadStyle === 'thin' ? ' (thin notifications)' : ''} → ${webhookUrl(run.url, run.endpoint)}`,
     `schedule ${run.schedule} (${attemptsOf(s)} attempts), time scale ${run.timeScale}, seed ${run.seed}, concurrency ${run.concurrency}, copies ${run.copies}`,
   ];
   if (run.orders.length) lines.push(`orders created: ${run.orders.length}`);
@@ -350,18 +394,30 @@ export function formatSummary(run: RunInfo, report: SimulationReport, orders?: O
           ...orders.notFulfilled.slice(0, 10).map((o) => `  not fulfilled: order ${o.id} is ${o.status}`),
         ]
       : []),
+    ...(objects ? formatObjects(objects) : []),
     `took ${formatDuration(report.durationMs)}`,
   );
   return lines;
 }
 
-export function summaryJson(run: RunInfo, report: SimulationReport, orders?: OrdersCheck, archive?: ArchiveCheck): Record<string, unknown> {
+/** The objects line of a thin run: what was served, and what the service had not read when the wait ended. */
+export function formatObjects(objects: ObjectsCheck): string[] {
+  const answers = Object.entries(objects.answers).map(([status, n]) => `${status}: ${n}`).join(', ');
+  return [
+    `objects served at ${objects.url}: ${objects.requests} request(s)${answers ? ` (${answers})` : ''} for ${objects.notifications} acknowledged notification(s) naming one` +
+      (objects.unread.length ? `; ${objects.unread.length} object(s) not read within ${formatDuration(objects.waitedMs)}` : '; each object read'),
+    ...objects.unread.slice(0, 10).map((path) => `  not read: ${path}`),
+  ];
+}
+
+export function summaryJson(run: RunInfo, report: SimulationReport, orders?: OrdersCheck, archive?: ArchiveCheck, objects?: ObjectsCheck): Record<string, unknown> {
   const why = failure(report, orders, archive);
   return {
     ok: why === undefined,
     ...(why ? { failure: why } : {}),
     ...(orders ? { ordersFulfilled: { fulfilled: orders.fulfilled, total: orders.total, notFulfilled: orders.notFulfilled } } : {}),
     ...(archive ? { recordedOnce: archive } : {}),
+    ...(objects ? { objects } : {}),
     run: { ...run, orders: undefined },
     totals: totals(report),
     answers: report.answers,
@@ -486,6 +542,35 @@ async function checkArchive(options: SimulateOptions, eventIds: string[]): Promi
 }
 
 /**
+ * Stripe thin: keeps serving until the service has asked for the object of every notification it
+ * acknowledged (as many requests at each path as notifications name it), or `waitMs` has passed.
+ * Processing reads the object after the answer, so closing the server at once would fail them.
+ */
+export async function awaitObjectReads(
+  server: Pick<ObjectServer, 'fetches' | 'requests' | 'byStatus' | 'url'>,
+  payments: PlannedPayment[],
+  report: SimulationReport,
+  waitMs: number,
+  stopped: () => boolean,
+): Promise<ObjectsCheck> {
+  const acknowledged = new Set(report.events.filter((e) => e.accepted + e.duplicate > 0).map((e) => e.eventId));
+  const expected = new Map<string, number>();
+  for (const p of payments) {
+    for (const e of p.events) if (e.served && acknowledged.has(e.eventId)) expected.set(e.served.path, (expected.get(e.served.path) ?? 0) + 1);
+  }
+  const started = Date.now();
+  for (;;) {
+    const unread = [...expected].filter(([path, n]) => server.fetches(path) < n).map(([path]) => path);
+    const waitedMs = Date.now() - started;
+    if (unread.length === 0 || waitedMs >= waitMs || stopped()) {
+      const notifications = [...expected.values()].reduce((a, b) => a + b, 0);
+      return { url: server.url, notifications, requests: server.requests.length, answers: server.byStatus(), unread, waitedMs };
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
  * One order per payment, through the host API, so the events pay real orders. Each request
  * carries its reference as Idempotency-Key. Any answer but 201 ends the command (exit 2): the run
  * would test nothing it means to.
@@ -533,6 +618,9 @@ export const simulateCommand: CliCommand = {
     const count = paymentCount(options.provider, options.events);
     const run = randomUUID().slice(0, 8);
 
+    // Listening first: an address that cannot be served ends the command before anything is created or sent.
+    const objects = options.serving ? await serveObjects('simulate', options.serving.address, options.serving.apiKey) : undefined;
+
     // The first Ctrl-C stops and prints what was answered so far; a second one ends the process at
     // once. SIGTERM (what a CI job's timeout sends) does the same, so its log keeps the summary.
     const stop = { requested: false, simulation: undefined as Simulation | undefined };
@@ -546,6 +634,13 @@ export const simulateCommand: CliCommand = {
       const orderIds = options.adminToken ? await createOrders(options, count, run) : undefined;
       if (stop.requested) throw new CliExit(EXIT.failure, 'simulate: interrupted before any event was sent');
       const payments = planRun({ ...options, orderIds }, random);
+      // Thin: each notification's object goes in the server before the notification is sent (every attempt: a no-op once held).
+      const served = new Map(payments.flatMap((p) => p.events.flatMap((e) => (e.served ? [[e.eventId, e.served] as const] : []))));
+      const transport = (d: Delivery) => {
+        const object = served.get(d.eventId);
+        if (objects && object) objects.put(object, object.rank);
+        return deliver(d, options.timeoutMs);
+      };
 
       const simulation = new Simulation(
         {
@@ -558,7 +653,7 @@ export const simulateCommand: CliCommand = {
           concurrency: options.concurrency,
           payments,
         },
-        { transport: (d) => deliver(d, options.timeoutMs), clock: realClock },
+        { transport, clock: realClock },
       );
       stop.simulation = simulation;
       const progress = new ProgressLine((text) => process.stderr.write(text), process.stderr.isTTY === true, Date.now);
@@ -582,6 +677,7 @@ export const simulateCommand: CliCommand = {
         copies: options.copies,
         concurrency: options.concurrency,
         orders: orderIds ?? [],
+        ...(objects ? { payloadStyle: 'thin' as const, objectsUrl: objects.url } : {}),
       };
       // Only worth waiting for when every event reached the service as it should have.
       const orders = orderIds && failure(report) === undefined ? await checkOrders(options, orderIds, () => stop.requested) : undefined;
@@ -590,8 +686,9 @@ export const simulateCommand: CliCommand = {
         options.provider === 'adyen' && options.adminToken && failure(report) === undefined
           ? await checkArchive(options, report.events.map((e) => e.eventId))
           : undefined;
-      if (options.json) ctx.out(JSON.stringify(summaryJson(info, report, orders, archive), null, 2));
-      else for (const line of formatSummary(info, report, orders, archive)) ctx.out(line);
+      const objectReads = objects ? await awaitObjectReads(objects, payments, report, options.waitMs, () => stop.requested) : undefined;
+      if (options.json) ctx.out(JSON.stringify(summaryJson(info, report, orders, archive, objectReads), null, 2));
+      else for (const line of formatSummary(info, report, orders, archive, objectReads)) ctx.out(line);
       const why = failure(report, orders, archive);
       if (why) throw new CliExit(EXIT.failure, why);
       if (!options.json) {
@@ -602,6 +699,7 @@ export const simulateCommand: CliCommand = {
     } finally {
       process.removeListener('SIGINT', onInterrupt);
       process.removeListener('SIGTERM', onInterrupt);
+      await objects?.close();
     }
   },
 };

@@ -7,7 +7,7 @@ import type { Answer, Delivery } from './remote/delivery';
 import { SCHEDULES, ScheduleName, seededRandom } from './remote/schedules';
 import type { RemoteProvider } from './remote/events';
 import { Clock, paymentCount, planRun, PlannedPayment, Simulation, SimulationReport } from './remote/simulation';
-import { failure, formatProgress, formatSummary, parseSimulateArgs, ProgressLine, RunInfo, summaryJson, totals } from './simulate.command';
+import { awaitObjectReads, failure, formatObjects, formatProgress, formatSummary, parseSimulateArgs, ProgressLine, RunInfo, simulateCommand, summaryJson, totals } from './simulate.command';
 
 /**
  * `payment-webhooks simulate` without a network or a real clock: a virtual clock
@@ -498,6 +498,7 @@ describe('parseSimulateArgs', () => {
       waitMs: 30_000,
       seed: undefined,
       json: false,
+      payloadStyle: 'snapshot',
     });
     expect(Number.isInteger(o.seed)).toBe(true);
   });
@@ -848,5 +849,143 @@ describe('simulate --provider adyen (items signed inside the body, answered [acc
   it('parseSimulateArgs: --batch, --merchant, the adyen schedule by default; the key never printed', () => {
     const o = parseSimulateArgs(['--url', 'http://h', '--endpoint', 'adyen-main', '--provider', 'adyen', '--secret', KEY, '--merchant', 'ShopEU', '--batch', '5']);
     expect(o).toMatchObject({ provider: 'adyen', secrets: [KEY], merchant: 'ShopEU', batch: 5, schedule: 'adyen' });
+  });
+});
+
+describe('simulate --payload-style thin (Stripe thin notifications, the objects served by the kit)', () => {
+  const STRIPE = ['--url', 'http://127.0.0.1:3000', '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', 'whsec_thin'];
+  const KEY = 'sk_test_SimThinKey_51NqZ8cQ2x7LmTt';
+  const dir = mkdtempSync(join(tmpdir(), 'pw-simulate-thin-'));
+  const keyFile = (text: string) => {
+    const path = join(dir, `key-${randomUUID()}`);
+    writeFileSync(path, text, { mode: 0o600 });
+    return path;
+  };
+  function exitOf(args: string[]): CliExit {
+    try {
+      parseSimulateArgs(args);
+    } catch (err) {
+      if (err instanceof CliExit) return err;
+      throw err;
+    }
+    throw new Error('no CliExit');
+  }
+
+  it('parses: the style, the address to serve at, the key from its file; --wait allowed without the admin token', () => {
+    const o = parseSimulateArgs([...STRIPE, '--payload-style', 'thin', '--serve-objects', '127.0.0.1:8787', '--stripe-api-key-file', keyFile(`# apiKey\n${KEY}\r\n`), '--wait', '12']);
+    expect(o).toMatchObject({ payloadStyle: 'thin', serving: { address: { host: '127.0.0.1', port: 8787 }, apiKey: KEY }, waitMs: 12_000 });
+    expect(parseSimulateArgs([...STRIPE, '--payload-style', 'thin', '--serve-objects', '[::1]:9000']).serving).toEqual({ address: { host: '::1', port: 9000 } });
+    expect(parseSimulateArgs([...STRIPE, '--payload-style', 'snapshot'])).toMatchObject({ payloadStyle: 'snapshot' });
+    expect(parseSimulateArgs(STRIPE).serving).toBeUndefined();
+  });
+
+  it.each([
+    [['--payload-style', 'thin'], "simulate: --payload-style thin needs --serve-objects <host:port>: the service's thin endpoint reads the objects its notifications name there (its apiBaseUrl http://<host:port>)"],
+    [['--payload-style', 'Thin'], 'simulate: --payload-style must be one of snapshot, thin, got "Thin"'],
+    [['--serve-objects', '127.0.0.1:8787'], 'simulate: --serve-objects applies to --payload-style thin only'],
+    [['--payload-style', 'snapshot', '--stripe-api-key-file', '/k'], 'simulate: --stripe-api-key-file applies to --payload-style thin only'],
+    [['--payload-style', 'thin', '--serve-objects', '8787'], 'simulate: --serve-objects must be <host>:<port> (e.g. 127.0.0.1:8787, [::1]:8787; a port from 1 to 65535), got "8787"'],
+    [['--payload-style', 'thin', '--serve-objects', '127.0.0.1:70000'], 'simulate: --serve-objects must be <host>:<port> (e.g. 127.0.0.1:8787, [::1]:8787; a port from 1 to 65535), got "127.0.0.1:70000"'],
+    [['--payload-style', 'thin', '--serve-objects', '127.0.0.1:8787', '--stripe-api-key-file', '/k1', '--stripe-api-key-file', '/k2'], 'simulate: --stripe-api-key-file given more than once: one file holds the key'],
+    [['--wait', '5'], 'simulate: --wait needs --admin-token or ADMIN_TOKEN (it bounds the wait for the orders), or --payload-style thin (the wait for the objects to be read)'],
+  ])('stripe %j: exit 2 with one line', (extra, message) => {
+    const e = exitOf([...STRIPE, ...extra]);
+    expect({ code: e.code, message: e.message }).toEqual({ code: EXIT.couldNotRun, message });
+  });
+
+  it.each(['paymos', 'factuarea', 'standard'])('--payload-style with %s: exit 2, stripe only', (provider) => {
+    const secret = provider === 'standard' ? 'whsec_c2VjcmV0' : 's';
+    for (const style of ['thin', 'snapshot']) {
+      const e = exitOf(['--url', 'http://h', '--endpoint', 'e', '--provider', provider, '--secret', secret, '--payload-style', style]);
+      expect(e.message).toBe(`simulate: --payload-style applies to stripe only (thin event notifications are Stripe's), not ${provider}`);
+    }
+  });
+
+  it('a key file that is empty or holds two keys: exit 2 naming the path, never a key', () => {
+    const empty = keyFile('# nothing\n\n');
+    expect(exitOf([...STRIPE, '--payload-style', 'thin', '--serve-objects', '127.0.0.1:8787', '--stripe-api-key-file', empty]).message).toBe(
+      `simulate: --stripe-api-key-file "${empty}" holds no key (one a line; blank lines and # comments are skipped)`,
+    );
+    const two = keyFile(`${KEY}\nsk_test_other\n`);
+    const e = exitOf([...STRIPE, '--payload-style', 'thin', '--serve-objects', '127.0.0.1:8787', '--stripe-api-key-file', two]);
+    expect(e.message).toBe(`simulate: --stripe-api-key-file "${two}" holds 2 keys: one key, the endpoint's apiKey`);
+    expect(e.message).not.toContain('sk_test');
+  });
+
+  it('the usage names the thin options', () => {
+    expect(simulateCommand.usage).toContain('  --payload-style <style>  stripe: snapshot (default; events carry the object) or thin: the thin twin of each');
+    expect(simulateCommand.usage).toContain('  --serve-objects <host:port>\n                           with thin, required:');
+    expect(simulateCommand.usage).toContain('  --stripe-api-key-file <path>\n                           with thin:');
+  });
+
+  it('planRun thin: the thin twin of every event, a fresh evt_test_ id each, the object it names with its lifecycle rank', () => {
+    const plan = planRun({ provider: 'stripe', events: 4, duplicates: 0, outOfOrder: 0, orderIds: ['o-1', 'o-2'], payloadStyle: 'thin' }, seededRandom(1));
+    const events = allEvents(plan);
+    expect(events.map((e) => e.type)).toEqual(['v1.payment_intent.processing', 'v1.payment_intent.succeeded', 'v1.payment_intent.processing', 'v1.payment_intent.succeeded']);
+    expect(new Set(events.map((e) => e.eventId)).size).toBe(4);
+    for (const [i, e] of events.entries()) {
+      const body = JSON.parse(e.body);
+      expect(e.eventId).toMatch(/^evt_test_[A-Za-z0-9]{24}$/);
+      expect(body).toEqual({
+        id: e.eventId,
+        object: 'v2.core.event',
+        type: e.type,
+        livemode: false,
+        created: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.000Z$/),
+        related_object: { id: e.resourceId, type: 'payment_intent', url: `/v1/payment_intents/${e.resourceId}` },
+      });
+      expect(e.served).toMatchObject({ path: `/v1/payment_intents/${e.resourceId}`, account: '', rank: i % 2 });
+      expect(e.served!.object).toMatchObject({ id: e.resourceId, object: 'payment_intent', amount: 4990, metadata: { order_id: i < 2 ? 'o-1' : 'o-2' } });
+    }
+    expect(events.map((e) => e.served!.object.status)).toEqual(['processing', 'succeeded', 'processing', 'succeeded']);
+    expect(events.map((e) => e.served!.object.amount_received)).toEqual([0, 4990, 0, 4990]);
+  });
+
+  it('planRun thin with --merchant: the connected account is the context, and the account the object is served under', () => {
+    const plan = planRun({ provider: 'stripe', events: 2, duplicates: 0, outOfOrder: 0, merchant: 'acct_1Connected', payloadStyle: 'thin' }, seededRandom(1));
+    for (const e of allEvents(plan)) {
+      expect(JSON.parse(e.body).context).toBe('acct_1Connected');
+      expect(e.served!.account).toBe('acct_1Connected');
+    }
+  });
+
+  it('planRun snapshot: nothing served', () => {
+    const plan = planRun({ provider: 'stripe', events: 2, duplicates: 0, outOfOrder: 0 }, seededRandom(1));
+    expect(allEvents(plan).every((e) => e.served === undefined && JSON.parse(e.body).object === 'event')).toBe(true);
+  });
+
+  it('awaitObjectReads: done once each acknowledged notification was read; a notification not acknowledged is not waited for', async () => {
+    const plan = planRun({ provider: 'stripe', events: 4, duplicates: 0, outOfOrder: 0, payloadStyle: 'thin' }, seededRandom(1));
+    const events = allEvents(plan);
+    const record = (eventId: string, accepted: number) => ({ eventId, type: '', resourceId: '', state: 'acknowledged' as const, attempts: 1, accepted, duplicate: 0, otherAcknowledged: 0, acceptedText: 0, redelivered: false });
+    const report = { events: events.map((e, i) => record(e.eventId, i === 3 ? 0 : 1)) } as unknown as SimulationReport;
+    const reads = new Map<string, number>([[events[0].served!.path, 2]]);
+    const server = {
+      url: 'http://127.0.0.1:8787',
+      requests: [{ method: 'GET', path: events[0].served!.path, account: '', status: 200 }, { method: 'GET', path: events[0].served!.path, account: '', status: 200 }],
+      fetches: (path: string) => reads.get(path) ?? 0,
+      byStatus: () => ({ '200': 2 }),
+    };
+    // The second payment's first notification is unread: the wait ends at its bound, naming it.
+    const waited = await awaitObjectReads(server, plan, report, 150, () => false);
+    expect(waited).toMatchObject({ url: 'http://127.0.0.1:8787', notifications: 3, requests: 2, answers: { '200': 2 }, unread: [events[2].served!.path] });
+    expect(formatObjects(waited)).toEqual([
+      expect.stringMatching(/^objects served at http:\/\/127\.0\.0\.1:8787: 2 request\(s\) \(200: 2\) for 3 acknowledged notification\(s\) naming one; 1 object\(s\) not read within \d+ ms$/),
+      `  not read: ${events[2].served!.path}`,
+    ]);
+    reads.set(events[2].served!.path, 1);
+    const done = await awaitObjectReads(server, plan, report, 10_000, () => false);
+    expect(done.unread).toEqual([]);
+    expect(formatObjects(done)).toEqual(['objects served at http://127.0.0.1:8787: 2 request(s) (200: 2) for 3 acknowledged notification(s) naming one; each object read']);
+  });
+
+  it('the summary names the style on its first line, and the objects line; the JSON the objects', async () => {
+    const report = { events: [], answers: {}, requests: 0, attempts: 0, retries: 0, redeliveries: 0, giveUps: [], interrupted: false, durationMs: 5 } as SimulationReport;
+    const run: RunInfo = { provider: 'stripe', endpoint: 'stripe-thin', url: 'http://h', schedule: 'stripe', timeScale: 1, seed: 1, copies: 1, concurrency: 8, orders: [], payloadStyle: 'thin', objectsUrl: 'http://127.0.0.1:8787' };
+    const objects = { url: 'http://127.0.0.1:8787', notifications: 0, requests: 0, answers: {}, unread: [], waitedMs: 0 };
+    const lines = formatSummary(run, report, undefined, undefined, objects);
+    expect(lines[0]).toBe('simulate stripe (thin notifications) → http://h/webhooks/stripe-thin');
+    expect(lines).toContain('objects served at http://127.0.0.1:8787: 0 request(s) for 0 acknowledged notification(s) naming one; each object read');
+    expect(summaryJson(run, report, undefined, undefined, objects)).toMatchObject({ ok: true, objects, run: { payloadStyle: 'thin', objectsUrl: 'http://127.0.0.1:8787' } });
   });
 });

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { Answer, deliver, Delivery, describeAnswer, describeWithCause, joinUrl, send, signDelivery, webhookUrl } from './delivery';
 import { ADYEN_ACCEPTED, adyenEventId, isAdyenAccepted, itemsOf, NotificationItem, notificationBody } from './adyen';
-import { EventKind, newEventId, newResourceId, PaymentRef, providerEvent, RemoteProvider, wireBody } from './events';
+import { EventKind, newEventId, newResourceId, PayloadStyle, PaymentRef, providerEvent, RemoteProvider, stripeEvent, thinEventId, type ThinEvent, wireBody } from './events';
+import type { ObjectServer } from './objects-server';
 
 /**
  * The re-delivery checks a team runs before going live, against any
@@ -27,6 +28,10 @@ export interface ConformanceOptions {
   requestTimeoutMs: number;
   /** Told each check's result as it ends (the command prints a line at once). */
   onResult?: (result: CheckResult) => void;
+  /** Stripe: `thin` plays an endpoint of thin notifications (default `snapshot`), whose objects `objects` serves. */
+  payloadStyle?: PayloadStyle;
+  /** With thin: the kit's objects server, the endpoint's `apiBaseUrl`; the run puts each object in before its notification. */
+  objects?: ObjectServer;
 }
 
 export interface CheckResult {
@@ -46,6 +51,8 @@ export const CHECKS = [
   'concurrent',
   'stale',
   'amount',
+  'missing-object',
+  'fetched-once',
   'reprocess',
   'reserialised',
   'tampered',
@@ -58,9 +65,12 @@ export type CheckName = (typeof CHECKS)[number];
  * fields of each item, not the bytes, so a body parsed and serialised again verifies as it should;
  * what its signature protects is those fields, and a changed one must be refused.
  */
-export function checksFor(provider: RemoteProvider): CheckName[] {
-  return CHECKS.filter((c) => (provider === 'adyen' ? c !== 'reserialised' : c !== 'tampered'));
+export function checksFor(provider: RemoteProvider, style: PayloadStyle = 'snapshot'): CheckName[] {
+  return CHECKS.filter((c) => (provider === 'adyen' ? c !== 'reserialised' : c !== 'tampered') && (style === 'thin' || !THIN_ONLY.includes(c)));
 }
+
+/** The checks of thin notifications only: the object a notification names, read from the kit's server. */
+const THIN_ONLY: readonly CheckName[] = ['missing-object', 'fetched-once'];
 
 /** What a check describes in one line, for `--help` and the docs. */
 export const CHECK_SUMMARIES: Record<CheckName, string> = {
@@ -69,8 +79,10 @@ export const CHECK_SUMMARIES: Record<CheckName, string> = {
   delivery: 'a paid event for a new order is processed and the order fulfilled once',
   duplicate: 'the same delivery again, as sent and re-signed (adyen: beside a new item), answers duplicate and changes nothing',
   concurrent: 'ten copies of a new event sent at once give one accepted',
-  stale: 'a late pending after succeeded is stale and nothing goes back (adyen: the refused AUTHORISATION of the paid payment)',
-  amount: 'a wrong amount is rejected with no shipment',
+  stale: 'a late pending after succeeded is stale and nothing goes back (adyen: the refused AUTHORISATION of the paid payment; thin: the object read is the succeeded one)',
+  amount: 'a wrong amount is rejected with no shipment (thin: the object served says the wrong amount)',
+  'missing-object': 'thin only: a notification whose object does not exist (404 resource_missing) ends rejected/resource_not_found, no shipment',
+  'fetched-once': "thin only: each notification recorded so far made exactly one request for its object at the kit's server, none of a duplicate",
   reprocess: 'a reprocess of the paid and of the rejected delivery changes nothing',
   reserialised: 'a body parsed and serialised again after signing is refused (not adyen)',
   tampered: 'adyen, for reserialised: a delivery with a signed field (amount.value) changed after signing is refused 401, nothing of it recorded',
@@ -136,6 +148,10 @@ class ConformanceRun {
   private foreignAnswers = false;
   /** Whether any delivery verified at all (the compact probe of the signature check). */
   private verified = false;
+  /** Thin: the path of the object each notification sent names (those the service reads). */
+  private readonly objectPaths = new Map<string, string>();
+  /** Thin: the notifications the service recorded (answered accepted), so each must read its object once. */
+  private readonly recorded = new Set<string>();
 
   constructor(private readonly o: ConformanceOptions) {}
 
@@ -146,6 +162,11 @@ class ConformanceRun {
    */
   private get adyen(): boolean {
     return this.o.provider === 'adyen';
+  }
+
+  /** Stripe thin notifications, their objects served by the kit (`objects`). */
+  private get thin(): boolean {
+    return this.o.payloadStyle === 'thin' && this.o.objects !== undefined;
   }
 
   /** The service's answer to a recorded delivery, naming the event sent (Adyen: `[accepted]`, which names none and is the same for a duplicate). */
@@ -169,6 +190,11 @@ class ConformanceRun {
     await this.check('concurrent', ['signature'], () => this.concurrent());
     await this.check('stale', ['delivery'], () => this.stale());
     await this.check('amount', ['signature'], () => this.amount());
+    if (this.thin) {
+      await this.check('missing-object', ['signature'], () => this.missingObject());
+      // Before reprocess, which reads the objects again.
+      await this.check('fetched-once', ['delivery'], () => this.fetchedOnce());
+    }
     await this.check('reprocess', ['delivery', 'amount'], () => this.reprocess());
     if (this.adyen) await this.check('tampered', ['reachable'], () => this.tampered());
     else await this.check('reserialised', ['reachable'], () => this.reserialised());
@@ -223,7 +249,7 @@ class ConformanceRun {
     if (this.adyen) return this.adyenSignature();
     const payment = this.newPayment();
     const pretty = this.signed('ignored', payment);
-    const compactEvent = providerEvent(this.o.provider, 'ignored', payment);
+    const compactEvent = this.built('ignored', payment);
     const compact = this.sign(compactEvent.eventId, JSON.stringify(compactEvent.body));
     const [a, b] = [await deliver(pretty, this.o.requestTimeoutMs), await deliver(compact, this.o.requestTimeoutMs)];
     const okA = isAnswer(a, 'accepted', pretty.eventId);
@@ -259,7 +285,17 @@ class ConformanceRun {
     }
     if (has('malformed_payload')) {
       const detail = answers.find((x) => x.json?.error === 'malformed_payload')?.json?.detail;
-      throw new Failed(`${evidence}${detail ? ` (${String(detail)})` : ''}`, this.o.merchant ? 'is --merchant one of the endpoint\'s accounts?' : 'a merchantAccountIds endpoint needs --merchant <account>');
+      const style = typeof detail === 'string' && /v2\.core\.event|payloadStyle/.test(detail);
+      throw new Failed(
+        `${evidence}${detail ? ` (${String(detail)})` : ''}`,
+        style
+          ? this.thin
+            ? `endpoint "${this.o.endpoint}" takes snapshot events: run without --payload-style thin, or against an endpoint with "payloadStyle": "thin"`
+            : `endpoint "${this.o.endpoint}" takes thin notifications: run with --payload-style thin --serve-objects <host:port> (its apiBaseUrl)`
+          : this.o.merchant
+            ? 'is --merchant one of the endpoint\'s accounts?'
+            : 'a merchantAccountIds endpoint needs --merchant <account>',
+      );
     }
     if (answers.some((x) => x.status === 503 || x.status === 0)) {
       throw new Failed(evidence, 'the service could not record the delivery (its database or Redis is away, or it is overloaded): look at /health/ready and its logs');
@@ -327,9 +363,9 @@ class ConformanceRun {
     // Sent now, while its signed timestamp is fresh: after the waits below it could be outside the
     // endpoint's tolerance, and a correct service would refuse it for that.
     const identicalCopy = await deliver(delivery, this.o.requestTimeoutMs);
-    const row = await this.settled(delivery.eventId);
+    const row = await this.settled(delivery.eventId, this.thin ? this.objectHint(delivery.eventId) : undefined);
     if (row.status !== 'processed' || row.outcome !== 'applied') {
-      throw new Failed(`the delivery ended ${row.status}/${row.outcome}, not processed/applied`, hintFor(row));
+      throw new Failed(`the delivery ended ${row.status}/${row.outcome}, not processed/applied`, this.thin ? this.objectHint(delivery.eventId)() : hintFor(row));
     }
     if (this.adyen) {
       const authorized = (await this.order(order.id)).payments.find((p) => p.providerPaymentId === payment.resourceId)?.status === 'authorized';
@@ -342,7 +378,8 @@ class ConformanceRun {
     }
     const fulfilled = await this.fulfilled(order.id);
     this.paid = { order: fulfilled, payment, delivery, row, identicalCopy };
-    return `${this.adyen ? `AUTHORISATION ${payment.resourceId}: ` : ''}${describeAnswer(answer)}; delivery processed/applied; order ${order.id} fulfilled, shipment ${fulfilled.fulfillment?.shipmentId}`;
+    const read = this.thin ? ` (its object read from the kit at ${this.objectPaths.get(delivery.eventId)})` : '';
+    return `${this.adyen ? `AUTHORISATION ${payment.resourceId}: ` : ''}${describeAnswer(answer)}; delivery processed/applied${read}; order ${order.id} fulfilled, shipment ${fulfilled.fulfillment?.shipmentId}`;
   }
 
   private async duplicate(): Promise<string> {
@@ -404,6 +441,7 @@ class ConformanceRun {
     const answers = await Promise.all(Array.from({ length: CONCURRENT_COPIES }, () => deliver(delivery, this.o.requestTimeoutMs)));
     const accepted = answers.filter((a) => isAnswer(a, 'accepted', delivery.eventId)).length;
     const duplicates = answers.filter((a) => isAnswer(a, 'duplicate', delivery.eventId)).length;
+    if (accepted > 0) this.recorded.add(delivery.eventId);
     const tally = tallyAnswers(answers);
     // Adyen: every copy answered [accepted]; that one was recorded is the archive's to show (below).
     const answeredWell = this.adyen ? answers.every(isAdyenAccepted) : accepted === 1 && duplicates === CONCURRENT_COPIES - 1;
@@ -432,7 +470,8 @@ class ConformanceRun {
     const before = await this.order(order.id);
     // Adyen has no event before the authorisation: the refused outcome of the same AUTHORISATION
     // (success "false", a failed payment) lies behind the paid one.
-    const late = this.signed('early', payment);
+    // Thin: the object is left as it is, succeeded: a late notification reads the current state.
+    const late = this.signed('early', payment, false);
     const answer = await this.deliverExpecting(late, 'accepted');
     const row = await this.settled(late.eventId);
     if (row.status !== 'processed' || row.outcome !== 'stale') {
@@ -445,7 +484,8 @@ class ConformanceRun {
     const paymentBefore = before.payments.find((p) => p.providerPaymentId === payment.resourceId);
     const paymentAfter = after.payments.find((p) => p.providerPaymentId === payment.resourceId);
     if (!isDeepStrictEqual(after, before)) throw new Failed(`order ${order.id} changed: ${diff(before, after)}`);
-    return `late ${this.what(late)}: ${describeAnswer(answer)}, processed/stale; payment still ${paymentAfter?.status ?? paymentBefore?.status}, order still ${after.status}`;
+    const read = this.thin ? ' (the object read is the succeeded PaymentIntent)' : '';
+    return `late ${this.what(late)}${read}: ${describeAnswer(answer)}, processed/stale; payment still ${paymentAfter?.status ?? paymentBefore?.status}, order still ${after.status}`;
   }
 
   private async amount(): Promise<string> {
@@ -462,7 +502,63 @@ class ConformanceRun {
       throw new Failed(`order ${order.id} is ${after.status} with fulfillment ${JSON.stringify(after.fulfillment)} after an underpayment`);
     }
     this.rejected = { order: after, row };
-    return `${WRONG_AMOUNT} ${CURRENCY} for ${ORDER_AMOUNT}: ${describeAnswer(answer)}, rejected/amount_mismatch; order still awaiting_payment, no fulfillment`;
+    const said = this.thin ? ' (the object served says so)' : '';
+    return `${WRONG_AMOUNT} ${CURRENCY} for ${ORDER_AMOUNT}${said}: ${describeAnswer(answer)}, rejected/amount_mismatch; order still awaiting_payment, no fulfillment`;
+  }
+
+  /**
+   * Thin: a notification of a PaymentIntent the kit never held (404 `resource_missing`, as Stripe
+   * answers for a deleted object or one of another account) ends `rejected`/`resource_not_found`,
+   * and its order is left unpaid.
+   */
+  private async missingObject(): Promise<string> {
+    const order = await this.createOrder();
+    const payment = await this.registerPayment(order);
+    const delivery = this.signed('succeeded', payment, false);
+    const path = this.objectPaths.get(delivery.eventId)!;
+    const answer = await this.deliverExpecting(delivery, 'accepted');
+    const row = await this.settled(delivery.eventId, this.objectHint(delivery.eventId));
+    const asked = this.o.objects!.requests.filter((r) => r.path === path);
+    if (row.status !== 'rejected' || row.outcome !== 'resource_not_found') {
+      throw new Failed(
+        `a notification of ${path}, which the kit does not hold (${asked.length} request(s): ${asked.map((r) => r.status).join(', ') || 'none'}), ended ${row.status}/${row.outcome}, not rejected/resource_not_found`,
+        asked.length === 0
+          ? this.objectHint(delivery.eventId)()
+          : "a 404 resource_missing is Stripe's final word (the object was deleted, or is not on that account): no retry brings it back, so the delivery must end rejected/resource_not_found",
+      );
+    }
+    const after = await this.order(order.id);
+    if (after.status !== 'awaiting_payment' || after.fulfillment !== null) {
+      throw new Failed(`order ${order.id} is ${after.status} with fulfillment ${JSON.stringify(after.fulfillment)} after a notification of an object that does not exist`);
+    }
+    return `${this.what(delivery)} of ${payment.resourceId}, which the kit does not hold: ${describeAnswer(answer)}; ${asked.length} request(s) for ${path} answered 404 resource_missing; rejected/resource_not_found; order still awaiting_payment, no fulfillment`;
+  }
+
+  /**
+   * Thin: the requests the kit's server saw, by path, against the notifications recorded so far:
+   * exactly one per recorded notification naming an object the service reads, none for a
+   * duplicate, a concurrent copy or a type the service does not act on, none at any other path.
+   */
+  private async fetchedOnce(): Promise<string> {
+    const reading = [...this.recorded].filter((id) => this.objectPaths.has(id));
+    // Each has ended its processing, so its read is done.
+    for (const id of reading) await this.settled(id);
+    const expected = new Map<string, number>();
+    for (const id of reading) expected.set(this.objectPaths.get(id)!, (expected.get(this.objectPaths.get(id)!) ?? 0) + 1);
+    const seen = this.o.objects!.byPath();
+    const paths = [...new Set([...expected.keys(), ...seen.keys()])];
+    const wrong = paths.filter((p) => (seen.get(p) ?? 0) !== (expected.get(p) ?? 0));
+    if (wrong.length > 0) {
+      const more = wrong.some((p) => (seen.get(p) ?? 0) > (expected.get(p) ?? 0));
+      throw new Failed(
+        wrong.map((p) => `${p}: ${seen.get(p) ?? 0} request(s) for ${expected.get(p) ?? 0} recorded notification(s)`).join('; '),
+        more
+          ? 'the service read an object more often than notifications name it: a processing retried after a failed read (GET /admin/webhook-deliveries/{id} shows its attempts), a read for a duplicate, or a read of an object no notification named'
+          : 'a recorded notification was processed without reading its object from the kit: is the endpoint\'s apiBaseUrl the kit\'s --serve-objects address?',
+      );
+    }
+    const requests = [...seen.values()].reduce((a, b) => a + b, 0);
+    return `${reading.length} recorded notifications naming ${expected.size} objects: ${requests} requests at the kit, exactly one per notification; none for the duplicates, the concurrent copies or the notifications of types the service does not act on`;
   }
 
   private async reprocess(): Promise<string> {
@@ -551,7 +647,7 @@ class ConformanceRun {
     const neverSentPsp = newResourceId(this.o.provider);
     const neverSent = this.adyen
       ? { eventId: adyenEventId({ pspReference: neverSentPsp, eventCode: 'AUTHORISATION', success: 'true' }), resourceId: neverSentPsp }
-      : { eventId: newEventId(this.o.provider), resourceId: neverSentPsp };
+      : { eventId: this.thin ? thinEventId() : newEventId(this.o.provider), resourceId: neverSentPsp };
     const answer = await this.http('POST', '/admin/reconciliation', {
       provider: this.o.provider,
       merchantAccountId: row.merchantAccountId,
@@ -591,9 +687,40 @@ class ConformanceRun {
     });
   }
 
-  private signed(kind: EventKind, payment: PaymentRef): Delivery {
-    const event = providerEvent(this.o.provider, kind, payment);
+  /**
+   * A signed event of `kind` about `payment`. Thin: its notification, whose object is put in the
+   * kit's server first unless `serve` is false (the object is left as the server holds it, or
+   * absent).
+   */
+  private signed(kind: EventKind, payment: PaymentRef, serve = true): Delivery {
+    const event = this.built(kind, payment);
+    if (this.thin && serve && event.served) this.o.objects!.put(event.served);
     return this.sign(event.eventId, wireBody(event.body));
+  }
+
+  /** The event in the endpoint's style (thin: the notification; the path of the object it names is kept). */
+  private built(kind: EventKind, payment: PaymentRef): ThinEvent {
+    if (!this.thin) return providerEvent(this.o.provider, kind, payment);
+    const event = stripeEvent('thin', kind, payment);
+    if (event.served) this.objectPaths.set(event.eventId, event.served.path);
+    return event;
+  }
+
+  /** Thin: what to look at when a notification's processing did not end well, from what the kit's server saw. */
+  private objectHint(eventId: string): () => string {
+    return () => {
+      const path = this.objectPaths.get(eventId) ?? '';
+      const asked = this.o.objects!.requests.filter((r) => r.path === path);
+      const where = this.o.objects!.url;
+      if (asked.length === 0) {
+        return `the service never asked the kit for ${path}: the endpoint's apiBaseUrl must be ${where}, reachable from the service; and are the workers running?`;
+      }
+      if (asked.every((r) => r.status === 401)) return `the kit refused the service's key ${asked.length} time(s) (401): the endpoint's apiKey is not the key in --stripe-api-key-file`;
+      if (asked.some((r) => r.status === 404)) {
+        return `the kit answered 404 for ${path}: was it asked in another account (Stripe-Context ${JSON.stringify(asked[0].account)})? --merchant is the notifications' context`;
+      }
+      return `the service read ${path} ${asked.length} time(s) (${asked.map((r) => r.status).join(', ')}): GET /admin/webhook-deliveries/{id} shows the last error`;
+    };
   }
 
   /** Adyen: the unsigned items of an event (`providerEvent`'s body holds one). */
@@ -609,6 +736,7 @@ class ConformanceRun {
 
   private async deliverExpecting(delivery: Delivery, word: 'accepted' | 'duplicate'): Promise<Answer> {
     const answer = await deliver(delivery, this.o.requestTimeoutMs);
+    if (isAnswer(answer, 'accepted', delivery.eventId)) this.recorded.add(delivery.eventId);
     if (!this.answered(answer, word, delivery.eventId)) {
       throw new Failed(`${this.what(delivery)} ${delivery.eventId} answered ${describeAnswer(answer)}, not 200 ${this.adyen ? ADYEN_ACCEPTED : word}`);
     }
@@ -673,12 +801,12 @@ class ConformanceRun {
   }
 
   /** The delivery's row once its processing has ended (not `received`). */
-  private settled(eventId: string): Promise<ArchiveItem> {
+  private settled(eventId: string, hint?: () => string): Promise<ArchiveItem> {
     return this.poll(`event ${eventId} to be processed`, async () => {
       const rows = await this.rows(eventId);
       if (rows.length > 1) throw new Failed(`the archive holds ${rows.length} deliveries of event ${eventId}, not 1`);
       return rows[0] && rows[0].status !== 'received' ? rows[0] : undefined;
-    }, 'the delivery is recorded but not processed: are the workers running (RUN_WORKERS=true somewhere, the same Redis and QUEUE_PREFIX)?');
+    }, hint ?? 'the delivery is recorded but not processed: are the workers running (RUN_WORKERS=true somewhere, the same Redis and QUEUE_PREFIX)?');
   }
 
   private fulfilled(orderId: string): Promise<Order> {
@@ -688,12 +816,12 @@ class ConformanceRun {
     }, 'the order is paid but not fulfilled: look at GET /admin/outbox (a carrier that refuses or does not answer: CARRIERS / CARRIER_URL)');
   }
 
-  private async poll<T>(what: string, probe: () => Promise<T | undefined>, hint?: string): Promise<T> {
+  private async poll<T>(what: string, probe: () => Promise<T | undefined>, hint?: string | (() => string)): Promise<T> {
     const deadline = Date.now() + this.o.waitMs;
     for (;;) {
       const value = await probe();
       if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Failed(`waited ${Math.round(this.o.waitMs / 1000)} s for ${what}`, hint);
+      if (Date.now() > deadline) throw new Failed(`waited ${Math.round(this.o.waitMs / 1000)} s for ${what}`, typeof hint === 'function' ? hint() : hint);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }

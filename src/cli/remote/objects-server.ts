@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CliExit, EXIT } from '../context';
 import type { ServedObject } from './events';
 
 /**
@@ -171,4 +172,20 @@ function safeId(raw: string): string {
 function header(req: IncomingMessage, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** Starts the server for a command's run; a listen error ends the command with exit 2, naming the address. */
+export async function serveObjects(command: string, address: ListenAddress, apiKey?: string): Promise<ObjectServer> {
+  try {
+    return await ObjectServer.start(address, apiKey);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    const why: Record<string, string> = {
+      EADDRINUSE: 'the port is in use',
+      EACCES: 'permission denied',
+      EADDRNOTAVAIL: 'no interface of this machine has that address',
+      ENOTFOUND: 'the host name does not resolve',
+    };
+    throw new CliExit(EXIT.couldNotRun, `${command}: --serve-objects ${addressUrl(address).slice('http://'.length)}: cannot listen there (${why[code] ? `${code}, ${why[code]}` : code})`);
+  }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isAdyenAccepted, itemsOf, notificationBody } from './adyen';
 import { Answer, describeAnswer, describeWithCause, signDelivery, type Delivery } from './delivery';
-import { EventKind, lifecycleKinds, newEventId, newResourceId, providerEvent, RemoteProvider, wireBody } from './events';
+import { EventKind, lifecycleKinds, newEventId, newResourceId, PayloadStyle, providerEvent, RemoteProvider, ServedObject, ThinEvent, thinTwin, wireBody } from './events';
 import { isSuccess, RetrySchedule, seededRandom, waitAfter } from './schedules';
 
 /**
@@ -36,6 +36,11 @@ export interface PlannedEvent {
    * order); each is counted on its own, and the delivery is retried and sent again as a whole.
    */
   items?: Array<{ eventId: string; type: string; orderId?: string; resourceId: string }>;
+  /**
+   * Stripe thin: the object the notification names, put in the kit's objects server before the
+   * notification is sent, with `rank` its step in the lifecycle (a later step's state is kept).
+   */
+  served?: ServedObject & { rank: number };
 }
 
 export interface PlannedPayment {
@@ -72,6 +77,8 @@ export interface PlanInput {
   orderIds?: string[];
   /** Adyen: events a delivery carries (default 1). */
   batch?: number;
+  /** Stripe: `thin` sends the thin twin of each event (default `snapshot`). */
+  payloadStyle?: PayloadStyle;
 }
 
 /**
@@ -95,8 +102,11 @@ export function planRun(input: PlanInput, random: () => number): PlannedPayment[
     const orderId = input.orderIds ? input.orderIds[p] : randomUUID();
     const ref = { resourceId, orderId, amount: ORDER_AMOUNT, currency: ORDER_CURRENCY, account: input.merchant };
     const events = kinds.slice(kinds.length - length).map((kind): PlannedEvent => {
-      const event = providerEvent(input.provider, kind, ref, newEventId(input.provider));
+      const snapshot = providerEvent(input.provider, kind, ref, newEventId(input.provider));
+      const event: ThinEvent = input.payloadStyle === 'thin' ? thinTwin(snapshot) : snapshot;
+      const served = event.served ? { ...event.served, rank: kinds.indexOf(kind) } : undefined;
       return {
+        ...(served ? { served } : {}),
         eventId: event.eventId,
         type: event.type,
         kind,
