@@ -34,8 +34,27 @@ export function usage(): string {
   ].join('\n');
 }
 
+/**
+ * `--database-url <url>` (or `--database-url=<url>`) taken out of a command's arguments and made its
+ * DATABASE_URL, which it then overrides.
+ */
+function withDatabaseUrl(name: string, args: string[], env: NodeJS.ProcessEnv): { args: string[]; env: NodeJS.ProcessEnv } {
+  const rest: string[] = [];
+  let url: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '--database-url') {
+      url = args[++i];
+      if (url === undefined || url.startsWith('--')) throw new CliExit(EXIT.couldNotRun, `${name}: --database-url needs a value`);
+    } else if (arg.startsWith('--database-url=')) url = arg.slice('--database-url='.length);
+    else rest.push(arg);
+  }
+  return { args: rest, env: url === undefined ? env : { ...env, DATABASE_URL: url } };
+}
+
 export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  const [name, ...args] = argv;
+  const [name, ...rawArgs] = argv;
+  let args = rawArgs;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     process.stdout.write(`${usage()}\n`);
     return name === undefined ? EXIT.couldNotRun : EXIT.ok;
@@ -46,6 +65,8 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     process.stdout.write(`${command.usage}\n`);
     return EXIT.ok;
   }
+
+  if (command.needsDatabaseUrl) ({ args, env } = withDatabaseUrl(name, args, env));
 
   // Read on first use: the commands that talk to a running service over HTTP (`simulate`,
   // `conformance`) run from anywhere, without the service's environment.
@@ -76,6 +97,13 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<nu
     },
     out: (line) => process.stdout.write(`${line}\n`),
     connect: async () => {
+      // Checked once the arguments are (a usage error is said first).
+      if (command.needsDatabaseUrl && !(env.DATABASE_URL ?? '').trim()) {
+        throw new CliExit(
+          EXIT.couldNotRun,
+          `${name}: DATABASE_URL is not set (nor --database-url <url>): name the database to ${name === 'migrate' ? 'migrate' : 'check'}; a default one would pass for the wrong reason`,
+        );
+      }
       const { databaseUrl, schema } = loadConfig().options;
       const dataSource = new DataSource({ ...dataSourceOptions(databaseUrl, schema), logging: false });
       try {

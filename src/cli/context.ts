@@ -38,6 +38,12 @@ export interface CliCommand {
   summary: string;
   /** `false`: the command does not read the service's environment (it talks to a running service over HTTP). */
   environment?: false;
+  /**
+   * The command acts on one database, which must be named (`DATABASE_URL`, or `--database-url`):
+   * without it the command could not run (exit 2), since a gate that checked a default database
+   * would pass for the wrong reason.
+   */
+  needsDatabaseUrl?: true;
   usage: string;
   run(ctx: CliContext): Promise<number>;
 }

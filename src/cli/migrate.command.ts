@@ -4,8 +4,9 @@ import { parseCommandArgs } from './args';
 
 /** `payment-webhooks migrate`: applies pending migrations (each in its own transaction). */
 export const migrateCommand: CliCommand = {
-  summary: 'apply pending migrations to DATABASE_URL, schema DATABASE_SCHEMA',
-  usage: 'usage: payment-webhooks migrate',
+  summary: 'apply pending migrations to DATABASE_URL (or --database-url), schema DATABASE_SCHEMA',
+  usage: 'usage: payment-webhooks migrate [--database-url <url>]   (DATABASE_URL or --database-url is required)',
+  needsDatabaseUrl: true,
   async run(ctx) {
     parseCommandArgs('migrate', this.usage, ctx.args, {});
     const dataSource = await ctx.connect();
@@ -32,7 +33,8 @@ export const migrateCommand: CliCommand = {
 /** `payment-webhooks status`: lists migrations; exit 1 while any is pending (a deployment gate). */
 export const statusCommand: CliCommand = {
   summary: 'list applied and pending migrations; exit 1 while any is pending',
-  usage: 'usage: payment-webhooks status',
+  usage: 'usage: payment-webhooks status [--database-url <url>]   (DATABASE_URL or --database-url is required)',
+  needsDatabaseUrl: true,
   async run(ctx) {
     parseCommandArgs('status', this.usage, ctx.args, {});
     const dataSource = await ctx.connect();

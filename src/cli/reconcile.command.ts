@@ -3,17 +3,18 @@ import { PROVIDER_NAMES } from '../config/options';
 import { PROVIDER_NAME } from '../providers';
 import { reconcile } from '../operations/reconciliation.service';
 import { parseCommandArgs } from './args';
-import { CliCommand, CliExit, EXIT } from './context';
+import { CliCommand, CliExit, describeDatabase, EXIT } from './context';
 
 const USAGE =
   `usage: payment-webhooks reconcile --provider ${PROVIDER_NAMES.join('|')}|<a host's provider> --account <merchant account> ` +
   '[--paid <file of paid payment ids>] [--events <file of event ids>]\n' +
   '  Files hold one id per line (blank lines and lines starting with # are skipped), as exported from the\n' +
-  "  provider's dashboard. Prints the report as JSON; exit 0 when there is nothing to report, 2 when there is.";
+  "  provider's dashboard. Prints the report as JSON; exit 0 when there is nothing to report, 1 when there is\n" +
+  '  (2: it could not run). The database and schema it read go to stderr.';
 
 /**
  * `payment-webhooks reconcile`: the same check as `POST /admin/reconciliation`,
- * nightly from cron: exit 0 when nothing is reported, 2 when something is.
+ * nightly from cron: exit 0 when nothing is reported, 1 when something is, 2 when it could not run.
  */
 export const reconcileCommand: CliCommand = {
   summary: 'compare the inbox with what the provider says it sent and was paid',
@@ -32,6 +33,8 @@ export const reconcileCommand: CliCommand = {
     const paidResourceIds = readIds('--paid', values.paid);
     const eventIds = readIds('--events', values.events);
     const dataSource = await ctx.connect();
+    const { databaseUrl, schema } = ctx.config.options;
+    process.stderr.write(`reconcile: schema ${schema} of ${describeDatabase(databaseUrl)}\n`);
     const report = await reconcile(
       dataSource,
       { provider: values.provider, merchantAccountId: values.account, paidResourceIds, eventIds },
@@ -39,7 +42,7 @@ export const reconcileCommand: CliCommand = {
     );
     ctx.out(JSON.stringify(report, null, 2));
     const { backfill: _recovery, ...lists } = report;
-    return Object.values(lists).some((list) => list.length > 0) ? 2 : EXIT.ok;
+    return Object.values(lists).some((list) => list.length > 0) ? EXIT.failure : EXIT.ok;
   },
 };
 

@@ -43,6 +43,28 @@ async function tables(url: string): Promise<Array<{ schema: string; name: string
   }
 }
 
+describe('payment-webhooks status / migrate need a database named (CONTRACT §8 v3)', () => {
+  it.each(['status', 'migrate'])('%s without DATABASE_URL nor --database-url: exit 2, one line saying so, nothing on stdout', (command) => {
+    const out = run([command], {});
+    expect(out.code).toBe(2);
+    expect(out.stdout).toBe('');
+    expect(out.stderr).toBe(
+      `payment-webhooks: ${command}: DATABASE_URL is not set (nor --database-url <url>): name the database to ${command === 'migrate' ? 'migrate' : 'check'}; a default one would pass for the wrong reason\n`,
+    );
+  });
+
+  it('--database-url names it instead (and wins over DATABASE_URL); without a value it is refused', async () => {
+    const url = await createEmptyDatabase('cli-url');
+    const out = run(['status', '--database-url', url], { DATABASE_URL: 'postgres://nobody@127.0.0.1:9/none' });
+    expect(out.code).toBe(1);
+    expect(out.stdout).toContain(`${MIGRATIONS.length} pending migration(s) in schema ${TEST_SCHEMA} of 127.0.0.1:5432/`);
+    expect(run(['migrate', `--database-url=${url}`], {}).code).toBe(0);
+    expect(run(['status', `--database-url=${url}`], {}).code).toBe(0);
+    const missing = run(['status', '--database-url'], {});
+    expect([missing.code, missing.stderr]).toEqual([2, 'payment-webhooks: status: --database-url needs a value\n']);
+  });
+});
+
 describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)', () => {
   let url: string;
   beforeAll(async () => {

@@ -206,7 +206,7 @@ describe('reconciliation', () => {
       return path;
     }
 
-    it('something to report: the JSON report on stdout (the same as the API), exit code 2', async () => {
+    it('something to report: the JSON report on stdout (the same as the API), exit code 1 (CONTRACT §8 v3), the database and schema on stderr', async () => {
       const ok = await paidByWebhook();
       const never = uniqueId('inv');
       const neverEvent = uniqueId('evt');
@@ -215,7 +215,9 @@ describe('reconciliation', () => {
       const events = file('events-2.txt', [ok.eventId, neverEvent, '# end']);
 
       const out = run(['--provider', 'paymos', '--account', 'acc_1', '--paid', paid, '--events', events]);
-      expect(out.code).toBe(2);
+      expect(out.code).toBe(1);
+      expect(out.stderr).toMatch(/^reconcile: schema \S+ of 127\.0\.0\.1:5432\/\S+\n$/);
+      expect(out.stderr).not.toContain('postgres@');
       const report = JSON.parse(out.stdout);
       expect(report).toEqual({
         missingEvents: [neverEvent],
@@ -233,23 +235,23 @@ describe('reconciliation', () => {
       expect(report).toEqual(api.body);
     });
 
-    it('a paid invoice we never saw alone: exit code 2', async () => {
+    it('a paid invoice we never saw alone: exit code 1', async () => {
       const never = uniqueId('inv');
       const out = run(['--provider', 'paymos', '--account', 'acc_1', '--paid', file('paid-never.txt', [never])]);
-      expect(out.code).toBe(2);
+      expect(out.code).toBe(1);
       expect(JSON.parse(out.stdout)).toEqual({ ...EMPTY, missingPaidPayments: [never] });
     });
 
     it('nothing to report: four empty lists, exit code 0', async () => {
       const ok = await paidByWebhook();
       const out = run(['--provider', 'paymos', '--account', 'acc_1', '--paid', file('paid-0.txt', [ok.invoiceId])]);
-      expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: '' });
+      expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: expect.stringMatching(/^reconcile: schema payment_webhooks of 127\.0\.0\.1:5432\/\S+\n$/) });
       expect(JSON.parse(out.stdout)).toEqual(EMPTY);
     });
 
     it("a provider of the host's own: any name of the shape (the command runs without the host's code)", () => {
       const out = run(['--provider', 'acme', '--account', 'm_1']);
-      expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: '' });
+      expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: expect.stringMatching(/^reconcile: schema payment_webhooks of 127\.0\.0\.1:5432\/\S+\n$/) });
       expect(JSON.parse(out.stdout)).toEqual(EMPTY);
     });
 
