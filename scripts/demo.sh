@@ -22,14 +22,30 @@ node dist/tools/carrier-sim.js --port "$sim_port" &
 sim=$!
 trap 'kill $sim 2>/dev/null' EXIT
 
+node -e 'const m = Number(process.versions.node.split(".")[0]); if (m < 22) console.error(`Node.js ${process.versions.node} is older than nestjs-payment-webhooks supports (>= 22): install Node.js 22 or 24 LTS (https://nodejs.org/en/download)`)'
+
+# The demo's admin token is published in the README: it listens on this machine only.
+export HOST="${HOST:-127.0.0.1}"
 base="http://127.0.0.1:${PORT:-3000}$(node -e 'const p=(process.argv[1]||"").replace(/^\/+|\/+$/g,"");process.stdout.write(p?"/"+p:"")' "${ROUTE_PREFIX:-}")"
+
+node dist/src/main.js &
+service=$!
+trap 'kill $sim $service 2>/dev/null' EXIT
+
+# The addresses once the service answers, after its start-up lines, where they stay in view.
+for _ in $(seq 1 300); do
+  if ! kill -0 "$service" 2>/dev/null; then wait "$service"; exit $?; fi
+  node -e 'fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))' "${base}/health" && break
+  sleep 0.2
+done
 cat <<EOF2
 
   Swagger UI      ${base}/docs   (user: anything, password: the ADMIN_TOKEN, "${ADMIN_TOKEN:-<unset: admin routes answer 503>}")
   Webhooks        ${base}/webhooks/{endpointId}   (the endpoints of .env.example: paymos-main, factuarea-company,
-                  factuarea-account, stripe-main, standard-main, standard-v1a, adyen-main, mollie-main)
+                  factuarea-account, stripe-main, stripe-thin, standard-main, standard-v1a, adyen-main, mollie-main)
   Health          ${base}/health, ${base}/health/ready
   Carrier sim     ${CARRIER_URL:-http://127.0.0.1:4010}/_sim/shipments
+  Listening on    ${HOST}:${PORT:-3000} only (set HOST to change it)
 
 EOF2
-node dist/src/main.js
+wait "$service"

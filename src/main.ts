@@ -9,6 +9,7 @@ import { DEFAULT_TUNING } from './config/options';
 import { applyServerLimits } from './http/server-limits';
 import { createStandaloneApp } from './standalone';
 import { createLogger, PinoNestLogger } from './observability/logger';
+import { unsupportedNode } from './common/engine';
 
 function readConfig(): StandaloneConfig {
   try {
@@ -31,18 +32,21 @@ async function bootstrap(): Promise<void> {
   const module = await AppModule.register(config, pino);
   const nestLogger = new PinoNestLogger(pino);
   const logger = new Logger('Main');
+  const engine = unsupportedNode();
+  if (engine) pino.warn(engine);
   if (config.runHttp) {
     const app = await createStandaloneApp(module, config.httpAdapter, nestLogger);
     app.enableShutdownHooks();
     // Request and header timeouts, keep-alive, a connection cap: before listening (Node reads its
     // checking interval then). See src/http/server-limits.ts.
     applyServerLimits(app.getHttpServer(), { ...DEFAULT_TUNING, ...config.options.tuning });
-    // Fastify listens on localhost only unless told; Express on every interface.
-    if (config.httpAdapter === 'fastify') await app.listen(config.port, '0.0.0.0');
+    // Every interface unless HOST names one (Fastify would listen on localhost only unless told).
+    if (config.host !== undefined) await app.listen(config.port, config.host);
+    else if (config.httpAdapter === 'fastify') await app.listen(config.port, '0.0.0.0');
     else await app.listen(config.port);
     const prefix = config.options.routePrefix;
     logger.log(
-      `listening on :${config.port} (${config.httpAdapter}) with ${config.options.endpoints.length} webhook endpoint(s) at ` +
+      `listening on ${config.host ?? ''}:${config.port} (${config.httpAdapter}) with ${config.options.endpoints.length} webhook endpoint(s) at ` +
         `${prefix}/webhooks/{id}; Swagger UI at ${prefix}/docs; workers ${config.options.runWorkers ? 'on' : 'off'}`,
     );
   } else {

@@ -220,6 +220,17 @@ describe('loadStandaloneConfig', () => {
       expect(loadStandaloneConfig({ PORT: ' 4000 ' }).port).toBe(4000);
     });
 
+    it('HOST names the address to listen on (absent: every interface); anything but an address or a name stops the start', () => {
+      expect(loadStandaloneConfig({}).host).toBeUndefined();
+      expect(loadStandaloneConfig({ HOST: '127.0.0.1' }).host).toBe('127.0.0.1');
+      expect(loadStandaloneConfig({ HOST: ' ::1 ' }).host).toBe('::1');
+      for (const HOST of ['127.0.0.1 evil', 'a/b', 'http://x']) {
+        expect(() => loadStandaloneConfig({ HOST })).toThrow(
+          new ConfigurationError('HOST', 'must be an address or a host name to listen on (127.0.0.1, ::1, 0.0.0.0)'),
+        );
+      }
+    });
+
     it('runs a worker-only process with RUN_HTTP=false', () => {
       const config = loadStandaloneConfig({ RUN_HTTP: 'false' });
       expect(config.runHttp).toBe(false);

@@ -7,6 +7,8 @@ export type HttpAdapterName = (typeof HTTP_ADAPTERS)[number];
 
 export interface StandaloneConfig {
   port: number;
+  /** The address to listen on (`HOST`); undefined: every interface. */
+  host?: string;
   runHttp: boolean;
   /** The HTTP platform of the standalone service (`HTTP_ADAPTER`). */
   httpAdapter: HttpAdapterName;
@@ -67,6 +69,10 @@ function jsonInlineOrFile(env: Env, inline: string, file: string): { setting: st
 export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
   const port = integer(env, 'PORT') ?? 3000;
   if (port > 65535) throw new ConfigurationError('PORT', 'must be at most 65535');
+  const host = present(env, 'HOST')?.trim();
+  if (host !== undefined && !/^[A-Za-z0-9.:[\]-]{1,253}$/.test(host)) {
+    throw new ConfigurationError('HOST', 'must be an address or a host name to listen on (127.0.0.1, ::1, 0.0.0.0)');
+  }
 
   const endpoints = jsonInlineOrFile(env, 'WEBHOOK_ENDPOINTS', 'WEBHOOK_ENDPOINTS_FILE');
 
@@ -137,5 +143,5 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     webhookMaxBodyBytes: 'WEBHOOK_MAX_BODY_BYTES',
     tuning: 'PW_TUNING',
   });
-  return { port, runHttp, httpAdapter, options: resolved };
+  return { port, ...(host === undefined || host === '' ? {} : { host }), runHttp, httpAdapter, options: resolved };
 }
