@@ -3,6 +3,8 @@ export { ConfigurationError } from './config/validate';
 export { loadStandaloneConfig } from './config/env';
 export { configurePaymentWebhooksApp } from './configure-app';
 export { applyServerLimits, ServerLimits } from './http/server-limits';
+/** Nest's logger interface on a pino logger: hand it the logger given as `logger`, and every line is one JSON stream. */
+export { PinoNestLogger } from './observability/logger';
 export { PaymentWebhooksModule, PaymentWebhooksAsyncOptions } from './payment-webhooks.module';
 export { PW_CONNECTION } from './database/data-source';
 export { CLOCK, Clock } from './config/tokens';

@@ -1,4 +1,4 @@
-import { INestApplication, Provider } from '@nestjs/common';
+import { INestApplication, LoggerService, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { getDataSourceToken } from '@nestjs/typeorm';
 import { randomUUID } from 'node:crypto';
@@ -85,7 +85,11 @@ export type Platform = (typeof PLATFORMS)[number];
 
 export async function createTestApp(
   overrides: Partial<PaymentWebhooksOptions> = {},
-  { platform = 'express', providers = [] }: { platform?: Platform; providers?: Provider[] } = {},
+  {
+    platform = 'express',
+    providers = [],
+    nestLogger,
+  }: { platform?: Platform; providers?: Provider[]; /** The app's Nest logger (default: errors only, to the console). */ nestLogger?: LoggerService } = {},
 ): Promise<TestApp> {
   const queuePrefix = `pwtest-${randomUUID().slice(0, 8)}`;
   const clock = new TestClock();
@@ -114,8 +118,8 @@ export async function createTestApp(
     .compile();
   const app =
     platform === 'fastify'
-      ? moduleRef.createNestApplication(await fastifyAdapter(), { bodyParser: false, logger: ['error'] })
-      : moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+      ? moduleRef.createNestApplication(await fastifyAdapter(), { bodyParser: false, logger: nestLogger ?? ['error'] })
+      : moduleRef.createNestApplication({ bodyParser: false, logger: nestLogger ?? ['error'] });
   prepareStandaloneApp(app);
   await app.init();
   if (platform === 'fastify') await app.getHttpAdapter().getInstance().ready();
