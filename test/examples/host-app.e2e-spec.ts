@@ -1,4 +1,4 @@
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
@@ -138,7 +138,20 @@ beforeAll(async () => {
   // The sender's signature, from the installed package's public `testing` entry point.
   const hostRequire = createRequire(join(hostDir, 'package.json'));
   signedHeaders = (hostRequire('nestjs-payment-webhooks/testing') as { signedHeaders: typeof SignedHeaders }).signedHeaders;
-  acmeSignatureHeader = (hostRequire('./dist/acme/acme.provider.js') as { acmeSignatureHeader: typeof acmeSignatureHeader }).acmeSignatureHeader;
+  // The host is an ES module project (as `nest new` makes one): its own signer runs in a node of its own.
+  acmeSignatureHeader = (secret, body, timestamp) =>
+    execFileSync(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "import { acmeSignatureHeader } from './dist/acme/acme.provider.js'; const [s, b, t] = process.argv.slice(1); process.stdout.write(acmeSignatureHeader(s, b, t ? Number(t) : undefined));",
+        secret,
+        body,
+        timestamp === undefined ? '' : String(timestamp),
+      ],
+      { cwd: hostDir, encoding: 'utf8' },
+    );
 
   // The carrier both platforms' hosts ship through.
   carrier = createServer((req, res) => {
@@ -227,7 +240,12 @@ it('the host installs with a plain npm install and one copy of each framework pa
   // `npm ls` exits non-zero on a missing or invalid dependency anywhere in the tree.
   await run('npm', ['ls', '--all'], hostDir, 30_000);
   // The host's one override is the only one.
-  expect(JSON.parse(readFileSync(join(hostDir, 'package.json'), 'utf8')).overrides).toEqual({ typeorm: { ioredis: '$ioredis' } });
+  const manifest = JSON.parse(readFileSync(join(hostDir, 'package.json'), 'utf8'));
+  expect(manifest.overrides).toEqual({ typeorm: { ioredis: '$ioredis' } });
+  // A project as `nest new` (v12) makes one: ES modules, nodenext, isolatedModules, decorator metadata.
+  expect(manifest.type).toBe('module');
+  const compiler = JSON.parse(readFileSync(join(hostDir, 'tsconfig.json'), 'utf8')).compilerOptions;
+  expect([compiler.module, compiler.moduleResolution, compiler.isolatedModules, compiler.emitDecoratorMetadata]).toEqual(['nodenext', 'nodenext', true, true]);
   // An optional peer of a provider the host has no endpoint of is not installed: the module starts without it.
   expect({ name: '@adyen/api-library', copies: locations('@adyen/api-library') }).toEqual({ name: '@adyen/api-library', copies: [] });
 }, 60_000);

@@ -2,12 +2,12 @@ import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PaymentWebhooksModule } from 'nestjs-payment-webhooks';
-import { acmeProvider } from './acme/acme.provider';
-import { HealthController } from './health.controller';
-import { Licence } from './licences/licence.entity';
-import { LicencesModule } from './licences/licences.module';
-import { HostOrder } from './orders/order.entity';
-import { OrdersModule } from './orders/orders.module';
+import { acmeProvider } from './acme/acme.provider.js';
+import { HealthController } from './health.controller.js';
+import { Licence } from './licences/licence.entity.js';
+import { LicencesModule } from './licences/licences.module.js';
+import { HostOrder } from './orders/order.entity.js';
+import { OrdersModule } from './orders/orders.module.js';
 
 @Module({
   imports: [

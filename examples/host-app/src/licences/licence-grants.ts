@@ -2,7 +2,7 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { OnPaymentEvent, type PaymentWebhooksEvent } from 'nestjs-payment-webhooks';
 import { DataSource, EntityManager } from 'typeorm';
-import { CREATE_LICENCES_TABLE, Licence } from './licence.entity';
+import { CREATE_LICENCES_TABLE, Licence } from './licence.entity.js';
 
 /**
  * Grants a licence when an order is paid and revokes it when it is refunded. Nothing registers

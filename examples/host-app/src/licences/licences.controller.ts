@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
-import { Licence } from './licence.entity';
-import { LicenceGrants } from './licence-grants';
+import { Licence } from './licence.entity.js';
+import { LicenceGrants } from './licence-grants.js';
 
 /** `/api/licences`: the host's own route over its own table. */
 @Controller('licences')

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { LicenceGrants } from './licence-grants';
-import { LicencesController } from './licences.controller';
+import { LicenceGrants } from './licence-grants.js';
+import { LicencesController } from './licences.controller.js';
 
 /** The host's licences: granted on the module's `order.paid`, revoked on its `order.refunded`. */
 @Module({

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Post, ValidationPipe } from '@nestjs/common';
-import { CreateOrderDto } from './create-order.dto';
-import { HostOrder } from './order.entity';
-import { OrdersService } from './orders.service';
+import { CreateOrderDto } from './create-order.dto.js';
+import { HostOrder } from './order.entity.js';
+import { OrdersService } from './orders.service.js';
 
 /** `/api/orders`: the host's own routes, parsed by the host's own body parser. */
 @Controller('orders')

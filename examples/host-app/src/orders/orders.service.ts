@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectRepository } from '@nestjs/typeorm';
 import { Repository } from 'typeorm';
-import { CREATE_ORDERS_TABLE, HostOrder } from './order.entity';
+import { CREATE_ORDERS_TABLE, HostOrder } from './order.entity.js';
 
 @Injectable()
 export class OrdersService implements OnModuleInit {
