@@ -1,3 +1,5 @@
+import { Logger } from '@nestjs/common';
+import { unsupportedNode } from './common/engine';
 import type { CanActivate, INestApplication } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -46,6 +48,9 @@ export function configurePaymentWebhooksApp(app: INestApplication, options: Conf
   if (platform !== 'express' && platform !== 'fastify') {
     throw new Error(`configurePaymentWebhooksApp: unsupported HTTP platform "${String(platform)}" (express or fastify)`);
   }
+  // One line saying what to install, through the app's logger, where Node.js is older than supported.
+  const engine = unsupportedNode();
+  if (engine) new Logger('PaymentWebhooks').warn(engine);
   const checks = new RequestChecks(app, platform, options.docs ?? true);
   // Which requests are the docs, or a guarded route, is decided by the app's own router, never by
   // a second comparison of the path: any spelling the router serves them by gets the check.

@@ -32,7 +32,8 @@ async function bootstrap(): Promise<void> {
   const module = await AppModule.register(config, pino);
   const nestLogger = new PinoNestLogger(pino);
   const logger = new Logger('Main');
-  const engine = unsupportedNode();
+  // A worker-only process has no app to configure: it says it here (configurePaymentWebhooksApp does for the others).
+  const engine = config.runHttp ? null : unsupportedNode();
   if (engine) pino.warn(engine);
   if (config.runHttp) {
     const app = await createStandaloneApp(module, config.httpAdapter, nestLogger);

@@ -1,7 +1,7 @@
 import { BullModule } from '@nestjs/bullmq';
-import { DynamicModule, InjectionToken, Logger, Module, OnApplicationShutdown, ModuleMetadata, OptionalFactoryDependency, Provider, Type } from '@nestjs/common';
+import { DynamicModule, InjectionToken, Logger, Module, NestModule, OnApplicationShutdown, ModuleMetadata, OptionalFactoryDependency, Provider, Type } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
-import { TypeOrmModule } from '@nestjs/typeorm';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource, DataSourceOptions } from 'typeorm';
 import type { PaymentWebhooksOptions, ResolvedOptions } from './config/options';
 import { moduleRedisConnection, ModuleRedisConnection, releaseRedisConnection } from './common/redis-connection';
@@ -23,6 +23,9 @@ import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { HttpSurface } from './http/http-surface';
 import { applyRoutePrefix } from './http/route-prefix';
+import { RouteCollisions } from './http/route-collisions';
+import { QueuePrefixOwnership } from './jobs/queue-owner';
+import { deploymentIdentity } from './database/deployment-identity';
 
 /** The module's modules that have routes: all of them go under `routePrefix`, and into its OpenAPI document. */
 export const DOCUMENTED_MODULES: Type[] = [WebhooksModule, PaymentsModule, OperationsModule, HealthModule, ObservabilityModule];
@@ -113,8 +116,18 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
  * named TypeORM connection and BullMQ config key, so a host's own are left alone.
  */
 @Module({})
-export class PaymentWebhooksModule implements OnApplicationShutdown {
+export class PaymentWebhooksModule implements NestModule, OnApplicationShutdown {
   private readonly logger = new Logger('PaymentWebhooks');
+
+  constructor(private readonly collisions: RouteCollisions) {}
+
+  /**
+   * Runs when the app initialises, after the host's setGlobalPrefix() and before Nest hands any
+   * route to the HTTP platform: a route of the module the host already serves stops the start.
+   */
+  configure(): void {
+    this.collisions.check(DOCUMENTED_MODULES);
+  }
 
   /** Runs after every worker, sweeper and connection of the module has closed. */
   onApplicationShutdown(signal?: string): void {
@@ -139,6 +152,17 @@ export class PaymentWebhooksModule implements OnApplicationShutdown {
       module: PaymentWebhooksModule,
       providers: [
         HttpSurface,
+        RouteCollisions,
+        {
+          // Before any worker, sweeper or relay starts (they start at bootstrap): a queue prefix
+          // that belongs to a deployment on another database stops the start.
+          provide: 'PAYMENT_WEBHOOKS_QUEUE_OWNER',
+          inject: [PW_OPTIONS, getDataSourceToken(PW_CONNECTION)],
+          useFactory: (o: ResolvedOptions, dataSource: DataSource) => {
+            const ownership = new QueuePrefixOwnership(o, () => deploymentIdentity(dataSource, o.databaseUrl, o.schema), new Logger('PaymentWebhooks'));
+            return { onModuleInit: () => ownership.start(), onApplicationShutdown: () => ownership.stop() };
+          },
+        },
         {
           // Before the routes are registered: every route of the module under its prefix.
           provide: 'PAYMENT_WEBHOOKS_ROUTE_PREFIX',

@@ -3,10 +3,13 @@ import { GUARDS_METADATA, METHOD_METADATA, MODULE_METADATA, PATH_METADATA } from
 import { ApplicationConfig } from '@nestjs/core';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { createRequire } from 'node:module';
+import type { IncomingMessage } from 'node:http';
+import { AdminAuthGuard, presentedToken } from './admin-auth.guard';
 import { AdminGuard } from './admin.guard';
-import { SHARED_ERROR_DOCS } from './api-docs';
+import { DOCS_DESCRIPTION, DOCS_TAGS, LOGIN_TOKEN_PATH, SHARED_ERROR_DOCS, SWAGGER_UI_ON_COMPLETE } from './api-docs';
 import type { ResolvedOptions } from '../config/options';
-import { PW_OPTIONS } from '../config/tokens';
+import { PW_ADMIN_GUARD, PW_OPTIONS } from '../config/tokens';
+import { rawRequest, sendJson, setHeader } from './platform';
 import { joinPaths } from './route-prefix';
 
 /** The paths of the module inside the app: what the request hooks of configurePaymentWebhooksApp match. */
@@ -109,6 +112,13 @@ export class HttpSurface implements OnModuleInit {
     if (this.initialized) this.mountDocs();
   }
 
+  /** Whether the Swagger UI and its document will be mounted (at `paths().docs`, `paths().docsJson`) when the app initialises. */
+  servesDocs(): boolean {
+    const app = this.app;
+    if (!app || !this.docsEnabled) return false;
+    return app.getHttpAdapter().getType() !== 'fastify' || resolvable('@fastify/static');
+  }
+
   onModuleInit(): void {
     this.initialized = true;
     this.mountDocs();
@@ -116,12 +126,9 @@ export class HttpSurface implements OnModuleInit {
 
   /** The OpenAPI document of the module's routes, as served at `/docs-json`. */
   document(app: INestApplication): OpenAPIObject {
-    const config = new DocumentBuilder()
+    const builder = new DocumentBuilder()
       .setTitle('Payment webhooks')
-      .setDescription(
-        'Idempotent payment webhooks: signed deliveries recorded once, processed in one transaction, ' +
-          'fulfilled once through an outbox. Every route but webhooks and health needs the admin token.',
-      )
+      .setDescription(DOCS_DESCRIPTION)
       .setVersion('1')
       .setLicense('MIT', 'https://opensource.org/license/mit')
       // The paths already carry the host's global prefix and the route prefix: the server is the
@@ -133,15 +140,16 @@ export class HttpSurface implements OnModuleInit {
         scheme: 'bearer',
         description:
           'The static ADMIN_TOKEN: `Authorization: Bearer <ADMIN_TOKEN>`, the only scheme of these routes. (A browser opens ' +
-          '/docs and /docs-json, which are not listed here, with basic auth: any user name, the token as password.)',
-      })
-      .addTag('webhooks', 'Signed deliveries from payment providers, verified and recorded once; no admin token.')
-      .addTag('orders', 'Orders, the provider payments they expect, and their lifecycle (paid, canceled, fulfilled once).')
-      .addTag('payments', 'Provider payments as recorded here, with their status and refunds.')
-      .addTag('admin', 'The operator\'s routes: the delivery archive and replay, the outbox, reconciliation and retention.')
-      .addTag('operations', 'Liveness and readiness probes (no auth) and Prometheus metrics (admin token).')
-      .build();
-    return apiOnlyBearer(SwaggerModule.createDocument(app, config, { include: this.documented.length ? this.documented : undefined }), this.paths().webhooks);
+          '/docs and /docs-json, which are not listed here, with basic auth: any user name, the token as password; the ' +
+          'Swagger UI then sends that token as its bearer.)',
+      });
+    for (const [name, description] of DOCS_TAGS) builder.addTag(name, description);
+    const config = builder.build();
+    return apiOnlyBearer(SwaggerModule.createDocument(app, config, {
+        include: this.documented.length ? this.documented : undefined,
+        // Every route names its tag (api-docs.ts DOCS_TAGS): none named after its controller's class besides.
+        autoTagControllers: false,
+      }), this.paths().webhooks);
   }
 
   private mountDocs(): void {
@@ -154,14 +162,54 @@ export class HttpSurface implements OnModuleInit {
     this.mounted = true;
     const { docs, docsJson } = this.paths();
     this.beforeDocsRoutes?.([docs, docsJson, `${docs}-yaml`]);
+    // Under the docs path, so behind the docs' check (isDocsUrl): the token the page was opened with.
+    app.getHttpAdapter().get(`${docs}/${LOGIN_TOKEN_PATH}`, (req: unknown, res: unknown) => this.loginToken(app, req, res));
     // Paths are given whole (global prefix included); the document is built at the first request.
     SwaggerModule.setup(docs, app, () => this.document(app), {
       jsonDocumentUrl: docsJson,
       // The JSON document only: no YAML copy at a URL nobody guards.
       raw: ['json'],
-      // The token stays in the page's memory only: never in the browser's localStorage.
-      swaggerOptions: { persistAuthorization: false },
+      swaggerOptions: {
+        // The token stays in the page's memory only: never in the browser's localStorage.
+        persistAuthorization: false,
+        // One login: once the UI is drawn it asks for the token the page was opened with
+        // (`<docs>/login-token`) and authorizes the bearer scheme with it (loginToken below).
+        onComplete: SWAGGER_UI_ON_COMPLETE,
+      },
     });
+  }
+
+  /**
+   * `GET <docs>/login-token`: the token this request presented (the Basic password the browser
+   * sends, or a bearer), for the Swagger UI to send as its bearer, so that the operator logs in
+   * once. The docs' check has run: the token is the admin token. It is answered to the page's own
+   * origin only: never to a cross-site request (Fetch Metadata `Sec-Fetch-Site` other than
+   * `same-origin`, 403), never stored (`no-store`), as JSON no other site can read or run as a
+   * script. Under a host's own guard there is no token to give: 404, and the operator uses Authorize.
+   */
+  private loginToken(app: INestApplication, req: unknown, res: unknown): void {
+    setHeader(res, 'Cache-Control', 'no-store');
+    setHeader(res, 'X-Content-Type-Options', 'nosniff');
+    const headers = rawRequest(req).headers as IncomingMessage['headers'];
+    const site = headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin') {
+      sendJson(res, 403, { error: 'forbidden' });
+      return;
+    }
+    const guard = app.get<unknown>(PW_ADMIN_GUARD);
+    const token = guard instanceof AdminAuthGuard ? presentedToken(headers.authorization, { basic: true }) : null;
+    if (!(guard instanceof AdminAuthGuard) || token === null) {
+      sendJson(res, 404, { error: 'not_found' });
+      return;
+    }
+    // The docs' check passed on this very header; checked again, so that nothing else is ever answered.
+    try {
+      guard.check(headers.authorization, { basic: true });
+    } catch {
+      sendJson(res, 401, { error: 'unauthorized' });
+      return;
+    }
+    sendJson(res, 200, { token });
   }
 }
 

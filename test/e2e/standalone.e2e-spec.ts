@@ -1,14 +1,19 @@
+import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { signedHeaders } from '../../src/testing/sign';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
+import { deleteQueueKeys } from '../support/app';
 import { emptyDir, freePort, ServiceProcess, waitForHttp } from '../support/process';
 
 const SECRET = 'e2e-SUPERSECRET-value';
 const ENDPOINTS = JSON.stringify([
   { id: 'paymos-main', provider: 'paymos', secrets: [SECRET], merchantAccountId: 'acc_e2e' },
 ]);
-const BASE = { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: 'pw-e2e' };
+// A prefix of this run's own: the suite's database is new each run, and a prefix whose queues hold
+// another run's jobs belongs to that run's deployment (CONTRACT §6, collisions refused at start).
+const BASE = { DATABASE_URL: TEST_DATABASE_URL, REDIS_URL: TEST_REDIS_URL, QUEUE_PREFIX: `pw-e2e-${randomUUID().slice(0, 8)}` };
+afterAll(() => deleteQueueKeys(BASE.QUEUE_PREFIX));
 
 describe('configuration errors stop the process with one line naming the variable', () => {
   const cases: Array<[string, Record<string, string>, RegExp]> = [

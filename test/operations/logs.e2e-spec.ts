@@ -1,3 +1,4 @@
+import { unsupportedNode } from '../../src/common/engine';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { signedHeaders } from '../../src/testing/sign';
@@ -156,6 +157,12 @@ describe('the service logs (built service, its own process)', () => {
     expect(exited.signal).toBe('SIGTERM');
     const shipments = sim.shipments.filter((s) => s.orderId === orderId);
     expect(shipments.length).toBe(1);
+  });
+
+  it('on a Node.js older than 22, one line says what to install (on 22 and later, none)', () => {
+    const said = records().filter((r) => typeof r.msg === 'string' && r.msg.startsWith('Node.js '));
+    const expected = unsupportedNode();
+    expect(said.map((r) => r.msg)).toEqual(expected === null ? [] : [expected]);
   });
 
   it('every stdout line is a JSON object', () => {
