@@ -5,13 +5,13 @@ import { ValidationFailed } from './domain-error';
 
 /** `cursor` and `limit` of every list. */
 export class PageQuery {
-  @ApiPropertyOptional({ description: 'Opaque cursor from the previous page\'s `nextCursor`.' })
+  @ApiPropertyOptional({ description: 'Opaque cursor from the previous page\'s `nextCursor`; left out, the first page.' })
   @Matches(/^[A-Za-z0-9_-]{1,200}$/, { message: 'cursor is not a cursor this API issued' })
   @IsString()
   @IsOptional()
   cursor?: string;
 
-  @ApiPropertyOptional({ minimum: 1, maximum: 100, default: 50 })
+  @ApiPropertyOptional({ type: 'integer', minimum: 1, maximum: 100, default: 50, description: 'Items per page, an integer from 1 to 100.' })
   @Max(100, { message: 'limit must be an integer from 1 to 100' })
   @Min(1, { message: 'limit must be an integer from 1 to 100' })
   @IsInt({ message: 'limit must be an integer from 1 to 100' })

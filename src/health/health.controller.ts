@@ -15,7 +15,7 @@ class HealthReportFilter implements ExceptionFilter {
 }
 
 /** Liveness and readiness, without auth. */
-@ApiTags('operations')
+@ApiTags('health')
 @Controller('health')
 @UseFilters(HealthReportFilter)
 export class HealthController {

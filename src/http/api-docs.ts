@@ -93,3 +93,57 @@ export function ApiErrorResponses(...args: [...ErrorStatus[], ErrorDocs] | Error
     }),
   );
 }
+
+/** Where, under `<docs>`, the Swagger UI reads the token its page was opened with (HttpSurface.loginToken). */
+export const LOGIN_TOKEN_PATH = 'login-token';
+
+/**
+ * The document's description, which the Swagger UI shows above the first tag: what the routes
+ * are, and how the page authorizes its requests.
+ */
+export const DOCS_DESCRIPTION =
+  'Idempotent payment webhooks: signed deliveries recorded once, processed in one transaction, ' +
+  'fulfilled once through an outbox. Every route but webhooks and health needs the admin token, as ' +
+  '`Authorization: Bearer <ADMIN_TOKEN>`.\n\n' +
+  '**Sending requests from this page.** Opened with the browser\'s login (any user name, the token as ' +
+  'password), the page sends that same token as its bearer: **Authorize** shows it as set (a closed ' +
+  'lock), and every **Try it out → Execute** is authorized. The API itself never accepts the browser\'s ' +
+  'login, so another site cannot send requests with it. If the lock is open (a host that guards these ' +
+  'pages with its own login), press **Authorize** and enter the admin token. The token is kept in this ' +
+  "page's memory only: never in the browser's storage.";
+
+/**
+ * The tags of the document, in the order the Swagger UI shows them, each named for what it holds
+ * (every operation has exactly one).
+ */
+export const DOCS_TAGS: ReadonlyArray<[name: string, description: string]> = [
+  ['webhooks', 'Signed deliveries from payment providers, verified and recorded once; no admin token.'],
+  ['orders', 'Orders, the provider payments they expect, and their lifecycle (paid, canceled, fulfilled once).'],
+  ['payments', 'Provider payments as recorded here, with their status and refunds.'],
+  ['webhook deliveries', 'The archive of the deliveries received (headers with signatures redacted, body, status and outcome), and their replay.'],
+  ['outbox', 'The outbox of carrier dispatches and event notifications: its messages, and the retry of a dead one.'],
+  ['reconciliation', "Comparing our records with what a provider says it sent and paid, and the backfill of missed events from Stripe's Events API."],
+  ['retention', 'The purge of what the retention window allows (it also runs daily).'],
+  ['health', 'Liveness and readiness probes, without auth.'],
+  ['metrics', 'Prometheus metrics (admin token).'],
+];
+
+/**
+ * The Swagger UI's `onComplete` (swagger-ui-init.js, through @nestjs/swagger), as source: once the
+ * UI is drawn, it asks `<docs>/login-token` for the token its page was opened with and authorizes
+ * the `admin` bearer scheme with it, so the operator logs in once. A 404 (a host's own guard) or
+ * any failure leaves Authorize as it is. Given as source text so that no transpiler or coverage
+ * instrumentation rewrites what the browser runs; nothing of the token is in the script.
+ */
+export const SWAGGER_UI_ON_COMPLETE = new Function(`
+  var script = document.querySelector('script[src$="swagger-ui-init.js"]');
+  var url = new URL('${LOGIN_TOKEN_PATH}', script ? script.src : window.location.href);
+  window.pwLoginToken = fetch(url, { credentials: 'same-origin', cache: 'no-store', headers: { Accept: 'application/json' } })
+    .then(function (res) { return res.ok ? res.json() : null; })
+    .then(function (body) {
+      if (!body || typeof body.token !== 'string' || !window.ui) return false;
+      window.ui.preauthorizeApiKey('admin', body.token);
+      return true;
+    })
+    .catch(function () { return false; });
+`) as () => void;

@@ -5,8 +5,8 @@ import { ApiErrorResponses } from '../http/api-docs';
 import { ApiExceptionFilter } from '../http/api-errors';
 import { MetricsService } from './metrics.service';
 
-@ApiTags('operations')
-// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+@ApiTags('metrics')
+// The bearer token only (AdminAuthGuard): basic auth opens the docs, never an API route.
 @ApiBearerAuth('admin')
 @Controller('metrics')
 @UseGuards(AdminGuard)

@@ -26,8 +26,7 @@ import { reconcile } from './reconciliation.service';
 import { RetentionService } from './retention.service';
 
 /** The operator's routes (docs/rest-api.md#admin-routes): the archive, replay, the outbox, reconciliation, retention. */
-@ApiTags('admin')
-// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+// Each route's tag says what it holds (api-docs.ts DOCS_TAGS). The bearer token only (AdminAuthGuard).
 @ApiBearerAuth('admin')
 @Controller('admin')
 @UseGuards(AdminGuard)
@@ -44,6 +43,7 @@ export class OperationsController {
   ) {}
 
   @Get('webhook-deliveries')
+  @ApiTags('webhook deliveries')
   @ApiOperation({
     operationId: 'listWebhookDeliveries',
     summary: 'The delivery archive, newest first',
@@ -58,6 +58,7 @@ export class OperationsController {
   }
 
   @Get('webhook-deliveries/:id')
+  @ApiTags('webhook deliveries')
   @ApiOperation({ operationId: 'getWebhookDelivery', summary: 'One delivery with its headers (signatures redacted) and body' })
   @ApiOkResponse({ type: DeliveryDetail })
   @ApiErrorResponses(401, 404, 503)
@@ -66,6 +67,7 @@ export class OperationsController {
   }
 
   @Post('webhook-deliveries/:id/reprocess')
+  @ApiTags('webhook deliveries')
   @HttpCode(202)
   @ApiOperation({
     operationId: 'reprocessWebhookDelivery',
@@ -86,6 +88,7 @@ export class OperationsController {
   }
 
   @Get('outbox')
+  @ApiTags('outbox')
   @ApiOperation({ operationId: 'listOutboxMessages', summary: 'Outbox messages, newest first' })
   @ApiOkResponse({ type: OutboxPage })
   @ApiErrorResponses(400, 401, 503, { 400: fieldError('limit', 'limit must be an integer from 1 to 100') })
@@ -94,6 +97,7 @@ export class OperationsController {
   }
 
   @Post('outbox/:id/retry')
+  @ApiTags('outbox')
   @HttpCode(202)
   @ApiOperation({
     operationId: 'retryOutboxMessage',
@@ -110,6 +114,7 @@ export class OperationsController {
   }
 
   @Post('reconciliation')
+  @ApiTags('reconciliation')
   @HttpCode(200)
   @ApiOperation({ operationId: 'reconcile', summary: 'Compare our records with what the provider says was sent and paid' })
   @ApiOkResponse({ type: ReconciliationReport })
@@ -121,6 +126,7 @@ export class OperationsController {
   }
 
   @Post('retention/purge')
+  @ApiTags('retention')
   @HttpCode(200)
   @ApiOperation({
     operationId: 'purgeRetention',

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post, Query, Req, Res, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, type ApiBodyOptions, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../http/admin.guard';
 import { ApiExceptionFilter, ApiValidationPipe } from '../http/api-errors';
 import { ApiErrorResponses, conflict, fieldError } from '../http/api-docs';
@@ -19,8 +19,17 @@ export const uuidParam = new ParseUUIDPipe({
   exceptionFactory: () => new DomainError('RESOURCE.NOT_FOUND', 'no resource has this id'),
 });
 
+/** The example body of POST /orders: valid as it is, and valid again (nothing in it must be unique). */
+export const CREATE_ORDER_EXAMPLE = {
+  amount: '49.90',
+  currency: 'EUR',
+  carrier: 'default',
+  shipTo: { name: 'Ada Lovelace', line1: '12 Analytical Row', city: 'London', postalCode: 'N1 9GU', country: 'GB' },
+  items: [{ sku: 'SKU-42', quantity: 1 }],
+};
+
 @ApiTags('orders')
-// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+// The bearer token only (AdminAuthGuard): basic auth opens the docs, never an API route.
 @ApiBearerAuth('admin')
 @Controller('orders')
 @UseGuards(AdminGuard)
@@ -33,7 +42,12 @@ export class OrdersController {
   @Post()
   @ApiOperation({ operationId: 'createOrder', summary: 'Place an order', description: 'Safe to retry for 24 h with an `Idempotency-Key`.' })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Up to 255 characters.' })
-  @ApiBody({ type: CreateOrderDto })
+  @ApiBody({
+    type: CreateOrderDto,
+    // What Try it out fills in: no `reference` (unique: a second Execute would answer 409) and the
+    // demo's own carrier, so every Execute places a new order.
+    examples: { order: { summary: 'An order, placed anew on every Execute (no reference)', value: CREATE_ORDER_EXAMPLE } },
+  } as ApiBodyOptions)
   @ApiResponse({ status: 201, type: OrderView })
   @ApiErrorResponses(400, 401, 409, 422, 503, {
     400: fieldError('amount', 'amount must be a decimal string such as "49.90"'),

@@ -9,7 +9,7 @@ import { uuidParam } from './orders.controller';
 import { OrdersService } from './orders.service';
 
 @ApiTags('payments')
-// The token as a bearer or as the basic-auth password (AdminAuthGuard): either scheme will do.
+// The bearer token only (AdminAuthGuard): basic auth opens the docs, never an API route.
 @ApiBearerAuth('admin')
 @Controller('payments')
 @UseGuards(AdminGuard)

@@ -282,13 +282,30 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
     expect(doc.info.license).toEqual({ name: 'MIT', url: expect.stringMatching(/^https:\/\//) });
   });
 
+  // Issue 22: the tags are named for what they hold ("operations" held health and metrics, the
+  // operator's routes were under "admin").
   it('declares every tag an operation uses, each with a description', () => {
     const used = new Set(operationsOf(doc).flatMap(({ op }) => op.tags ?? []));
-    expect([...used].sort()).toEqual(['admin', 'operations', 'orders', 'payments', 'webhooks']);
+    expect([...used].sort()).toEqual(
+      ['health', 'metrics', 'orders', 'outbox', 'payments', 'reconciliation', 'retention', 'webhook deliveries', 'webhooks'].sort(),
+    );
     const declared = new Map((doc.tags ?? []).map((t) => [t.name, t.description]));
     for (const tag of used) {
       expect({ tag, description: declared.get(tag) }).toEqual({ tag, description: expect.stringMatching(/^[A-Z].{20,}\.$/) });
     }
+  });
+
+  it.each(OPERATION_IDS)('%s %s has exactly one tag, the one named for what it does', (method, path) => {
+    const tag = path.startsWith('/admin/webhook-deliveries')
+      ? 'webhook deliveries'
+      : path.startsWith('/admin/outbox')
+        ? 'outbox'
+        : path.startsWith('/admin/reconciliation') || path.startsWith('/admin/backfill')
+          ? 'reconciliation'
+          : path.startsWith('/admin/retention')
+            ? 'retention'
+            : path.split('/')[1];
+    expect(doc.paths[path][method].tags).toEqual([tag]);
   });
 
   it.each(OPERATION_IDS)('%s %s has the operationId %s and a summary', (method, path, operationId) => {
@@ -409,5 +426,72 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
     expect(headers.map((h) => ({ name: h.name.toLowerCase(), required: h.required ?? false }))).toEqual([
       { name: 'idempotency-key', required: false },
     ]);
+  });
+  // Issue 22: exact schemas, and examples that work on every Execute of the Swagger UI.
+  it('limit is an integer from 1 to 100 on every list, and no count is a bare number', () => {
+    const limits = operationsOf(doc).flatMap(({ op }) => (op.parameters ?? []).filter((p) => p.name === 'limit'));
+    expect(limits.length).toBe(4);
+    for (const limit of limits) expect((limit as { schema?: unknown }).schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
+    const numbers: string[] = [];
+    for (const [name, schema] of Object.entries(doc.components.schemas ?? {})) {
+      for (const [prop, def] of Object.entries<Record<string, any>>(schema.properties ?? {})) if (def.type === 'number') numbers.push(`${name}.${prop}`);
+    }
+    expect(numbers).toEqual([]);
+    expect(doc.components.schemas!.DeliveryView.properties.attempts.type).toBe('integer');
+    expect(doc.components.schemas!.OrderItemDto.properties.quantity.type).toBe('integer');
+  });
+
+  it('every nullable string of a view has an example of its own (never the generic "string")', () => {
+    const missing: string[] = [];
+    for (const [name, schema] of Object.entries(doc.components.schemas ?? {})) {
+      for (const [prop, def] of Object.entries<Record<string, any>>(schema.properties ?? {})) {
+        if (def.type === 'string' && def.nullable && def.example === undefined) missing.push(`${name}.${prop}`);
+      }
+    }
+    expect(missing).toEqual([]);
+    const delivery = doc.components.schemas!.DeliveryView.properties;
+    for (const prop of ['deliveryId', 'lastError', 'processedAt']) expect({ prop, nullable: delivery[prop].nullable }).toEqual({ prop, nullable: true });
+    for (const page of ['OrderPage', 'PaymentPage', 'DeliveryPage', 'OutboxPage']) {
+      expect(doc.components.schemas![page].properties.nextCursor).toMatchObject({ type: 'string', nullable: true, example: null });
+    }
+  });
+
+  it('statuses are enums, and a delivery outcome is one of the closed outcomes or (failed) an error code', () => {
+    const props = (name: string) => doc.components.schemas![name].properties;
+    for (const [name, prop] of [['OrderView', 'status'], ['PaymentView', 'status'], ['FulfillmentSummary', 'status'], ['DeliveryView', 'status'], ['OutboxView', 'status'], ['BackfillView', 'status'], ['QueuedAnswer', 'status']]) {
+      expect({ name, prop, enum: Array.isArray(props(name)[prop].enum) }).toEqual({ name, prop, enum: true });
+      expect(props(name)[prop].enum).toContain(props(name)[prop].example ?? props(name)[prop].enum[0]);
+    }
+    const [closed, open] = props('DeliveryView').outcome.anyOf;
+    expect(closed.enum).toEqual(expect.arrayContaining(['applied', 'already_applied', 'stale', 'no_handler', 'payment_not_found', 'amount_mismatch']));
+    expect(open).toMatchObject({ type: 'string', nullable: true, pattern: expect.any(String) });
+  });
+
+  it('no query parameter has an example: Try it out would send it as a filter', () => {
+    const withExample = operationsOf(doc).flatMap(({ method, path, op }) =>
+      (op.parameters ?? [])
+        .filter((p) => p.in === 'query')
+        .filter((p) => (p as { example?: unknown }).example !== undefined || (p as { schema?: { example?: unknown } }).schema?.example !== undefined)
+        .map((p) => `${method} ${path} ${p.name}`),
+    );
+    expect(withExample).toEqual([]);
+  });
+
+  it("the archive's example is one Stripe delivery: provider, endpoint, account and event agree", () => {
+    const view = schemaExamples(doc, 'DeliveryView');
+    expect(view).toMatchObject({ provider: 'stripe', endpointId: 'stripe-main', merchantAccountId: 'acct_demo', eventType: expect.stringMatching(/^payment_intent\./) });
+    const detail = schemaExamples(doc, 'DeliveryDetail');
+    expect(detail.body).toMatchObject({ id: view.eventId, type: view.eventType, account: view.merchantAccountId, data: { object: { id: view.resourceId } } });
+  });
+
+  it('POST /orders: the example body holds no unique field, and is accepted twice (201, 201)', async () => {
+    const examples = doc.paths['/orders'].post.requestBody?.content?.['application/json']?.examples ?? {};
+    const values = Object.values(examples).map((e) => e.value as Record<string, unknown>);
+    expect(values).toHaveLength(1);
+    expect(values[0]).not.toHaveProperty('reference');
+    for (let i = 0; i < 2; i++) {
+      const res = await request(t.app.getHttpServer()).post('/orders').set(AUTH).send(values[0]);
+      expect(res.status).toBe(201);
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, UseFilters, UseGuards, UsePipes } from '@nestjs/common';
-import { ApiAcceptedResponse, ApiBearerAuth, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiAcceptedResponse, ApiBearerAuth, ApiBody, type ApiBodyOptions, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AdminGuard } from '../../http/admin.guard';
 import { ApiErrorResponses, conflict, fieldError } from '../../http/api-docs';
 import { ApiExceptionFilter, apiValidationPipe } from '../../http/api-errors';
@@ -8,7 +8,8 @@ import { BackfillRequest, BackfillStarted, BackfillView } from './backfill.dto';
 import { BackfillService } from './backfill.service';
 
 /** Backfill from Stripe's Events API (docs/operations.md#backfill): events missed during an outage longer than the provider's retries. */
-@ApiTags('admin')
+// Backfill recovers what a reconciliation finds missing: the same tag.
+@ApiTags('reconciliation')
 @ApiBearerAuth('admin')
 @Controller('admin/backfill')
 @UseGuards(AdminGuard)
@@ -26,6 +27,11 @@ export class BackfillController {
       'For a stripe endpoint with an apiKey. Every event listed is recorded as a webhook would be (same key, source backfill) and processed like one; ' +
       'an event already recorded changes nothing. One backfill per endpoint runs at a time (409 backfill_running).',
   })
+  @ApiBody({
+    type: BackfillRequest,
+    // The demo's stripe endpoint with an apiKey, which names one account: no `accounts`.
+    examples: { window: { summary: "A window of the demo's stripe-thin endpoint", value: { endpointId: 'stripe-thin', since: '2026-11-26T00:00:00Z', until: '2026-11-29T12:00:00Z' } } },
+  } as ApiBodyOptions)
   @ApiAcceptedResponse({ type: BackfillStarted })
   @ApiErrorResponses(400, 401, 409, 503, {
     400: fieldError('endpointId', 'endpoint stripe-main has no apiKey to read the Stripe events API with'),

@@ -10,7 +10,7 @@ export { BACKFILL_STATUSES, type BackfillStatus } from './backfill.state';
 
 /** `POST /admin/backfill` (docs/operations.md#backfill). */
 export class BackfillRequest {
-  @ApiProperty({ example: 'stripe-main', description: 'A stripe endpoint configured with an apiKey' })
+  @ApiProperty({ example: 'stripe-thin', description: 'A stripe endpoint configured with an apiKey' })
   @MaxLength(64)
   @IsNotEmpty()
   @IsString()
@@ -53,16 +53,18 @@ export class BackfillStarted {
 /** `GET /admin/backfill/{id}`. Never holds the endpoint's apiKey. */
 export class BackfillView {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ example: 'stripe-main' }) endpointId: string;
-  @ApiProperty({ enum: BACKFILL_STATUSES }) status: BackfillStatus;
+  @ApiProperty({ example: 'stripe-thin' }) endpointId: string;
+  @ApiProperty({ enum: BACKFILL_STATUSES, example: 'done' }) status: BackfillStatus;
   @ApiProperty({ example: '2026-11-26T00:00:00.000Z' }) since: string;
   @ApiProperty({ example: '2026-11-29T12:00:00.000Z' }) until: string;
-  @ApiProperty({ example: 25, description: 'Events the API listed (pages whose progress is saved)' }) listed: number;
-  @ApiProperty({ example: 15, description: 'Events recorded by this backfill (source backfill), then processed as webhooks are' })
+  @ApiProperty({ type: 'integer', minimum: 0, example: 25, description: 'Events the API listed (pages whose progress is saved)' }) listed: number;
+  @ApiProperty({ type: 'integer', minimum: 0, example: 15, description: 'Events recorded by this backfill (source backfill), then processed as webhooks are' })
   accepted: number;
-  @ApiProperty({ example: 10, description: 'Events already recorded (delivered as webhooks, or by an earlier backfill): nothing changed' })
+  @ApiProperty({ type: 'integer', minimum: 0, example: 10, description: 'Events already recorded (delivered as webhooks, or by an earlier backfill): nothing changed' })
   duplicates: number;
   @ApiProperty({
+    type: 'integer',
+    minimum: 0,
     example: 0,
     description: 'Events the webhook route would refuse with a 400 (an id that is not printable text, a body nested too deep, …): counted and skipped',
   })

@@ -4,18 +4,31 @@ import { PageQuery } from '../../common/pagination';
 import { PROVIDER_NAMES } from '../../config/options';
 import { IsKnownProvider, PROVIDER_DESCRIPTION } from '../../http/known-provider';
 import { OUTBOX_STATUSES } from '../../outbox/outbox.state';
-import { INBOX_STATUSES } from '../../webhooks/inbox.state';
+import { NEXT_CURSOR } from '../../payments/dto/views';
+import { INBOX_OUTCOMES, INBOX_STATUSES } from '../../webhooks/inbox.state';
 
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/;
 const INSTANT_MESSAGE = 'must be an ISO 8601 instant with a time zone, e.g. 2026-11-29T10:00:00Z';
 
+/**
+ * Every outcome a delivery in a final status but `failed` carries (docs/webhooks.md#delivery-outcomes).
+ * A `failed` one carries its last error's code, which no list closes (a host's handler may throw its own).
+ */
+const CLOSED_OUTCOMES = [...new Set(Object.values(INBOX_OUTCOMES).flat())];
+const OUTCOME_DESCRIPTION =
+  'null while `received`; processed: ' + INBOX_OUTCOMES.processed.join(', ') + '; ignored: ' + INBOX_OUTCOMES.ignored.join(', ') +
+  '; rejected: ' + INBOX_OUTCOMES.rejected.join(', ') + '; unmatched: ' + INBOX_OUTCOMES.unmatched.join(', ') +
+  "; failed: the last error's code (e.g. internal_error, provider_api_unavailable)";
+
+// The filters have no `example`: Try it out fills a parameter's example in, and a filter filled in
+// would hide every delivery but the example's. Their descriptions give one instead.
 export class ListDeliveriesQuery extends PageQuery {
   @ApiPropertyOptional({ enum: INBOX_STATUSES })
   @IsIn(INBOX_STATUSES as unknown as string[], { message: `status must be one of ${INBOX_STATUSES.join(', ')}` })
   @IsOptional()
   status?: string;
 
-  @ApiPropertyOptional({ example: 'stripe-main' })
+  @ApiPropertyOptional({ description: 'A configured endpoint id (e.g. `stripe-main`).' })
   @MaxLength(64)
   @IsString()
   @IsOptional()
@@ -26,31 +39,31 @@ export class ListDeliveriesQuery extends PageQuery {
   @IsOptional()
   provider?: string;
 
-  @ApiPropertyOptional({ example: 'payment_intent.succeeded' })
+  @ApiPropertyOptional({ description: "The provider's event type (e.g. `payment_intent.succeeded`)." })
   @MaxLength(255)
   @IsString()
   @IsOptional()
   eventType?: string;
 
-  @ApiPropertyOptional({ example: 'evt_1QxAbcDEF' })
+  @ApiPropertyOptional({ description: "The provider's event id (e.g. `evt_1QxAbcDEF`)." })
   @MaxLength(255)
   @IsString()
   @IsOptional()
   eventId?: string;
 
-  @ApiPropertyOptional({ example: 'pi_3QxAbc', description: "The provider's id of the payment the event is about." })
+  @ApiPropertyOptional({ description: "The provider's id of the payment the event is about (e.g. `pi_3QxAbc`)." })
   @MaxLength(255)
   @IsString()
   @IsOptional()
   resourceId?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-29T00:00:00Z', description: 'receivedAt ≥ from (inclusive).' })
+  @ApiPropertyOptional({ format: 'date-time', description: 'receivedAt ≥ from (inclusive), e.g. `2026-11-29T00:00:00Z`.' })
   @IsISO8601({ strict: true }, { message: `from ${INSTANT_MESSAGE}` })
   @Matches(INSTANT, { message: `from ${INSTANT_MESSAGE}` })
   @IsOptional()
   from?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-30T00:00:00Z', description: 'receivedAt < to (exclusive).' })
+  @ApiPropertyOptional({ format: 'date-time', description: 'receivedAt < to (exclusive), e.g. `2026-11-30T00:00:00Z`.' })
   @IsISO8601({ strict: true }, { message: `to ${INSTANT_MESSAGE}` })
   @Matches(INSTANT, { message: `to ${INSTANT_MESSAGE}` })
   @IsOptional()
@@ -60,20 +73,31 @@ export class ListDeliveriesQuery extends PageQuery {
 export class DeliveryView {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ example: 'stripe-main' }) endpointId: string;
-  @ApiProperty({ enum: PROVIDER_NAMES, description: PROVIDER_DESCRIPTION }) provider: string;
-  @ApiProperty({ example: 'acct_1' }) merchantAccountId: string;
+  @ApiProperty({ enum: PROVIDER_NAMES, example: 'stripe', description: PROVIDER_DESCRIPTION }) provider: string;
+  @ApiProperty({ example: 'acct_demo' }) merchantAccountId: string;
   @ApiProperty({ example: 'evt_1QxAbcDEF' }) eventId: string;
   @ApiProperty({ example: 'payment_intent.succeeded' }) eventType: string;
   @ApiProperty({ nullable: true, type: String, example: 'pi_3QxAbc' }) resourceId: string | null;
-  @ApiProperty({ nullable: true, type: String, description: "The provider's delivery id (Factuarea), else null" }) deliveryId: string | null;
+  @ApiProperty({ nullable: true, type: String, example: null, description: "The provider's delivery id (Factuarea), else null" }) deliveryId: string | null;
   @ApiProperty({ nullable: true, type: String, example: '2024-06-20', description: "The envelope's api_version (Stripe, Factuarea), else null" }) apiVersion: string | null;
-  @ApiProperty({ enum: ['webhook', 'backfill'], description: 'webhook, or backfill for an event recorded by a backfill' }) source: 'webhook' | 'backfill';
-  @ApiProperty({ enum: INBOX_STATUSES }) status: string;
-  @ApiProperty({ nullable: true, type: String, example: 'applied' }) outcome: string | null;
-  @ApiProperty({ example: 1 }) attempts: number;
-  @ApiProperty({ nullable: true, type: String }) lastError: string | null;
-  @ApiProperty({ example: '2026-11-29T10:00:00.123Z' }) receivedAt: string;
-  @ApiProperty({ nullable: true, type: String }) processedAt: string | null;
+  @ApiProperty({ enum: ['webhook', 'backfill'], example: 'webhook', description: 'webhook, or backfill for an event recorded by a backfill' }) source: 'webhook' | 'backfill';
+  @ApiProperty({ enum: INBOX_STATUSES, example: 'processed' }) status: string;
+  @ApiProperty({
+    // One of the closed outcomes of its status, or (failed) an error code, or null (received): an
+    // enum alone would refuse a failed delivery's code.
+    anyOf: [
+      { type: 'string', enum: CLOSED_OUTCOMES },
+      { type: 'string', nullable: true, pattern: '^[A-Za-z0-9_.-]{1,64}$', description: "failed: the last error's code; null while received" },
+    ],
+    example: 'applied',
+    description: OUTCOME_DESCRIPTION,
+  })
+  outcome: string | null;
+  @ApiProperty({ type: 'integer', minimum: 0, example: 1, description: 'Processing attempts made' }) attempts: number;
+  @ApiProperty({ nullable: true, type: String, example: null, description: 'The last failed attempt\'s `<code>: <message>`, else null' }) lastError: string | null;
+  @ApiProperty({ format: 'date-time', example: '2026-11-29T10:00:00.123Z' }) receivedAt: string;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time', example: '2026-11-29T10:00:00.456Z', description: 'When it reached its final status; null while received' })
+  processedAt: string | null;
 }
 
 export class DeliveryDetail extends DeliveryView {
@@ -83,17 +107,27 @@ export class DeliveryDetail extends DeliveryView {
   })
   headers: Record<string, string>;
 
-  @ApiProperty({ description: 'The envelope, as a JSON value', example: { id: 'evt_1QxAbcDEF', type: 'payment_intent.succeeded' } })
+  @ApiProperty({
+    description: 'The envelope, as a JSON value',
+    example: {
+      id: 'evt_1QxAbcDEF',
+      object: 'event',
+      type: 'payment_intent.succeeded',
+      api_version: '2024-06-20',
+      account: 'acct_demo',
+      data: { object: { id: 'pi_3QxAbc', object: 'payment_intent', amount: 4990, currency: 'eur', status: 'succeeded' } },
+    },
+  })
   body: unknown;
 }
 
 export class DeliveryPage {
   @ApiProperty({ type: [DeliveryView] }) items: DeliveryView[];
-  @ApiProperty({ nullable: true, type: String }) nextCursor: string | null;
+  @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
 
 export class QueuedAnswer {
-  @ApiProperty({ example: 'queued' }) status: 'queued';
+  @ApiProperty({ enum: ['queued'], example: 'queued' }) status: 'queued';
 }
 
 export class ListOutboxQuery extends PageQuery {
@@ -112,16 +146,17 @@ export class OutboxView {
     example: '01a2b3c4-d5e6-7f00-8a1b-2c3d4e5f6a7b:Licences.grant',
   })
   idempotencyKey: string;
-  @ApiProperty({ enum: OUTBOX_STATUSES }) status: string;
-  @ApiProperty({ example: 1 }) attempts: number;
-  @ApiProperty({ nullable: true, type: String, example: 'carrier answered 400 invalid_address' }) lastError: string | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty({ nullable: true, type: String }) dispatchedAt: string | null;
+  @ApiProperty({ enum: OUTBOX_STATUSES, example: 'dead' }) status: string;
+  @ApiProperty({ type: 'integer', minimum: 0, example: 15 }) attempts: number;
+  @ApiProperty({ nullable: true, type: String, example: 'carrier answered 400 invalid_address', description: 'The last failed attempt, else null' }) lastError: string | null;
+  @ApiProperty({ format: 'date-time', example: '2026-11-29T10:00:00.500Z' }) createdAt: string;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time', example: null, description: 'When it was dispatched; null until then' })
+  dispatchedAt: string | null;
 }
 
 export class OutboxPage {
   @ApiProperty({ type: [OutboxView] }) items: OutboxView[];
-  @ApiProperty({ nullable: true, type: String }) nextCursor: string | null;
+  @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
 
 export class ReconciliationRequest {
@@ -129,13 +164,13 @@ export class ReconciliationRequest {
   @IsKnownProvider()
   provider: string;
 
-  @ApiProperty({ example: 'acct_1' })
+  @ApiProperty({ example: 'acct_demo' })
   @MaxLength(255)
   @IsNotEmpty()
   @IsString()
   merchantAccountId: string;
 
-  @ApiPropertyOptional({ type: [String], description: 'Event ids the provider says it sent', example: ['evt_1', 'evt_2'] })
+  @ApiPropertyOptional({ type: [String], description: 'Event ids the provider says it sent', example: ['evt_1QxAbcDEF', 'evt_1QxAbcGHI'] })
   @MaxLength(255, { each: true })
   @IsString({ each: true })
   @ArrayMaxSize(100_000)
@@ -143,7 +178,7 @@ export class ReconciliationRequest {
   @IsOptional()
   eventIds?: string[];
 
-  @ApiPropertyOptional({ type: [String], description: 'Payment ids the provider says were paid', example: ['pi_1'] })
+  @ApiPropertyOptional({ type: [String], description: 'Payment ids the provider says were paid', example: ['pi_3QxAbc'] })
   @MaxLength(255, { each: true })
   @IsString({ each: true })
   @ArrayMaxSize(100_000)
@@ -154,20 +189,21 @@ export class ReconciliationRequest {
 
 /** The request body of POST /admin/backfill that recovers a report's missing events. */
 export class ReconciliationBackfill {
-  @ApiProperty({ example: 'stripe-main' }) endpointId: string;
+  @ApiProperty({ example: 'stripe-thin', description: 'The stripe endpoint with an apiKey that serves the account' }) endpointId: string;
   @ApiProperty({ example: '2026-10-30T12:00:00.000Z', description: '30 days before now: as far back as Stripe lists events' }) since: string;
   @ApiProperty({ example: '2026-11-29T12:00:00.000Z', description: 'Now, when the report was made' }) until: string;
-  @ApiPropertyOptional({ type: [String], example: ['acct_1'], description: 'On a merchantAccountIds endpoint: the reconciled account' })
+  @ApiPropertyOptional({ type: [String], example: ['acct_demo'], description: 'On a merchantAccountIds endpoint: the reconciled account' })
   accounts?: string[];
 }
 
 export class ReconciliationReport {
-  @ApiProperty({ type: [String], description: 'Event ids never recorded here' }) missingEvents: string[];
-  @ApiProperty({ type: [String], description: 'Paid resource ids whose payment is not succeeded (or later) here' })
+  // The example: the report on the example request, one of whose events was never received.
+  @ApiProperty({ type: [String], example: ['evt_1QxAbcGHI'], description: 'Event ids never recorded here' }) missingEvents: string[];
+  @ApiProperty({ type: [String], example: [], description: 'Paid resource ids whose payment is not succeeded (or later) here' })
   missingPaidPayments: string[];
-  @ApiProperty({ type: [String], description: 'Orders paid more than 10 minutes ago without a dispatched fulfillment' })
+  @ApiProperty({ type: [String], example: [], description: 'Orders paid more than 10 minutes ago without a dispatched fulfillment' })
   paidNotFulfilled: string[];
-  @ApiProperty({ type: [String], description: 'Orders with more than one shipment id' }) duplicateEffects: string[];
+  @ApiProperty({ type: [String], example: [], description: 'Orders with more than one shipment id' }) duplicateEffects: string[];
   @ApiProperty({
     type: ReconciliationBackfill,
     nullable: true,
@@ -178,5 +214,5 @@ export class ReconciliationReport {
 }
 
 export class PurgeAnswer {
-  @ApiProperty({ example: 1200 }) deleted: number;
+  @ApiProperty({ type: 'integer', minimum: 0, example: 1200 }) deleted: number;
 }

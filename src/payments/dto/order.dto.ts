@@ -34,7 +34,7 @@ export class ShipToDto {
   @IsString()
   line1: string;
 
-  @ApiPropertyOptional({ example: 'Flat 3' })
+  @ApiPropertyOptional({ example: 'Flat 3', description: 'Left out of the examples.' })
   @MaxLength(200)
   @IsString()
   @IsOptional()
@@ -65,14 +65,17 @@ export class OrderItemDto {
   @IsString()
   sku: string;
 
-  @ApiProperty({ example: 1, minimum: 1 })
+  @ApiProperty({ type: 'integer', example: 1, minimum: 1 })
   @Min(1)
   @IsInt({ message: 'quantity must be an integer' })
   quantity: number;
 }
 
 export class CreateOrderDto {
-  @ApiPropertyOptional({ example: 'ORD-2026-0042', description: 'Unique when given.' })
+  @ApiPropertyOptional({
+    example: 'ORD-2026-0042',
+    description: 'Unique when given (a second order with it answers 409 reference_taken): the example body leaves it out, so that every Execute places an order.',
+  })
   @IsPrintableId(100)
   @IsNotEmpty()
   @IsString()
@@ -96,7 +99,7 @@ export class CreateOrderDto {
   carrier?: string;
 
   @ApiPropertyOptional({
-    example: 'acct_1Nv0FGQ9RKHgCVdK',
+    example: 'acct_demo',
     description:
       'The merchant account whose payments the order accepts (Stripe `acct_…`, a Factuarea account UUID, an endpoint\'s label): ' +
       'an event or a registration of another account cannot pay, refund or attach a payment to it. Left out: the order names ' +
@@ -139,7 +142,8 @@ export class ListOrdersQuery extends PageQuery {
   @IsOptional()
   status?: OrderStatus;
 
-  @ApiPropertyOptional({ example: 'acct_1Nv0FGQ9RKHgCVdK', description: 'Only the orders that name this merchant account.' })
+  // No example: Try it out fills a parameter's example in, and a filter filled in hides the other orders.
+  @ApiPropertyOptional({ description: 'Only the orders that name this merchant account (e.g. `acct_demo`).' })
   @IsPrintableId()
   @IsNotEmpty()
   @IsString()

@@ -20,7 +20,7 @@ export class RegisterPaymentDto {
   providerPaymentId: string;
 
   @ApiPropertyOptional({
-    example: 'acct_1',
+    example: 'acct_demo',
     description: "May be left out when the provider's endpoints name a single merchant account. Printable text of at most 255 characters.",
   })
   @IsPrintableId()
@@ -36,7 +36,7 @@ export class ListPaymentsQuery extends PageQuery {
   @IsOptional()
   provider?: ProviderName | (string & {});
 
-  @ApiPropertyOptional()
+  @ApiPropertyOptional({ description: "The provider's id of the payment (e.g. `pi_3QxAbc`)." })
   @MaxLength(255)
   @IsNotEmpty()
   @IsString()

@@ -7,47 +7,57 @@ import { OrderItemDto, ShipToDto } from './order.dto';
 export class PaymentView {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid' }) orderId: string;
-  @ApiProperty({ example: 'stripe' }) provider: string;
+  @ApiProperty({ example: 'stripe', description: "The provider's name (a built-in one, or one the host registered)" }) provider: string;
   @ApiProperty({ example: 'pi_3QxAbc' }) providerPaymentId: string;
-  @ApiProperty({ example: 'acct_1' }) merchantAccountId: string;
-  @ApiProperty({ enum: PAYMENT_STATUSES }) status: string;
+  @ApiProperty({ example: 'acct_demo' }) merchantAccountId: string;
+  @ApiProperty({ enum: PAYMENT_STATUSES, example: 'pending' }) status: string;
   @ApiProperty({ example: '49.90' }) amount: string;
   @ApiProperty({ example: 'EUR' }) currency: string;
   @ApiProperty({ example: '0.00' }) refundedAmount: string;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-29T09:58:00.000Z' }) createdAt: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-29T10:00:00.456Z' }) updatedAt: string;
 }
 
 export class FulfillmentSummary {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ enum: FULFILLMENT_STATUSES }) status: string;
+  @ApiProperty({ enum: FULFILLMENT_STATUSES, example: 'dispatched' }) status: string;
   @ApiProperty({ example: 'default' }) carrier: string;
   @ApiProperty({ nullable: true, type: String, example: 'shp_123' }) shipmentId: string | null;
 }
 
 export class OrderView {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ nullable: true, type: String, example: 'ORD-2026-0042' }) reference: string | null;
-  @ApiProperty({ enum: ORDER_STATUSES }) status: string;
+  @ApiProperty({ nullable: true, type: String, example: null, description: 'The reference the order was placed with; null when it was given none' })
+  reference: string | null;
+  @ApiProperty({ enum: ORDER_STATUSES, example: 'awaiting_payment' }) status: string;
   @ApiProperty({ example: '49.90' }) amount: string;
   @ApiProperty({ example: 'EUR' }) currency: string;
   @ApiProperty({ example: 'default' }) carrier: string;
-  @ApiProperty({ nullable: true, type: String, example: 'acct_1Nv0FGQ9RKHgCVdK', description: 'The merchant account whose payments the order accepts; null when it names none.' })
+  @ApiProperty({ nullable: true, type: String, example: null, description: 'The merchant account whose payments the order accepts (e.g. `acct_demo`); null when it names none.' })
   merchantAccountId: string | null;
   @ApiProperty({ type: ShipToDto }) shipTo: ShipToDto;
   @ApiProperty({ type: [OrderItemDto] }) items: OrderItemDto[];
-  @ApiProperty({ type: [PaymentView] }) payments: PaymentView[];
-  @ApiPropertyOptional({ type: FulfillmentSummary, nullable: true }) fulfillment: FulfillmentSummary | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  // The examples are those of an order just placed, as POST /orders answers its example.
+  @ApiProperty({ type: [PaymentView], example: [] }) payments: PaymentView[];
+  @ApiPropertyOptional({ type: FulfillmentSummary, nullable: true, example: null, description: 'null until the order is paid' }) fulfillment: FulfillmentSummary | null;
+  @ApiProperty({ format: 'date-time', example: '2026-11-29T09:58:00.000Z' }) createdAt: string;
+  @ApiProperty({ format: 'date-time', example: '2026-11-29T09:58:00.000Z' }) updatedAt: string;
 }
+
+/** `nextCursor` of every page: what the next page's `cursor` is, null on the last page. */
+export const NEXT_CURSOR = {
+  nullable: true,
+  type: String,
+  example: null,
+  description: "The next page's `cursor`; null on the last page",
+} as const;
 
 export class OrderPage {
   @ApiProperty({ type: [OrderView] }) items: OrderView[];
-  @ApiProperty({ nullable: true, type: String }) nextCursor: string | null;
+  @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
 
 export class PaymentPage {
   @ApiProperty({ type: [PaymentView] }) items: PaymentView[];
-  @ApiProperty({ nullable: true, type: String }) nextCursor: string | null;
+  @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
