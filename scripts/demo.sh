@@ -26,7 +26,9 @@ node -e 'const m = Number(process.versions.node.split(".")[0]); if (m < 22) cons
 
 # The demo's admin token is published in the README: it listens on this machine only.
 export HOST="${HOST:-127.0.0.1}"
-base="http://127.0.0.1:${PORT:-3000}$(node -e 'const p=(process.argv[1]||"").replace(/^\/+|\/+$/g,"");process.stdout.write(p?"/"+p:"")' "${ROUTE_PREFIX:-}")"
+# Where to reach it: the address it listens on, or this machine for every interface.
+case "$HOST" in 0.0.0.0|::|'[::]') reach=127.0.0.1 ;; *:*) reach="[${HOST#[}"; reach="${reach%]}]" ;; *) reach="$HOST" ;; esac
+base="http://${reach}:${PORT:-3000}$(node -e 'const p=(process.argv[1]||"").replace(/^\/+|\/+$/g,"");process.stdout.write(p?"/"+p:"")' "${ROUTE_PREFIX:-}")"
 
 node dist/src/main.js &
 service=$!

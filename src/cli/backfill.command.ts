@@ -28,6 +28,7 @@ const POLL_MS = 500;
 export const backfillCommand: CliCommand = {
   summary: "record a window of Stripe's events as if delivered, and print the counts",
   usage: USAGE,
+  needsDatabaseUrl: true,
   async run(ctx) {
     const values = parseCommandArgs('backfill', USAGE, ctx.args, {
       endpoint: { type: 'string' },

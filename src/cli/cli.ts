@@ -39,6 +39,8 @@ export function usage(): string {
  * DATABASE_URL, which it then overrides.
  */
 function withDatabaseUrl(name: string, args: string[], env: NodeJS.ProcessEnv): { args: string[]; env: NodeJS.ProcessEnv } {
+  // A local .env fills the rest (DATABASE_SCHEMA…) of the environment the copy below is made of.
+  if (env === process.env && existsSync('.env')) process.loadEnvFile('.env');
   const rest: string[] = [];
   let url: string | undefined;
   for (let i = 0; i < args.length; i++) {

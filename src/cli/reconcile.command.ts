@@ -19,6 +19,7 @@ const USAGE =
 export const reconcileCommand: CliCommand = {
   summary: 'compare the inbox with what the provider says it sent and was paid',
   usage: USAGE,
+  needsDatabaseUrl: true,
   async run(ctx) {
     const values = parseCommandArgs('reconcile', USAGE, ctx.args, {
       provider: { type: 'string' },

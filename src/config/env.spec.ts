@@ -224,6 +224,7 @@ describe('loadStandaloneConfig', () => {
       expect(loadStandaloneConfig({}).host).toBeUndefined();
       expect(loadStandaloneConfig({ HOST: '127.0.0.1' }).host).toBe('127.0.0.1');
       expect(loadStandaloneConfig({ HOST: ' ::1 ' }).host).toBe('::1');
+      expect(loadStandaloneConfig({ HOST: '[::1]' }).host).toBe('::1');
       for (const HOST of ['127.0.0.1 evil', 'a/b', 'http://x']) {
         expect(() => loadStandaloneConfig({ HOST })).toThrow(
           new ConfigurationError('HOST', 'must be an address or a host name to listen on (127.0.0.1, ::1, 0.0.0.0)'),

@@ -69,7 +69,8 @@ function jsonInlineOrFile(env: Env, inline: string, file: string): { setting: st
 export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
   const port = integer(env, 'PORT') ?? 3000;
   if (port > 65535) throw new ConfigurationError('PORT', 'must be at most 65535');
-  const host = present(env, 'HOST')?.trim();
+  // `[::1]` as a URL writes it is `::1` to listen on.
+  const host = present(env, 'HOST')?.trim().replace(/^\[(.*)\]$/, '$1');
   if (host !== undefined && !/^[A-Za-z0-9.:[\]-]{1,253}$/.test(host)) {
     throw new ConfigurationError('HOST', 'must be an address or a host name to listen on (127.0.0.1, ::1, 0.0.0.0)');
   }

@@ -20,9 +20,10 @@ export async function deploymentIdentity(dataSource: DataSource, databaseUrl: st
     // not readable here: the server's address instead
   }
   const address = row.addr === null ? `a local socket` : `${row.addr.includes(':') ? `[${row.addr}]` : row.addr}:${row.port}`;
-  server ??= row.addr === null ? `socket:${row.port}` : address;
+  // Without the system identifier the server is left out: an address differs by route (a pooler,
+  // a socket, a failover address), and one deployment must never refuse its own processes.
   return {
-    id: `${server}/${row.db}/${schema}`,
+    id: server === null ? `${row.db}/${schema}` : `${server}/${row.db}/${schema}`,
     description: `database "${row.db}", schema "${schema}", on ${urlHost(databaseUrl) ?? address}`,
   };
 }

@@ -190,9 +190,15 @@ export class HttpSurface implements OnModuleInit {
   private loginToken(app: INestApplication, req: unknown, res: unknown): void {
     setHeader(res, 'Cache-Control', 'no-store');
     setHeader(res, 'X-Content-Type-Options', 'nosniff');
+    setHeader(res, 'Cross-Origin-Resource-Policy', 'same-origin');
+    // Whatever CORS the host allows elsewhere, this answer is never shared with another origin.
+    for (const name of ['Access-Control-Allow-Origin', 'Access-Control-Allow-Credentials', 'Access-Control-Expose-Headers']) {
+      (res as { removeHeader?: (n: string) => void }).removeHeader?.(name);
+    }
     const headers = rawRequest(req).headers as IncomingMessage['headers'];
     const site = headers['sec-fetch-site'];
-    if (site !== undefined && site !== 'same-origin') {
+    // A browser without Fetch Metadata still sends Origin on a cross-origin fetch: it must name this very host.
+    if ((site !== undefined && site !== 'same-origin') || !sameOrigin(headers.origin, headers.host)) {
       sendJson(res, 403, { error: 'forbidden' });
       return;
     }
@@ -210,6 +216,17 @@ export class HttpSurface implements OnModuleInit {
       return;
     }
     sendJson(res, 200, { token });
+  }
+}
+
+/** Whether an `Origin` header, when sent, is this request's own host (any scheme: behind a TLS proxy the app sees http). */
+function sameOrigin(origin: string | string[] | undefined, host: string | undefined): boolean {
+  if (origin === undefined) return true;
+  if (Array.isArray(origin) || host === undefined) return false;
+  try {
+    return new URL(origin).host === host;
+  } catch {
+    return false;
   }
 }
 

@@ -60,8 +60,9 @@ const LEASE_MS = 30_000;
  * The prefix is free again once its owner has no live process and no job left to run (every
  * process renews its lease while it runs, and gives it back when it shuts down).
  *
- * A Redis that does not answer is not a refusal: the start goes on as it does without Redis,
- * says the prefix was not checked, and claims it once Redis answers.
+ * A Redis that does not answer is not a refusal: the start goes on as it does without Redis and
+ * says the prefix was not checked. Once Redis answers it claims the prefix, and if the prefix turns
+ * out to belong to another deployment it says so in one error line, but it does not stop then.
  */
 export class QueuePrefixOwnership {
   private readonly process = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
@@ -123,7 +124,11 @@ export class QueuePrefixOwnership {
 
   private async claim(): Promise<string | false> {
     const prefix = this.target.queuePrefix;
-    const pending = Object.values(QueueName).flatMap((queue) => PENDING.map((list) => `${prefix}:${queue}:${list}`));
+    // The maintenance queue always holds its daily scheduler's next run: that is no work of the
+    // owner's data, and would keep the prefix taken for ever after the owner is gone.
+    const pending = Object.values(QueueName)
+      .filter((queue) => queue !== QueueName.Maintenance)
+      .flatMap((queue) => PENDING.map((list) => `${prefix}:${queue}:${list}`));
     const now = Date.now();
     const theirs = (await this.client!.eval(
       CLAIM,

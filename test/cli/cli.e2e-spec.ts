@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { createEmptyDatabase, TEST_REDIS_URL, TEST_SCHEMA } from '../support/env';
@@ -44,8 +45,12 @@ async function tables(url: string): Promise<Array<{ schema: string; name: string
 }
 
 describe('payment-webhooks status / migrate need a database named (CONTRACT §8 v3)', () => {
-  it.each(['status', 'migrate'])('%s without DATABASE_URL nor --database-url: exit 2, one line saying so, nothing on stdout', (command) => {
-    const out = run([command], {});
+  it.each([
+    ['status', []],
+    ['migrate', []],
+    ['reconcile', ['--provider', 'paymos', '--account', 'acc_1']],
+  ])('%s without DATABASE_URL nor --database-url: exit 2, one line saying so, nothing on stdout', (command, args) => {
+    const out = run([command, ...(args as string[])], {});
     expect(out.code).toBe(2);
     expect(out.stdout).toBe('');
     expect(out.stderr).toBe(
@@ -60,6 +65,12 @@ describe('payment-webhooks status / migrate need a database named (CONTRACT §8 
     expect(out.stdout).toContain(`${MIGRATIONS.length} pending migration(s) in schema ${TEST_SCHEMA} of 127.0.0.1:5432/`);
     expect(run(['migrate', `--database-url=${url}`], {}).code).toBe(0);
     expect(run(['status', `--database-url=${url}`], {}).code).toBe(0);
+    // A local .env still fills the rest of the environment (here the schema) beside --database-url.
+    const dir = emptyDir();
+    writeFileSync(join(dir, '.env'), 'DATABASE_SCHEMA=shop_payments_env\n');
+    const withEnv = spawnSync(process.execPath, [CLI, 'status', '--database-url', url], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8', timeout: 30_000 });
+    expect(withEnv.status).toBe(1);
+    expect(withEnv.stdout).toContain(`${MIGRATIONS.length} pending migration(s) in schema shop_payments_env of 127.0.0.1:5432/`);
     const missing = run(['status', '--database-url'], {});
     expect([missing.code, missing.stderr]).toEqual([2, 'payment-webhooks: status: --database-url needs a value\n']);
   });

@@ -272,9 +272,9 @@ describe.each(PLATFORMS)('queue prefixes of another deployment (%s)', (platform)
     expect(await start(platform, again)).toBeNull();
   });
 
-  it('a prefix is free again once its owner has no process running and no job left to run', async () => {
+  it.each([false, true])('a prefix is free again once its owner has no process running and no job left to run (its workers ran: %s; the daily retention schedule does not hold it)', async (runWorkers) => {
     const queuePrefix = `pw-coll-${randomUUID().slice(0, 8)}`;
-    const first = await tracked(platform, { options: { queuePrefix } });
+    const first = await tracked(platform, { options: { queuePrefix, runWorkers } });
     expect(await start(platform, first)).toBeNull();
     await first.close();
     const second = await tracked(platform, { options: { queuePrefix, databaseUrl: elsewhere } });

@@ -207,6 +207,22 @@ describe.each(PLATFORMS)('%s: the token the Swagger UI sends is the one its page
     }
   });
 
+  it('a browser without Fetch Metadata still names its origin: another one is refused, and the answer is never shared with another origin', async () => {
+    const server = t.app.getHttpServer();
+    const evil = await request(server)
+      .get('/docs/login-token')
+      .set({ Authorization: basic('operator', ADMIN_TOKEN), Origin: 'https://evil.example' });
+    expect({ status: evil.status, body: evil.body }).toEqual({ status: 403, body: { error: 'forbidden' } });
+    expect(evil.headers['access-control-allow-origin']).toBeUndefined();
+    expect(evil.headers['cross-origin-resource-policy']).toBe('same-origin');
+    // Its own origin (any scheme: behind a TLS proxy the app sees http) is answered.
+    const same = await request(server)
+      .get('/docs/login-token')
+      .set({ Authorization: basic('operator', ADMIN_TOKEN), Host: 'payments.example', Origin: 'https://payments.example' });
+    expect(same.status).toBe(200);
+    expect(same.headers['access-control-allow-origin']).toBeUndefined();
+  });
+
   it('is behind the docs check: no or a wrong login answers 401 with the Basic challenge', async () => {
     for (const headers of [{}, { Authorization: basic('operator', 'nope') }, { Authorization: 'Bearer nope' }]) {
       const res = await request(t.app.getHttpServer()).get('/docs/login-token').set(headers);
