@@ -22,7 +22,8 @@ node dist/tools/carrier-sim.js --port "$sim_port" &
 sim=$!
 trap 'kill $sim 2>/dev/null' EXIT
 
-node -e 'const m = Number(process.versions.node.split(".")[0]); if (m < 22) console.error(`Node.js ${process.versions.node} is older than nestjs-payment-webhooks supports (>= 22): install Node.js 22 or 24 LTS (https://nodejs.org/en/download)`)'
+# What Node.js to install, said first, where this one is older than supported (the service's own check).
+node -e 'const line = require("./dist/src/common/engine.js").unsupportedNode(); if (line) console.error(line)'
 
 # The demo's admin token is published in the README: it listens on this machine only.
 export HOST="${HOST:-127.0.0.1}"

@@ -18,7 +18,7 @@ export interface AppRoute {
 }
 
 /**
- * The start-up check of CONTRACT §6 "Collisions refused at start": a route of the module that the
+ * The start-up check that refuses a route the host already serves (docs/embedding.md#collisions-refused-at-start): a route of the module that the
  * host already serves (same method and full path: the host's global prefix, its exclusions, a
  * RouterModule path, URI versions and `routePrefix` all counted, as Nest computes them) stops the
  * start with one line naming the route and the option that moves it. It runs before Nest hands

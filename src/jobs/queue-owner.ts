@@ -52,7 +52,7 @@ const CLAIM_TIMEOUT_MS = 2_000;
 const LEASE_MS = 30_000;
 
 /**
- * The start-up check of CONTRACT §6 "Collisions refused at start", for queues. The first process
+ * The start-up check that refuses a queue prefix of another deployment (docs/embedding.md#collisions-refused-at-start). The first process
  * of a deployment to start records, under the queue prefix, which database the prefix's queues
  * belong to; a process of a deployment on another database (another server, database or schema)
  * stops the start with one line naming `queuePrefix`/`QUEUE_PREFIX` and both databases, so that

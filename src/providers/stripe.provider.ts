@@ -19,7 +19,7 @@ import {
   unixDate,
 } from './provider';
 import { hmacProvider } from './hmac';
-import { retryAfterMs, stripeClient, withoutKey } from './stripe-api';
+import { DEFAULT_STRIPE_API, retryAfterMs, stripeClient, withoutKey } from './stripe-api';
 
 /** The event types the service acts on (docs/webhooks.md#stripe); `charge.dispute.closed` depends on its status. */
 const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -200,7 +200,7 @@ export const stripeProvider = hmacProvider({
   storedHeaders: ['stripe-signature'],
   signatureHeaders: ['stripe-signature'],
   // The backfill reads Stripe's Events API with the endpoint's key, and a thin endpoint the objects its notifications name.
-  usesApi: { defaultBaseUrl: 'https://api.stripe.com' },
+  usesApi: { defaultBaseUrl: DEFAULT_STRIPE_API },
   endpointFields: ['payloadStyle'],
   checkEndpoint({ apiKey, settings }) {
     const style = settings.payloadStyle;

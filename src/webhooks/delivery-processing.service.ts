@@ -88,6 +88,8 @@ export class DeliveryProcessingService {
   /** Per multi-account endpoint, the accounts it serves: an event of any other is `account_mismatch`. */
   private readonly servedAccounts = new Map<string, string[] | '*'>();
   private readonly providerApiTimeoutMs: number;
+  /** Stored bodies already parsed, by the row object a lock returned (gone with it). */
+  private readonly parsed = new WeakMap<DeliveryToProcess, Record<string, unknown>>();
 
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
@@ -233,9 +235,10 @@ export class DeliveryProcessingService {
         if (state === undefined && this.wantsFetch(delivery)) return new NeedsFetch(delivery);
         deliveriesInProcess.of(em).add(delivery.id);
         const event = this.normalize(delivery, state);
-        learned = learnedResource(delivery, event).resourceId;
+        const learnt = learnedResource(delivery, event);
+        learned = learnt.resourceId;
         const result = await this.decide(em, delivery, parkUnmatched, event);
-        await this.inbox.markFinished(em, [{ delivery, result, ...learnedResource(delivery, event) }]);
+        await this.inbox.markFinished(em, [{ delivery, result, ...learnt }]);
         return result;
       });
     } catch (err) {
@@ -258,7 +261,17 @@ export class DeliveryProcessingService {
     if (state !== undefined && !state.found) return GONE;
     const adapter = this.providers.get(delivery.provider);
     if (state !== undefined) return adapter?.normalize(state.body, state.eventType, this.settingsOf(delivery, adapter)) ?? null;
-    return adapter?.normalize(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter)) ?? null;
+    return adapter?.normalize(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter)) ?? null;
+  }
+
+  /**
+   * The delivery's stored body, parsed once for all that reads it (whether it needs a fetch, the
+   * fetch, normalize): a delivery of a provider that may fetch is asked before it is decided.
+   */
+  private bodyOf(delivery: DeliveryToProcess): Record<string, unknown> {
+    let body = this.parsed.get(delivery);
+    if (!body) this.parsed.set(delivery, (body = JSON.parse(delivery.body) as Record<string, unknown>));
+    return body;
   }
 
   /** The delivery's endpoint as configured now (its `capture` mode, its API key); gone from the configuration, none. */
@@ -280,7 +293,7 @@ export class DeliveryProcessingService {
   private namesState(delivery: DeliveryToProcess): boolean {
     const adapter = this.providers.get(delivery.provider);
     const fetcher = adapter?.fetchesState;
-    return fetcher !== undefined && fetcher.wants(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter));
+    return fetcher !== undefined && fetcher.wants(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter));
   }
 
   /**
@@ -291,7 +304,7 @@ export class DeliveryProcessingService {
     const adapter = this.providers.get(delivery.provider)!;
     const timer = this.metrics.providerApiDuration.startTimer({ provider: delivery.provider });
     try {
-      const state = await adapter.fetchesState!.fetch(JSON.parse(delivery.body) as Record<string, unknown>, delivery.eventType, this.settingsOf(delivery, adapter), {
+      const state = await adapter.fetchesState!.fetch(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter), {
         timeoutMs: this.providerApiTimeoutMs,
       });
       this.metrics.providerApiCalls.labels(delivery.provider, state.found ? 'found' : 'not_found').inc();

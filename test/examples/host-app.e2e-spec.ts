@@ -1,15 +1,14 @@
-import { ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import type { signedHeaders as SignedHeaders } from '../../src/testing';
 import { freePort } from '../support/process';
+import { cleanUp, closeServer, createDatabase, deleteKeys, dropDatabase, killAll, ProjectProcess, runIn as run, withDatabase } from '../support/npm-project';
 
 /**
  * examples/host-app as a user gets it: the repository packed with `npm pack`, the example copied
@@ -63,7 +62,6 @@ const SINGLETONS = [
   'nestjs-payment-webhooks',
 ];
 
-const exec = promisify(execFile);
 let work: string | undefined;
 let hostDir: string;
 let signedHeaders: typeof SignedHeaders;
@@ -87,30 +85,8 @@ const posted: Array<{ id: number; label: string }> = [];
 /** The module's orders the suites place and pay, oldest first: each has the one licence in public.licences. */
 const licensed: string[] = [];
 
-function withDatabase(url: string, name: string): string {
-  const copy = new URL(url);
-  copy.pathname = `/${name}`;
-  return copy.toString();
-}
 
-/**
- * The environment of an npm run: ours without npm's own `npm_*` variables (when Jest runs under
- * `npm test` they name the repository as the project, and the host is not inside it).
- */
-function npmEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD'));
-  return { ...env, npm_config_update_notifier: 'false' };
-}
 
-async function run(command: string, args: string[], cwd: string, timeoutMs: number): Promise<string> {
-  try {
-    const { stdout } = await exec(command, args, { cwd, env: npmEnv(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
-    return stdout;
-  } catch (err) {
-    const e = err as Error & { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} (in ${cwd}) failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
-  }
-}
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'pw-host-app-'));
@@ -178,13 +154,7 @@ beforeAll(async () => {
   stripeApiUrl = `http://127.0.0.1:${(stripeApi.address() as { port: number }).port}`;
 
   // 4. A database of the host's own, with a row of its own in its own table.
-  const admin = new Client({ connectionString: ADMIN_DB_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE "${HOST_DB}"`);
-  } finally {
-    await admin.end();
-  }
+  await createDatabase(ADMIN_DB_URL, HOST_DB);
   db = new Client({ connectionString: HOST_DB_URL });
   await db.connect();
   await db.query(HOST_ORDERS_DDL);
@@ -192,46 +162,16 @@ beforeAll(async () => {
   await db.query(`SELECT setval('public.orders_id_seq', 1)`);
 }, 240_000);
 
-afterAll(async () => {
-  // Each step runs whatever failed before it; the first error is reported.
-  const errors: unknown[] = [];
-  const step = async (cleanup: () => Promise<unknown> | void) => {
-    try {
-      await cleanup();
-    } catch (err) {
-      errors.push(err);
-    }
-  };
-  await step(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  await step(() => db?.end());
-  await step(() => new Promise<void>((resolve) => (carrier ? carrier.close(() => resolve()) : resolve())));
-  await step(() => new Promise<void>((resolve) => (stripeApi ? (stripeApi.closeAllConnections(), stripeApi.close(() => resolve())) : resolve())));
-  await step(async () => {
-    const admin = new Client({ connectionString: ADMIN_DB_URL });
-    await admin.connect();
-    try {
-      await admin.query(`DROP DATABASE IF EXISTS "${HOST_DB}" WITH (FORCE)`);
-    } finally {
-      await admin.end();
-    }
-  });
-  await step(async () => {
-    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await redis.connect();
-      const keys = await redis.keys(`${QUEUE_PREFIX}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-    } finally {
-      redis.disconnect();
-    }
-  });
-  await step(() => {
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
-  if (errors.length > 0) throw errors[0];
-}, 30_000);
+afterAll(() =>
+  cleanUp([
+    () => killAll(children),
+    () => db?.end(),
+    () => closeServer(carrier),
+    () => closeServer(stripeApi),
+    () => dropDatabase(ADMIN_DB_URL, HOST_DB),
+    () => deleteKeys(REDIS_URL, `${QUEUE_PREFIX}:*`),
+    () => work && rmSync(work, { recursive: true, force: true }),
+  ]), 30_000);
 
 it('the host installs with a plain npm install and one copy of each framework package', async () => {
   const nodes = JSON.parse(await run('npm', ['query', '*'], hostDir, 30_000)) as Array<{ name: string; location: string }>;
@@ -250,31 +190,9 @@ it('the host installs with a plain npm install and one copy of each framework pa
   expect({ name: '@adyen/api-library', copies: locations('@adyen/api-library') }).toEqual({ name: '@adyen/api-library', copies: [] });
 }, 60_000);
 
-/** The built host as its own process, with exactly `env` (plus PATH). */
-class HostProcess {
-  readonly child: ChildProcess;
-  output = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['dist/main.js'], {
-      cwd: hostDir,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.add(this.child);
-    this.child.stdout!.on('data', (d) => (this.output += d));
-    this.child.stderr!.on('data', (d) => (this.output += d));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-}
 
 describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started from its build', (platform) => {
-  let host: HostProcess;
+  let host: ProjectProcess;
   let base: string;
   const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
   const eventId = `evt_host_${platform}_${randomBytes(6).toString('hex')}`;
@@ -320,7 +238,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
   beforeAll(async () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    host = new HostProcess({
+    host = new ProjectProcess(hostDir, {
       DATABASE_URL: HOST_DB_URL,
       REDIS_URL,
       PORT: String(port),

@@ -1,15 +1,14 @@
-import { ChildProcess, execFile, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
 import { Client } from 'pg';
 import type { signedHeaders as SignedHeaders } from '../../src/testing';
 import { freePort } from '../support/process';
+import { cleanUp, closeServer, createDatabase, deleteKeys, dropDatabase, killAll, ProjectProcess, runIn as run, withDatabase } from '../support/npm-project';
 
 /**
  * The README's "Use it in your NestJS app", done as a reader does it: a project made by `nest new`
@@ -58,7 +57,6 @@ export class AppController {
 }
 `;
 
-const exec = promisify(execFile);
 let work: string | undefined;
 let projectDir: string;
 let tarball: string;
@@ -71,27 +69,8 @@ const children = new Set<ChildProcess>();
 /** The module's orders paid so far, on either platform: each must have exactly one licence. */
 const paidOrders: string[] = [];
 
-function withDatabase(url: string, name: string): string {
-  const copy = new URL(url);
-  copy.pathname = `/${name}`;
-  return copy.toString();
-}
 
-/** Ours without npm's own `npm_*` variables (under `npm test` they name the repository as the project). */
-function npmEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD'));
-  return { ...env, npm_config_update_notifier: 'false', npm_config_audit: 'false', npm_config_fund: 'false', npm_config_prefer_offline: 'true' };
-}
 
-async function run(command: string, args: string[], cwd: string, timeoutMs: number): Promise<string> {
-  try {
-    const { stdout } = await exec(command, args, { cwd, env: npmEnv(), timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
-    return stdout;
-  } catch (err) {
-    const e = err as Error & { stdout?: string; stderr?: string };
-    throw new Error(`${command} ${args.join(' ')} (in ${cwd}) failed: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
-  }
-}
 
 /** The README's section "Use it in your NestJS app", up to the next `## `. */
 function usageSection(): string {
@@ -187,56 +166,21 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => carrier!.listen(0, '127.0.0.1', resolve));
   carrierUrl = `http://127.0.0.1:${(carrier.address() as { port: number }).port}`;
 
-  const admin = new Client({ connectionString: ADMIN_DB_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE "${HOST_DB}"`);
-  } finally {
-    await admin.end();
-  }
+  await createDatabase(ADMIN_DB_URL, HOST_DB);
   db = new Client({ connectionString: HOST_DB_URL });
   await db.connect();
   await db.query(LICENCES_DDL);
 }, 300_000);
 
-afterAll(async () => {
-  const errors: unknown[] = [];
-  const step = async (cleanup: () => Promise<unknown> | void) => {
-    try {
-      await cleanup();
-    } catch (err) {
-      errors.push(err);
-    }
-  };
-  await step(() => {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  await step(() => db?.end());
-  await step(() => new Promise<void>((resolve) => (carrier ? carrier.close(() => resolve()) : resolve())));
-  await step(async () => {
-    const admin = new Client({ connectionString: ADMIN_DB_URL });
-    await admin.connect();
-    try {
-      await admin.query(`DROP DATABASE IF EXISTS "${HOST_DB}" WITH (FORCE)`);
-    } finally {
-      await admin.end();
-    }
-  });
-  await step(async () => {
-    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    try {
-      await redis.connect();
-      const keys = await redis.keys('shop-payments:*');
-      if (keys.length > 0) await redis.del(...keys);
-    } finally {
-      redis.disconnect();
-    }
-  });
-  await step(() => {
-    if (work) rmSync(work, { recursive: true, force: true });
-  });
-  if (errors.length > 0) throw errors[0];
-}, 30_000);
+afterAll(() =>
+  cleanUp([
+    () => killAll(children),
+    () => db?.end(),
+    () => closeServer(carrier),
+    () => dropDatabase(ADMIN_DB_URL, HOST_DB),
+    () => deleteKeys(REDIS_URL, 'shop-payments:*'),
+    () => work && rmSync(work, { recursive: true, force: true }),
+  ]), 30_000);
 
 it("the README's app.module.ts names the module's own routePrefix and queuePrefix", () => {
   const appModule = readmeFiles().express.get('src/app.module.ts')!;
@@ -244,24 +188,6 @@ it("the README's app.module.ts names the module's own routePrefix and queuePrefi
   expect(appModule).toMatch(/^\s+queuePrefix: 'shop-payments',/m);
 });
 
-/** The built project as its own process, with exactly `env` (plus PATH). */
-class ProjectProcess {
-  readonly child: ChildProcess;
-  output = '';
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(env: Record<string, string>) {
-    this.child = spawn(process.execPath, ['dist/main.js'], { cwd: projectDir, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.add(this.child);
-    this.child.stdout!.on('data', (d) => (this.output += d));
-    this.child.stderr!.on('data', (d) => (this.output += d));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
-  }
-
-  get running(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
-  }
-}
 
 describe.each(['express', 'fastify'] as const)("the README's project on %s", (platform) => {
   let app: ProjectProcess;
@@ -301,7 +227,7 @@ describe.each(['express', 'fastify'] as const)("the README's project on %s", (pl
     await build((platform === 'fastify' ? fastify : express).get('src/main.ts')!);
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
-    app = new ProjectProcess({ DATABASE_URL: HOST_DB_URL, REDIS_URL, ADMIN_TOKEN, STRIPE_WEBHOOK_SECRET: STRIPE_SECRET, CARRIER_URL: carrierUrl, PORT: String(port) });
+    app = new ProjectProcess(projectDir, { DATABASE_URL: HOST_DB_URL, REDIS_URL, ADMIN_TOKEN, STRIPE_WEBHOOK_SECRET: STRIPE_SECRET, CARRIER_URL: carrierUrl, PORT: String(port) });
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (!app.running) throw new Error(`the project exited before listening:\n${app.output}`);
