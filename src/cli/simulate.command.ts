@@ -357,6 +357,12 @@ export interface ObjectsCheck {
   answers: Record<string, number>;
   /** Objects asked for fewer times than notifications name them, when the wait ended. */
   unread: string[];
+  /**
+   * With the admin token: acknowledged notifications the service was still processing (`received`,
+   * e.g. a retry waiting for its payment) when the wait ended. The kit serves until none is left, so
+   * a retry never finds the server gone.
+   */
+  pending?: string[];
   waitedMs: number;
 }
 
@@ -405,8 +411,10 @@ export function formatObjects(objects: ObjectsCheck): string[] {
   const answers = Object.entries(objects.answers).map(([status, n]) => `${status}: ${n}`).join(', ');
   return [
     `objects served at ${objects.url}: ${objects.requests} request(s)${answers ? ` (${answers})` : ''} for ${objects.notifications} acknowledged notification(s) naming one` +
-      (objects.unread.length ? `; ${objects.unread.length} object(s) not read within ${formatDuration(objects.waitedMs)}` : '; each object read'),
+      (objects.unread.length ? `; ${objects.unread.length} object(s) not read within ${formatDuration(objects.waitedMs)}` : '; each object read') +
+      (objects.pending?.length ? `; ${objects.pending.length} notification(s) still being processed after ${formatDuration(objects.waitedMs)}` : ''),
     ...objects.unread.slice(0, 10).map((path) => `  not read: ${path}`),
+    ...(objects.pending ?? []).slice(0, 10).map((eventId) => `  still processing: ${eventId}`),
   ];
 }
 
@@ -543,8 +551,10 @@ async function checkArchive(options: SimulateOptions, eventIds: string[]): Promi
 
 /**
  * Stripe thin: keeps serving until the service has asked for the object of every notification it
- * acknowledged (as many requests at each path as notifications name it), or `waitMs` has passed.
- * Processing reads the object after the answer, so closing the server at once would fail them.
+ * acknowledged (as many requests at each path as notifications name it) and, given `processing`
+ * (which of these event ids the service is still processing), until none is left, or `waitMs` has
+ * passed. Processing reads the object after the answer, and a retried processing reads it again,
+ * so closing the server at once would fail them.
  */
 export async function awaitObjectReads(
   server: Pick<ObjectServer, 'fetches' | 'requests' | 'byStatus' | 'url'>,
@@ -552,22 +562,60 @@ export async function awaitObjectReads(
   report: SimulationReport,
   waitMs: number,
   stopped: () => boolean,
+  processing?: (eventIds: string[]) => Promise<string[]>,
 ): Promise<ObjectsCheck> {
   const acknowledged = new Set(report.events.filter((e) => e.accepted + e.duplicate > 0).map((e) => e.eventId));
   const expected = new Map<string, number>();
   for (const p of payments) {
     for (const e of p.events) if (e.served && acknowledged.has(e.eventId)) expected.set(e.served.path, (expected.get(e.served.path) ?? 0) + 1);
   }
+  const notified = payments.flatMap((p) => p.events.filter((e) => e.served && acknowledged.has(e.eventId)).map((e) => e.eventId));
   const started = Date.now();
+  let pending = notified;
   for (;;) {
     const unread = [...expected].filter(([path, n]) => server.fetches(path) < n).map(([path]) => path);
+    if (processing && unread.length === 0 && pending.length) pending = await processing(pending);
     const waitedMs = Date.now() - started;
-    if (unread.length === 0 || waitedMs >= waitMs || stopped()) {
+    if ((unread.length === 0 && (!processing || pending.length === 0)) || waitedMs >= waitMs || stopped()) {
       const notifications = [...expected.values()].reduce((a, b) => a + b, 0);
-      return { url: server.url, notifications, requests: server.requests.length, answers: server.byStatus(), unread, waitedMs };
+      return {
+        url: server.url,
+        notifications,
+        requests: server.requests.length,
+        answers: server.byStatus(),
+        unread,
+        ...(processing ? { pending } : {}),
+        waitedMs,
+      };
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/**
+ * Which of these event ids of the endpoint the service is still processing (a delivery row
+ * `received`, or none yet), through GET /admin/webhook-deliveries. An archive that cannot be read
+ * counts as nothing pending: the wait is a courtesy, not a check.
+ */
+async function stillProcessing(options: SimulateOptions, eventIds: string[]): Promise<string[]> {
+  const pending: string[] = [];
+  let unreadable = false;
+  for (let i = 0; i < eventIds.length && !unreadable; i += options.concurrency) {
+    await Promise.all(
+      eventIds.slice(i, i + options.concurrency).map(async (eventId) => {
+        const path = `/admin/webhook-deliveries?endpointId=${encodeURIComponent(options.endpoint)}&eventId=${encodeURIComponent(eventId)}&limit=100`;
+        const answer = await send(joinUrl(options.adminUrl, path), { method: 'GET', headers: { authorization: `Bearer ${options.adminToken}` } }, options.timeoutMs);
+        const items = answer.json?.items;
+        if (answer.status !== 200 || !Array.isArray(items)) {
+          unreadable = true;
+          return;
+        }
+        const rows = items.filter((item) => (item as { eventId?: unknown })?.eventId === eventId) as Array<{ status?: unknown }>;
+        if (rows.length === 0 || rows.some((row) => row.status === 'received')) pending.push(eventId);
+      }),
+    );
+  }
+  return unreadable ? [] : pending;
 }
 
 /**
@@ -686,7 +734,8 @@ export const simulateCommand: CliCommand = {
         options.provider === 'adyen' && options.adminToken && failure(report) === undefined
           ? await checkArchive(options, report.events.map((e) => e.eventId))
           : undefined;
-      const objectReads = objects ? await awaitObjectReads(objects, payments, report, options.waitMs, () => stop.requested) : undefined;
+      const processing = options.adminToken ? (ids: string[]) => stillProcessing(options, ids) : undefined;
+      const objectReads = objects ? await awaitObjectReads(objects, payments, report, options.waitMs, () => stop.requested, processing) : undefined;
       if (options.json) ctx.out(JSON.stringify(summaryJson(info, report, orders, archive, objectReads), null, 2));
       else for (const line of formatSummary(info, report, orders, archive, objectReads)) ctx.out(line);
       const why = failure(report, orders, archive);

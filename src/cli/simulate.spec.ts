@@ -979,6 +979,34 @@ describe('simulate --payload-style thin (Stripe thin notifications, the objects 
     expect(formatObjects(done)).toEqual(['objects served at http://127.0.0.1:8787: 2 request(s) (200: 2) for 3 acknowledged notification(s) naming one; each object read']);
   });
 
+  it('awaitObjectReads with the archive: keeps serving while a read notification is still being processed (a retry reads again); names what is left at the bound', async () => {
+    const plan = planRun({ provider: 'stripe', events: 2, duplicates: 0, outOfOrder: 0, payloadStyle: 'thin' }, seededRandom(3));
+    const events = allEvents(plan);
+    const report = { events: events.map((e) => ({ eventId: e.eventId, type: '', resourceId: '', state: 'acknowledged' as const, attempts: 1, accepted: 1, duplicate: 0, otherAcknowledged: 0, acceptedText: 0, redelivered: false })) } as unknown as SimulationReport;
+    const server = { url: 'http://127.0.0.1:8787', requests: [], fetches: () => 9, byStatus: () => ({}) };
+    // The service reports the second notification as processing for three polls, then done.
+    const asked: string[][] = [];
+    let polls = 0;
+    const processing = async (ids: string[]) => {
+      asked.push(ids);
+      polls += 1;
+      return polls <= 3 ? ids.filter((id) => id === events[1].eventId) : [];
+    };
+    const done = await awaitObjectReads(server, plan, report, 10_000, () => false, processing);
+    expect(done.pending).toEqual([]);
+    expect(polls).toBe(4);
+    // Only what was still pending is asked again.
+    expect(asked).toEqual([events.map((e) => e.eventId), [events[1].eventId], [events[1].eventId], [events[1].eventId]]);
+    expect(formatObjects(done)[0]).toMatch(/; each object read$/);
+
+    const stuck = await awaitObjectReads(server, plan, report, 150, () => false, async (ids) => ids.slice(0, 1));
+    expect(stuck.pending).toEqual([events[0].eventId]);
+    expect(formatObjects(stuck)).toEqual([
+      expect.stringMatching(/; each object read; 1 notification\(s\) still being processed after \d+ ms$/),
+      `  still processing: ${events[0].eventId}`,
+    ]);
+  });
+
   it('the summary names the style on its first line, and the objects line; the JSON the objects', async () => {
     const report = { events: [], answers: {}, requests: 0, attempts: 0, retries: 0, redeliveries: 0, giveUps: [], interrupted: false, durationMs: 5 } as SimulationReport;
     const run: RunInfo = { provider: 'stripe', endpoint: 'stripe-thin', url: 'http://h', schedule: 'stripe', timeScale: 1, seed: 1, copies: 1, concurrency: 8, orders: [], payloadStyle: 'thin', objectsUrl: 'http://127.0.0.1:8787' };

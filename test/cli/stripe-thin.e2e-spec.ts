@@ -32,15 +32,20 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
   const sim = new CarrierSimulator();
   let service: ServiceProcess;
   let base: string;
-  /** The address the kit serves objects at: each thin endpoint's apiBaseUrl. */
-  let objectsPort: number;
+  /**
+   * The address the kit serves objects at for each endpoint (its apiBaseUrl). The simulate runs and
+   * the conformance runs use endpoints of their own: a delivery of an earlier run still being
+   * retried (a refund before its payment, read again at each attempt) never reads from the server
+   * of a run that counts its reads.
+   */
+  const ports: Record<string, number> = {};
   let keyFile: string;
 
   beforeAll(async () => {
     await sim.start();
     const port = await freePort();
-    objectsPort = await freePort();
-    const apiBaseUrl = `http://127.0.0.1:${objectsPort}`;
+    for (const id of ['stripe-thin', 'stripe-thin-connect', 'stripe-thin-sim', 'stripe-thin-connect-sim']) ports[id] = await freePort();
+    const apiBaseUrl = (id: string) => `http://127.0.0.1:${ports[id]}`;
     service = new ServiceProcess({
       DATABASE_URL: TEST_DATABASE_URL,
       REDIS_URL: TEST_REDIS_URL,
@@ -49,9 +54,11 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
       ADMIN_TOKEN: ADMIN,
       CARRIER_URL: sim.url,
       WEBHOOK_ENDPOINTS: JSON.stringify([
-        { id: 'stripe-thin', provider: 'stripe', secrets: [SECRET], merchantAccountId: ACCOUNT, payloadStyle: 'thin', apiKey: API_KEY, apiBaseUrl },
-        // The connected account's destination: its notifications carry the account as their context.
-        { id: 'stripe-thin-connect', provider: 'stripe', secrets: [CONNECT_SECRET], merchantAccountId: CONNECTED, payloadStyle: 'thin', apiKey: API_KEY, apiBaseUrl },
+        ...['', '-sim'].flatMap((suffix) => [
+          { id: `stripe-thin${suffix}`, provider: 'stripe', secrets: [SECRET], merchantAccountId: ACCOUNT, payloadStyle: 'thin', apiKey: API_KEY, apiBaseUrl: apiBaseUrl(`stripe-thin${suffix}`) },
+          // The connected account's destination: its notifications carry the account as their context.
+          { id: `stripe-thin-connect${suffix}`, provider: 'stripe', secrets: [CONNECT_SECRET], merchantAccountId: CONNECTED, payloadStyle: 'thin', apiKey: API_KEY, apiBaseUrl: apiBaseUrl(`stripe-thin-connect${suffix}`) },
+        ]),
       ]),
     });
     base = `http://127.0.0.1:${port}`;
@@ -65,20 +72,7 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
     await sim.stop();
   });
 
-  const thin = () => ['--payload-style', 'thin', '--serve-objects', `127.0.0.1:${objectsPort}`, '--stripe-api-key-file', keyFile];
-
-  /**
-   * Every command serves the objects at the same address (the endpoints' apiBaseUrl): a delivery of
-   * an earlier run still being retried (a refund before its payment is read again at each attempt)
-   * would read from the next command's server. A run that counts reads starts once every delivery
-   * has ended.
-   */
-  async function quiet(): Promise<void> {
-    await until('no delivery of an earlier run still received', async () => {
-      const list = await api(base, ADMIN, 'GET', '/admin/webhook-deliveries?status=received&limit=1');
-      return list.status === 200 && list.body.items.length === 0;
-    }, 60_000);
-  }
+  const thin = (endpoint: string) => ['--payload-style', 'thin', '--serve-objects', `127.0.0.1:${ports[endpoint]}`, '--stripe-api-key-file', keyFile];
 
   /** The archive rows of these event ids, once none is `received` any more. */
   async function settledRows(endpoint: string, ids: string[]): Promise<Json[]> {
@@ -94,19 +88,19 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
   it('simulate: the thin twin of every event, its object read from the kit once, every order fulfilled once; exit 0', async () => {
     const shipmentsBefore = sim.shipments.length;
     const out = await runCli(
-      ['simulate', '--url', base, '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', SECRET, '--events', '6', '--out-of-order', '0.5', '--time-scale', '100000', '--seed', '7', ...thin(), '--json'],
+      ['simulate', '--url', base, '--endpoint', 'stripe-thin-sim', '--provider', 'stripe', '--secret', SECRET, '--events', '6', '--out-of-order', '0.5', '--time-scale', '100000', '--seed', '7', ...thin('stripe-thin-sim'), '--json'],
       { ADMIN_TOKEN: ADMIN },
     );
     expect(out.stderr).toBe('');
     const summary = JSON.parse(out.stdout) as Json;
     expect(summary.ok).toBe(true);
-    expect(summary.run).toMatchObject({ provider: 'stripe', payloadStyle: 'thin', objectsUrl: `http://127.0.0.1:${objectsPort}` });
+    expect(summary.run).toMatchObject({ provider: 'stripe', payloadStyle: 'thin', objectsUrl: `http://127.0.0.1:${ports['stripe-thin-sim']}` });
     expect(summary.totals).toMatchObject({ events: 6, sent: 6, accepted: 6, acceptedMoreThanOnce: 0, acknowledgedOtherwise: 0, gaveUp: 0 });
     expect(summary.answers).toEqual({ '200 accepted': 6 });
     expect(summary.ordersFulfilled).toMatchObject({ fulfilled: 3, total: 3 });
     // Three PaymentIntents, two notifications each, every one read, every read answered 200 (a processing the
     // service retries, e.g. a processing before its payment was known, reads the object again: at least 6).
-    expect(summary.objects).toMatchObject({ url: `http://127.0.0.1:${objectsPort}`, notifications: 6, unread: [] });
+    expect(summary.objects).toMatchObject({ url: `http://127.0.0.1:${ports['stripe-thin-sim']}`, notifications: 6, unread: [], pending: [] });
     expect(summary.objects.answers).toEqual({ '200': summary.objects.requests });
     expect(summary.objects.requests).toBeGreaterThanOrEqual(6);
     expect(out.code).toBe(0);
@@ -114,7 +108,7 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
     const events = summary.events as Json[];
     expect(events.every((e) => /^evt_test_[A-Za-z0-9]{24}$/.test(e.eventId))).toBe(true);
     expect(events.map((e) => e.type).sort()).toEqual([...Array(3).fill('v1.payment_intent.processing'), ...Array(3).fill('v1.payment_intent.succeeded')]);
-    const rows = await settledRows('stripe-thin', events.map((e) => e.eventId));
+    const rows = await settledRows('stripe-thin-sim', events.map((e) => e.eventId));
     // Each succeeded applied; each processing applied before it, or stale after it (out of order).
     for (const row of rows) {
       expect(row).toMatchObject({ merchantAccountId: ACCOUNT, apiVersion: null, status: 'processed' });
@@ -130,16 +124,16 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
 
   it('simulate, the text summary, a connected account: the context served under it; the objects line', async () => {
     const out = await runCli(
-      ['simulate', '--url', base, '--endpoint', 'stripe-thin-connect', '--provider', 'stripe', '--secret', CONNECT_SECRET, '--merchant', CONNECTED, '--events', '2', '--time-scale', '100000', ...thin()],
+      ['simulate', '--url', base, '--endpoint', 'stripe-thin-connect-sim', '--provider', 'stripe', '--secret', CONNECT_SECRET, '--merchant', CONNECTED, '--events', '2', '--time-scale', '100000', ...thin('stripe-thin-connect-sim')],
       { ADMIN_TOKEN: ADMIN },
     );
     const lines = out.stdout.trim().split('\n');
-    expect(lines[0]).toBe(`simulate stripe (thin notifications) → ${base}/webhooks/stripe-thin-connect`);
+    expect(lines[0]).toBe(`simulate stripe (thin notifications) → ${base}/webhooks/stripe-thin-connect-sim`);
     expect(lines).toContain('events: 2 sent of 2, 2 accepted, 0 acknowledged as duplicate only, 0 acknowledged otherwise, 0 gave up');
     expect(lines).toContain('orders fulfilled: 1/1');
     const objects = lines.find((l) => l.startsWith('objects served at'));
     const [, requests, found] = /^objects served at http:\/\/127\.0\.0\.1:\d+: (\d+) request\(s\) \(200: (\d+)\) for 2 acknowledged notification\(s\) naming one; each object read$/.exec(objects ?? '') ?? [];
-    expect(objects).toContain(`http://127.0.0.1:${objectsPort}:`);
+    expect(objects).toContain(`http://127.0.0.1:${ports['stripe-thin-connect-sim']}:`);
     expect(Number(requests)).toBeGreaterThanOrEqual(2);
     expect(found).toBe(requests);
     expect(lines[lines.length - 1]).toBe('ok: all 2 events acknowledged, each accepted at most once, all 1 orders fulfilled');
@@ -148,11 +142,10 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
   });
 
   it('conformance: every check passes, missing-object and fetched-once included; one PASS line each; exit 0', async () => {
-    await quiet();
     const shipmentsBefore = sim.shipments.length;
     // Two stripe endpoints of different accounts: payments are registered under --merchant, the notifications' context.
     const out = await runCli(
-      ['conformance', '--url', base, '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', SECRET, '--merchant', ACCOUNT, '--wait', '20', ...thin()],
+      ['conformance', '--url', base, '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', SECRET, '--merchant', ACCOUNT, '--wait', '20', ...thin('stripe-thin')],
       { ADMIN_TOKEN: ADMIN },
     );
     const lines = out.stdout.trim().split('\n');
@@ -191,16 +184,15 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
   });
 
   it('conformance --json against the connected-account endpoint: every check passes; the objects served named', async () => {
-    await quiet();
     const out = await runCli(
-      ['conformance', '--url', base, '--endpoint', 'stripe-thin-connect', '--provider', 'stripe', '--secret', CONNECT_SECRET, '--merchant', CONNECTED, '--wait', '20', ...thin(), '--json'],
+      ['conformance', '--url', base, '--endpoint', 'stripe-thin-connect', '--provider', 'stripe', '--secret', CONNECT_SECRET, '--merchant', CONNECTED, '--wait', '20', ...thin('stripe-thin-connect'), '--json'],
       { ADMIN_TOKEN: ADMIN },
     );
     const report = JSON.parse(out.stdout) as Json;
     expect(report.checks.filter((c: Json) => !c.pass)).toEqual([]);
     expect([report.passed, report.total, report.payloadStyle]).toEqual([12, 12, 'thin']);
     // Five reads before reprocess, one more by it: the rejected delivery read again (this service leaves a processed one as it is).
-    expect(report.objects).toEqual({ url: `http://127.0.0.1:${objectsPort}`, requests: 6, answers: { '200': 5, '404': 1 } });
+    expect(report.objects).toEqual({ url: `http://127.0.0.1:${ports['stripe-thin-connect']}`, requests: 6, answers: { '200': 5, '404': 1 } });
     expect(out.code).toBe(0);
   });
 
@@ -208,7 +200,7 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
     const wrongKey = join(mkdtempSync(join(tmpdir(), 'pw-thin-cli-')), 'wrong-key');
     writeFileSync(wrongKey, 'sk_test_notTheEndpointsKey00000000000000\n', { mode: 0o600 });
     const out = await runCli(
-      ['conformance', '--url', base, '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', SECRET, '--merchant', ACCOUNT, '--wait', '3', '--payload-style', 'thin', '--serve-objects', `127.0.0.1:${objectsPort}`, '--stripe-api-key-file', wrongKey, '--json'],
+      ['conformance', '--url', base, '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', SECRET, '--merchant', ACCOUNT, '--wait', '3', '--payload-style', 'thin', '--serve-objects', `127.0.0.1:${ports['stripe-thin']}`, '--stripe-api-key-file', wrongKey, '--json'],
       { ADMIN_TOKEN: ADMIN },
     );
     const report = JSON.parse(out.stdout) as Json;
