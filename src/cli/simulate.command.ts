@@ -358,9 +358,9 @@ export interface ObjectsCheck {
   /** Objects asked for fewer times than notifications name them, when the wait ended. */
   unread: string[];
   /**
-   * With the admin token: acknowledged notifications the service was still processing (`received`,
-   * e.g. a retry waiting for its payment) when the wait ended. The kit serves until none is left, so
-   * a retry never finds the server gone.
+   * With the admin token: acknowledged notifications, every object read, that the service was still
+   * processing (`received`, e.g. a retry waiting for its payment) when the wait ended. The kit
+   * serves until none is left, so a retry never finds the server gone.
    */
   pending?: string[];
   waitedMs: number;
@@ -526,25 +526,37 @@ export interface ArchiveCheck {
   unreadable?: string;
 }
 
-/** One GET /admin/webhook-deliveries?eventId= per event, `concurrency` at a time. */
-async function checkArchive(options: SimulateOptions, eventIds: string[]): Promise<ArchiveCheck> {
-  const check: ArchiveCheck = { total: eventIds.length, recordedOnce: 0, missing: [], many: [] };
-  for (let i = 0; i < eventIds.length && !check.unreadable; i += options.concurrency) {
+/** The archive's rows of each event id of the endpoint: one GET /admin/webhook-deliveries?eventId= per event, `concurrency` at a time. */
+async function archivedRows(options: SimulateOptions, eventIds: string[]): Promise<{ rows: Map<string, Array<{ status?: unknown }>>; unreadable?: string }> {
+  const rows = new Map<string, Array<{ status?: unknown }>>();
+  let unreadable: string | undefined;
+  for (let i = 0; i < eventIds.length && !unreadable; i += options.concurrency) {
     await Promise.all(
       eventIds.slice(i, i + options.concurrency).map(async (eventId) => {
         const path = `/admin/webhook-deliveries?endpointId=${encodeURIComponent(options.endpoint)}&eventId=${encodeURIComponent(eventId)}&limit=100`;
         const answer = await send(joinUrl(options.adminUrl, path), { method: 'GET', headers: { authorization: `Bearer ${options.adminToken}` } }, options.timeoutMs);
         const items = answer.json?.items;
         if (answer.status !== 200 || !Array.isArray(items)) {
-          check.unreadable ??= `GET /admin/webhook-deliveries answered ${describeWithCause(answer)}`;
+          unreadable ??= `GET /admin/webhook-deliveries answered ${describeWithCause(answer)}`;
           return;
         }
-        const rows = items.filter((item) => (item as { eventId?: unknown })?.eventId === eventId).length;
-        if (rows === 1) check.recordedOnce += 1;
-        else if (rows === 0) check.missing.push(eventId);
-        else check.many.push({ eventId, rows });
+        rows.set(eventId, items.filter((item) => (item as { eventId?: unknown })?.eventId === eventId) as Array<{ status?: unknown }>);
       }),
     );
+  }
+  return { rows, ...(unreadable ? { unreadable } : {}) };
+}
+
+/** Adyen: whether each acknowledged event is in the archive exactly once. */
+async function checkArchive(options: SimulateOptions, eventIds: string[]): Promise<ArchiveCheck> {
+  const { rows, unreadable } = await archivedRows(options, eventIds);
+  const check: ArchiveCheck = { total: eventIds.length, recordedOnce: 0, missing: [], many: [], ...(unreadable ? { unreadable } : {}) };
+  if (unreadable) return check;
+  for (const eventId of eventIds) {
+    const n = rows.get(eventId)!.length;
+    if (n === 1) check.recordedOnce += 1;
+    else if (n === 0) check.missing.push(eventId);
+    else check.many.push({ eventId, rows: n });
   }
   return check;
 }
@@ -565,26 +577,24 @@ export async function awaitObjectReads(
   processing?: (eventIds: string[]) => Promise<string[]>,
 ): Promise<ObjectsCheck> {
   const acknowledged = new Set(report.events.filter((e) => e.accepted + e.duplicate > 0).map((e) => e.eventId));
+  const notified = payments.flatMap((p) => p.events.filter((e) => e.served && acknowledged.has(e.eventId)));
   const expected = new Map<string, number>();
-  for (const p of payments) {
-    for (const e of p.events) if (e.served && acknowledged.has(e.eventId)) expected.set(e.served.path, (expected.get(e.served.path) ?? 0) + 1);
-  }
-  const notified = payments.flatMap((p) => p.events.filter((e) => e.served && acknowledged.has(e.eventId)).map((e) => e.eventId));
+  for (const e of notified) expected.set(e.served!.path, (expected.get(e.served!.path) ?? 0) + 1);
   const started = Date.now();
-  let pending = notified;
+  // Asked of the archive once every object has been read; then only what it still said pending.
+  let pending: string[] | undefined;
   for (;;) {
     const unread = [...expected].filter(([path, n]) => server.fetches(path) < n).map(([path]) => path);
-    if (processing && unread.length === 0 && pending.length) pending = await processing(pending);
+    if (processing && unread.length === 0 && pending?.length !== 0) pending = await processing(pending ?? notified.map((e) => e.eventId));
     const waitedMs = Date.now() - started;
-    if ((unread.length === 0 && (!processing || pending.length === 0)) || waitedMs >= waitMs || stopped()) {
-      const notifications = [...expected.values()].reduce((a, b) => a + b, 0);
+    if ((unread.length === 0 && (!processing || pending?.length === 0)) || waitedMs >= waitMs || stopped()) {
       return {
         url: server.url,
-        notifications,
+        notifications: notified.length,
         requests: server.requests.length,
         answers: server.byStatus(),
         unread,
-        ...(processing ? { pending } : {}),
+        ...(processing ? { pending: pending ?? [] } : {}),
         waitedMs,
       };
     }
@@ -594,28 +604,16 @@ export async function awaitObjectReads(
 
 /**
  * Which of these event ids of the endpoint the service is still processing (a delivery row
- * `received`, or none yet), through GET /admin/webhook-deliveries. An archive that cannot be read
- * counts as nothing pending: the wait is a courtesy, not a check.
+ * `received`, or none yet). An archive that cannot be read counts as nothing pending: the wait is
+ * a courtesy, not a check.
  */
 async function stillProcessing(options: SimulateOptions, eventIds: string[]): Promise<string[]> {
-  const pending: string[] = [];
-  let unreadable = false;
-  for (let i = 0; i < eventIds.length && !unreadable; i += options.concurrency) {
-    await Promise.all(
-      eventIds.slice(i, i + options.concurrency).map(async (eventId) => {
-        const path = `/admin/webhook-deliveries?endpointId=${encodeURIComponent(options.endpoint)}&eventId=${encodeURIComponent(eventId)}&limit=100`;
-        const answer = await send(joinUrl(options.adminUrl, path), { method: 'GET', headers: { authorization: `Bearer ${options.adminToken}` } }, options.timeoutMs);
-        const items = answer.json?.items;
-        if (answer.status !== 200 || !Array.isArray(items)) {
-          unreadable = true;
-          return;
-        }
-        const rows = items.filter((item) => (item as { eventId?: unknown })?.eventId === eventId) as Array<{ status?: unknown }>;
-        if (rows.length === 0 || rows.some((row) => row.status === 'received')) pending.push(eventId);
-      }),
-    );
-  }
-  return unreadable ? [] : pending;
+  const { rows, unreadable } = await archivedRows(options, eventIds);
+  if (unreadable) return [];
+  return eventIds.filter((eventId) => {
+    const own = rows.get(eventId)!;
+    return own.length === 0 || own.some((row) => row.status === 'received');
+  });
 }
 
 /**

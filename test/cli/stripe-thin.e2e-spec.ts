@@ -22,6 +22,18 @@ const SECRET = 'whsec_thin_cli_destination_secret_1';
 const CONNECT_SECRET = 'whsec_thin_cli_connect_secret_2';
 const API_KEY = 'sk_test_kitThinKey51NqZ8cQ2x7LmTt0pVw9Ysd3';
 
+/**
+ * Each thin endpoint's secret and account. The connected account's destinations: its notifications
+ * carry the account as their context. The `-sim` ones are the simulate runs', the others the
+ * conformance runs'.
+ */
+const ENDPOINTS: Record<string, [secret: string, account: string]> = {
+  'stripe-thin': [SECRET, ACCOUNT],
+  'stripe-thin-connect': [CONNECT_SECRET, CONNECTED],
+  'stripe-thin-sim': [SECRET, ACCOUNT],
+  'stripe-thin-connect-sim': [CONNECT_SECRET, CONNECTED],
+};
+
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Json = any;
 
@@ -44,8 +56,7 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
   beforeAll(async () => {
     await sim.start();
     const port = await freePort();
-    for (const id of ['stripe-thin', 'stripe-thin-connect', 'stripe-thin-sim', 'stripe-thin-connect-sim']) ports[id] = await freePort();
-    const apiBaseUrl = (id: string) => `http://127.0.0.1:${ports[id]}`;
+    for (const id of Object.keys(ENDPOINTS)) ports[id] = await freePort();
     service = new ServiceProcess({
       DATABASE_URL: TEST_DATABASE_URL,
       REDIS_URL: TEST_REDIS_URL,
@@ -53,13 +64,17 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
       PORT: String(port),
       ADMIN_TOKEN: ADMIN,
       CARRIER_URL: sim.url,
-      WEBHOOK_ENDPOINTS: JSON.stringify([
-        ...['', '-sim'].flatMap((suffix) => [
-          { id: `stripe-thin${suffix}`, provider: 'stripe', secrets: [SECRET], merchantAccountId: ACCOUNT, payloadStyle: 'thin', apiKey: API_KEY, apiBaseUrl: apiBaseUrl(`stripe-thin${suffix}`) },
-          // The connected account's destination: its notifications carry the account as their context.
-          { id: `stripe-thin-connect${suffix}`, provider: 'stripe', secrets: [CONNECT_SECRET], merchantAccountId: CONNECTED, payloadStyle: 'thin', apiKey: API_KEY, apiBaseUrl: apiBaseUrl(`stripe-thin-connect${suffix}`) },
-        ]),
-      ]),
+      WEBHOOK_ENDPOINTS: JSON.stringify(
+        Object.entries(ENDPOINTS).map(([id, [secret, account]]) => ({
+          id,
+          provider: 'stripe',
+          secrets: [secret],
+          merchantAccountId: account,
+          payloadStyle: 'thin',
+          apiKey: API_KEY,
+          apiBaseUrl: `http://127.0.0.1:${ports[id]}`,
+        })),
+      ),
     });
     base = `http://127.0.0.1:${port}`;
     await waitForHttp(service, `${base}/health`);
@@ -72,7 +87,7 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
     await sim.stop();
   });
 
-  const thin = (endpoint: string) => ['--payload-style', 'thin', '--serve-objects', `127.0.0.1:${ports[endpoint]}`, '--stripe-api-key-file', keyFile];
+  const thin = (endpoint: string, key = keyFile) => ['--payload-style', 'thin', '--serve-objects', `127.0.0.1:${ports[endpoint]}`, '--stripe-api-key-file', key];
 
   /** The archive rows of these event ids, once none is `received` any more. */
   async function settledRows(endpoint: string, ids: string[]): Promise<Json[]> {
@@ -200,7 +215,7 @@ describe('payment-webhooks simulate and conformance --payload-style thin against
     const wrongKey = join(mkdtempSync(join(tmpdir(), 'pw-thin-cli-')), 'wrong-key');
     writeFileSync(wrongKey, 'sk_test_notTheEndpointsKey00000000000000\n', { mode: 0o600 });
     const out = await runCli(
-      ['conformance', '--url', base, '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', SECRET, '--merchant', ACCOUNT, '--wait', '3', '--payload-style', 'thin', '--serve-objects', `127.0.0.1:${ports['stripe-thin']}`, '--stripe-api-key-file', wrongKey, '--json'],
+      ['conformance', '--url', base, '--endpoint', 'stripe-thin', '--provider', 'stripe', '--secret', SECRET, '--merchant', ACCOUNT, '--wait', '3', ...thin('stripe-thin', wrongKey), '--json'],
       { ADMIN_TOKEN: ADMIN },
     );
     const report = JSON.parse(out.stdout) as Json;
