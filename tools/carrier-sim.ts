@@ -44,6 +44,8 @@ export interface SimulatedShipment {
 export interface RecordedCall {
   at: string;
   idempotencyKey: string | null;
+  /** The W3C `traceparent` the call carried (a traced sender's), or null. */
+  traceparent: string | null;
   /** What the simulator did: created, replayed, conflict, or the fault it played. */
   result: 'created' | 'replayed' | 'conflict' | 'unauthorized' | 'bad_request' | 'answer' | FaultMode;
 }
@@ -115,7 +117,8 @@ export class CarrierSimulator {
     if (req.method !== 'POST' || path !== '/shipments') return json(res, 404, { error: 'not_found' });
 
     const key = header(req, 'idempotency-key');
-    const record = (result: RecordedCall['result']) => this.calls.push({ at: new Date().toISOString(), idempotencyKey: key, result });
+    const traceparent = header(req, 'traceparent');
+    const record = (result: RecordedCall['result']) => this.calls.push({ at: new Date().toISOString(), idempotencyKey: key, traceparent, result });
     if (this.options.apiKey && header(req, 'authorization') !== `Bearer ${this.options.apiKey}`) {
       record('unauthorized');
       return json(res, 401, { error: 'unauthorized' });

@@ -8,6 +8,7 @@ import { InboxSourceAndApiVersion1764892800000 } from '../../migrations/17648928
 import { Backfill1764979300000 } from '../../migrations/1764979300000-Backfill';
 import { AccountBoundary1765065600000 } from '../../migrations/1765065600000-AccountBoundary';
 import { PaymentRefunds1765152000000 } from '../../migrations/1765152000000-PaymentRefunds';
+import { TraceContext1765238400000 } from '../../migrations/1765238400000-TraceContext';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 
 /** The module's own TypeORM connection name, so a host's default connection is left alone. */
@@ -27,6 +28,7 @@ export const MIGRATIONS = [
   Backfill1764979300000,
   AccountBoundary1765065600000,
   PaymentRefunds1765152000000,
+  TraceContext1765238400000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

@@ -8,6 +8,7 @@ import { discardAnswer } from '../common/bounded-answer';
 import type { HandlerOutcome } from '../outbox/outbox.state';
 import { PW_OPTIONS } from '../config/tokens';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a } from '../providers/standard-keys';
+import { injectTraceparent } from '../observability/tracing';
 
 interface Sink {
   name: string;
@@ -50,13 +51,15 @@ export class EventSinks {
   async deliver(sink: Sink, event: PaymentWebhooksEvent): Promise<HandlerOutcome> {
     const body = JSON.stringify(event);
     const now = new Date();
-    const headers = {
+    const headers: Record<string, string> = {
       'content-type': 'application/json',
       'user-agent': 'nestjs-payment-webhooks',
       'webhook-id': event.id,
       'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
       'webhook-signature': sink.sign(event.id, now, body),
     };
+    // A sink that traces joins the trace of the change it hears of.
+    injectTraceparent(headers);
     let response: Response;
     try {
       response = await fetch(sink.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(sink.timeoutMs), redirect: 'manual' });

@@ -4,7 +4,8 @@ import { JobName, QueueName } from './queues';
 
 /** What each job carries: ids only; its processor reloads the state (the database decides). */
 export interface JobData {
-  [JobName.ProcessDelivery]: { inboxId: string };
+  /** `trace`: the `traceparent` of what enqueued it again (an operator's reprocess), when traced. */
+  [JobName.ProcessDelivery]: { inboxId: string; trace?: string };
   [JobName.DispatchOutboxMessage]: { messageId: string };
   [JobName.PurgeExpired]: Record<string, never>;
   [JobName.RunBackfill]: { backfillId: string };

@@ -24,6 +24,7 @@ import {
 import { OutboxAdminService } from './outbox-admin.service';
 import { reconcile } from './reconciliation.service';
 import { RetentionService } from './retention.service';
+import { inActionSpan } from '../observability/tracing';
 
 /** The operator's routes (docs/rest-api.md#admin-routes): the archive, replay, the outbox, reconciliation, retention. */
 // Each route's tag says what it holds (api-docs.ts DOCS_TAGS). The bearer token only (AdminAuthGuard).
@@ -83,7 +84,7 @@ export class OperationsController {
     ),
   })
   async reprocess(@Param('id', uuidParam) id: string): Promise<QueuedAnswer> {
-    await this.archive.reprocess(id);
+    await inActionSpan('reprocess', () => this.archive.reprocess(id));
     return { status: 'queued' };
   }
 
@@ -109,7 +110,7 @@ export class OperationsController {
     409: conflict('The message is not dead', 'illegal_transition', 'a pending message cannot be retried; only a dead one'),
   })
   async retry(@Param('id', uuidParam) id: string): Promise<QueuedAnswer> {
-    await this.outbox.retry(id);
+    await inActionSpan('retry', () => this.outbox.retry(id));
     return { status: 'queued' };
   }
 

@@ -10,6 +10,7 @@ import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
+import { startDispatch } from '../observability/tracing';
 import { PW_OPTIONS } from '../config/tokens';
 import { OutboxAttempt, OutboxHandlers } from './outbox-handler';
 import { AttemptDecision, decideAttempt, HandlerOutcome } from './outbox.state';
@@ -89,6 +90,7 @@ export class OutboxDispatcher {
       previousCallAt: claimed.lastCallAt,
     };
     const handler = this.handlers.get(claimed.type);
+    const span = startDispatch({ messageId: claimed.id, type: claimed.type, attempt: claimed.attempts + 1, traceContext: claimed.traceContext });
     let outcome: HandlerOutcome;
     if (!handler) {
       outcome = { kind: 'dead', reason: `no handler for the message type "${claimed.type}"` };
@@ -97,7 +99,8 @@ export class OutboxDispatcher {
       // lease, and another worker takes the message over (BullMQ's stalled-job check brings the job).
       const renewal = setInterval(() => void this.renewLease(claimed.id), Math.max(100, this.leaseMs() / 3));
       try {
-        outcome = await handler.handle(attempt);
+        // The side effect's own calls (a carrier's, a sink's) carry the span's traceparent.
+        outcome = await (span ? span.within(() => handler.handle(attempt)) : handler.handle(attempt));
       } catch (err) {
         outcome = { kind: 'retry', reason: `handler failed: ${(err as Error)?.message ?? String(err)}`, mayHaveHappened: true };
       } finally {
@@ -107,7 +110,15 @@ export class OutboxDispatcher {
     // A reason is text from outside (an error's message, a carrier's code): made storable before it
     // is decided on, so that neither the message's row nor the handler's bookkeeping refuses it.
     if (outcome.kind !== 'done') outcome = { ...outcome, reason: storableText(outcome.reason, 2_000) };
-    return this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
+    if (!span) return this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
+    try {
+      const step = await this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
+      span.end(step.done ? step.outcome : 'retry', !(step.done && step.outcome === 'dispatched'));
+      return step;
+    } catch (err) {
+      span.end('not_recorded', true);
+      throw err;
+    }
   }
 
   /** Claims in one statement; two claims meeting on the same rows (a message enqueued twice) may deadlock: then each alone. */

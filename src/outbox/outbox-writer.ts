@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { uuid7 } from '../common/uuid7';
+import { activeTraceparent } from '../observability/tracing';
 import { BeforeCommitBatch } from '../database/transaction';
 import { MessageToWrite, OutboxStore } from './outbox.store';
 
@@ -20,7 +21,8 @@ export interface NewOutboxMessage {
  * Writes outbox messages, and only inside the caller's transaction: the message must commit or
  * roll back with the business change that decided it. A manager outside a transaction is a
  * programming error. Each message gets its id when it is asked for, so ids (time-ordered) keep the
- * order messages were asked in.
+ * order messages were asked in. Each keeps the active span's context (see observability/tracing.ts),
+ * which its dispatch spans belong to.
  */
 @Injectable()
 export class OutboxWriter {
@@ -36,13 +38,13 @@ export class OutboxWriter {
    */
   writeAtCommit(em: EntityManager, message: NewOutboxMessage): void {
     refuseOutsideTransaction(em, 'OutboxWriter.writeAtCommit');
-    this.atCommit.add(em, { ...message, id: uuid7() });
+    this.atCommit.add(em, { ...message, id: uuid7(), traceContext: activeTraceparent() });
   }
 
   /** Writes the message now; returns its id, or null when a message with this key already exists. */
   async add(em: EntityManager, message: NewOutboxMessage): Promise<string | null> {
     refuseOutsideTransaction(em, 'OutboxWriter.add');
-    const [written] = await this.store.write(em, [{ ...message, id: uuid7() }]);
+    const [written] = await this.store.write(em, [{ ...message, id: uuid7(), traceContext: activeTraceparent() }]);
     return written ?? null;
   }
 }

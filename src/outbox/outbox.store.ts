@@ -17,6 +17,8 @@ export interface MessageToWrite {
   payload: Record<string, unknown>;
   idempotencyKey: string;
   orderingKey?: string;
+  /** The `traceparent` of the span that wrote it (a delivery's processing, an operator's action). */
+  traceContext?: string | null;
 }
 
 /** A message this worker has just claimed, with the call trace an earlier attempt left. */
@@ -27,6 +29,8 @@ export interface ClaimedMessage {
   attempts: number;
   idempotencyKey: string;
   lastCallAt: Date | null;
+  /** The `traceparent` of the span that wrote it, which its dispatch spans belong to; null when none traced it. */
+  traceContext: string | null;
 }
 
 /** What decides when a message may be claimed, on the database's clock (`now`). */
@@ -99,16 +103,23 @@ export class OutboxStore implements OnModuleInit {
   async write(em: EntityManager, messages: readonly MessageToWrite[]): Promise<string[]> {
     const rows: Array<{ id: string }> = await em.query(
       `WITH written AS (
-         INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, status, attempts, next_attempt_at, created_at)
-         SELECT r.id, r.type, r.payload, r.idempotency_key, r.ordering_key, '${WRITTEN_STATUS}', 0, now(), now()
-           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, type text, payload jsonb, idempotency_key text, ordering_key text)
+         INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, trace_context, status, attempts, next_attempt_at, created_at)
+         SELECT r.id, r.type, r.payload, r.idempotency_key, r.ordering_key, r.trace_context, '${WRITTEN_STATUS}', 0, now(), now()
+           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, type text, payload jsonb, idempotency_key text, ordering_key text, trace_context text)
           ORDER BY r.id
          ON CONFLICT (idempotency_key) DO NOTHING
          RETURNING id)
        SELECT id, pg_notify(${OUTBOX_CHANNEL_SQL}, id::text) FROM written`,
       [
         JSON.stringify(
-          messages.map((m) => ({ id: m.id, type: m.type, payload: m.payload, idempotency_key: m.idempotencyKey, ordering_key: m.orderingKey ?? null })),
+          messages.map((m) => ({
+            id: m.id,
+            type: m.type,
+            payload: m.payload,
+            idempotency_key: m.idempotencyKey,
+            ordering_key: m.orderingKey ?? null,
+            trace_context: m.traceContext ?? null,
+          })),
         ),
       ],
     );
@@ -132,7 +143,8 @@ export class OutboxStore implements OnModuleInit {
           AND (m.ordering_key IS NULL OR NOT EXISTS (
                 SELECT 1 FROM outbox_message e
                  WHERE e.ordering_key = m.ordering_key AND e.status = 'pending' AND e.attempts = 0 AND e.id < m.id))
-      RETURNING m.id, m.type, m.payload, m.attempts, m.idempotency_key AS "idempotencyKey", p.previous AS "lastCallAt"`,
+      RETURNING m.id, m.type, m.payload, m.attempts, m.idempotency_key AS "idempotencyKey", p.previous AS "lastCallAt",
+                m.trace_context AS "traceContext"`,
       [ids, owner, leaseMs],
     );
     const byId = new Map(rows.map((r) => [r.id, r]));

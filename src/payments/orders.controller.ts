@@ -10,6 +10,7 @@ import { RegisterPaymentDto } from './dto/payment.dto';
 import { OrderPage, OrderView, PaymentView } from './dto/views';
 import { OrdersService } from './orders.service';
 import { MAX_PAYMENTS_PER_ORDER } from './order.entity';
+import { inActionSpan } from '../observability/tracing';
 
 /**
  * An id in the path names a resource: one that is not even a UUID names none, so it answers like
@@ -120,7 +121,7 @@ export class OrdersController {
     409: conflict('The order is neither awaiting payment nor paid', 'illegal_transition', 'a canceled order cannot be marked paid'),
   })
   markPaid(@Param('id', uuidParam) id: string, @Body() dto: MarkPaidDto): Promise<OrderView> {
-    return this.orders.markPaid(id, dto);
+    return inActionSpan('mark-paid', () => this.orders.markPaid(id, dto));
   }
 
   @Post(':id/cancel')

@@ -5,11 +5,22 @@ import { rawRequest, rawResponse } from '../http/platform';
 import { MetricsService } from '../observability/metrics.service';
 import { PW_LOGGER, PW_RECEIVE_PRESSURE } from '../config/tokens';
 import type { ReceivePressure } from '../jobs/receive-pressure';
+import { nowMs, ReceiptSpan, refusedReceipt, requestParent, startReceipt, TraceParent } from '../observability/tracing';
+import type { KeyedEvent } from '../providers';
+import type { ResolvedEndpoint } from './signature-verifier';
 
 /** What the receive path notes about a delivery as it goes (kept per Node request, on either platform). */
 interface DeliveryNotes {
   eventId?: string;
   answer?: string;
+}
+
+/** What tracing keeps of a delivery between its arrival and its answer. */
+interface TraceNotes {
+  startedAt: number;
+  parent: TraceParent | undefined;
+  /** Receipt spans were started for its events: no refusal span at the end. */
+  receipts: boolean;
 }
 
 /**
@@ -23,6 +34,7 @@ export class DeliveryObserver {
   /** The labelled counter and histogram per label set: looking labels up on every delivery costs more than the increment. */
   private readonly counters = new Map<string, { deliveries: { inc(): void }; duration: { observe(v: number): void } }>();
   private readonly notes = new WeakMap<IncomingMessage, DeliveryNotes>();
+  private readonly traces = new WeakMap<IncomingMessage, TraceNotes>();
 
   constructor(
     private readonly metrics: MetricsService,
@@ -39,6 +51,8 @@ export class DeliveryObserver {
     if (this.notes.has(request)) return;
     const notes: DeliveryNotes = {};
     this.notes.set(request, notes);
+    const trace: TraceNotes = { startedAt: nowMs(), parent: requestParent(request.headers), receipts: false };
+    if (trace.parent) this.traces.set(request, trace);
     const response = rawResponse(res);
     // The workers of this process give way until the answer has gone (or the connection has).
     const endReceiving = this.pressure.receive();
@@ -47,6 +61,8 @@ export class DeliveryObserver {
       endReceiving();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const answer = notes.answer ?? `http_${response.statusCode}`;
+      // Refused before any event was recorded: the one receipt span says why.
+      if (trace.parent && !trace.receipts) refusedReceipt(trace.parent, trace.startedAt, { provider, endpointId: endpoint, eventId: notes.eventId }, answer);
       const key = `${endpoint}\u0000${provider}\u0000${answer}`;
       let labelled = this.counters.get(key);
       if (!labelled) {
@@ -69,6 +85,25 @@ export class DeliveryObserver {
   note(req: unknown, what: DeliveryNotes): void {
     const notes = this.notes.get(rawRequest(req));
     if (notes) Object.assign(notes, what);
+  }
+
+  /**
+   * Starts the receipt span of each event of an authentic delivery (one, or a batch's), from its
+   * arrival; undefined for each event when nothing traces it.
+   */
+  startReceipts(req: unknown, endpoint: ResolvedEndpoint, events: readonly KeyedEvent[]): Array<ReceiptSpan | undefined> | undefined {
+    const trace = this.traces.get(rawRequest(req));
+    if (!trace) return undefined;
+    trace.receipts = true;
+    return events.map((event) =>
+      startReceipt(trace.parent, trace.startedAt, {
+        provider: endpoint.provider.name,
+        endpointId: endpoint.id,
+        eventId: event.eventId,
+        merchantAccountId: event.merchantAccountId,
+        eventType: event.eventType,
+      }),
+    );
   }
 
   /** A delivery verified with the endpoint's secret `secretIndex` at `nowSeconds` (rotation metrics). */

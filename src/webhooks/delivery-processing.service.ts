@@ -15,6 +15,7 @@ import { DeliveryToProcess, InboxStore } from './inbox.store';
 import { deliveriesInProcess } from './delivery-reactions';
 import type { FetchedState, ProviderAdapter } from '../providers';
 import { EndpointRegistry } from './endpoint-registry';
+import type { ProcessingSpan } from '../observability/tracing';
 
 export type { ProcessingResult } from './inbox.state';
 
@@ -56,6 +57,8 @@ export interface ProcessingRequest {
   parkUnmatched: boolean;
   /** The state its provider's API answered, once read (set by this service when it submits the delivery again). */
   state?: FetchedState;
+  /** The attempt's span, when traced: started once the row is locked, active while it is decided. */
+  trace?: ProcessingSpan;
 }
 
 /** A locked delivery of a batch, and what deciding it gave. */
@@ -117,7 +120,7 @@ export class DeliveryProcessingService {
   async submit(request: ProcessingRequest): Promise<ProcessingResult | null> {
     const first = await this.batcher.submit(request);
     if (!(first instanceof NeedsFetch)) return first;
-    const state = await this.fetchForAttempt(first.delivery, request.finalAttempt);
+    const state = await this.traced(request.trace, () => this.fetchForAttempt(first.delivery, request.finalAttempt));
     const second = await this.batcher.submit({ ...request, state });
     // Submitted with its state, it never asks for it again.
     return second instanceof NeedsFetch ? null : second;
@@ -125,7 +128,7 @@ export class DeliveryProcessingService {
 
   private async processBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | NeedsFetch | null | ItemFailed>> {
     const processAlone = (r: ProcessingRequest) =>
-      this.processOnce(r.inboxId, r.finalAttempt, r.parkUnmatched, r.state).catch((err: unknown) => new ItemFailed(err));
+      this.processOnce(r.inboxId, r.finalAttempt, r.parkUnmatched, r.state, r.trace).catch((err: unknown) => new ItemFailed(err));
     const fetched: FetchedStates = new Map(requests.flatMap((r) => (r.state === undefined ? [] : [[r.inboxId, r.state] as const])));
     if (requests.length === 1) return [await processAlone(requests[0])];
     const started = process.hrtime.bigint();
@@ -133,7 +136,11 @@ export class DeliveryProcessingService {
     try {
       decided = await runTransaction(this.dataSource, async (em) => {
         const rows = await this.inbox.lockForProcessing(em, requests.map((r) => r.inboxId));
-        for (const row of rows) deliveriesInProcess.of(em).add(row.id);
+        const traces = new Map(requests.flatMap((r) => (r.trace ? [[r.inboxId, r.trace] as const] : [])));
+        for (const row of rows) {
+          deliveriesInProcess.of(em).add(row.id);
+          traces.get(row.id)?.rowLocked(row);
+        }
         const inPaymentOrder = rows
           .filter((d) => d.status === 'received')
           .sort((a, b) => resourceOrder(a).localeCompare(resourceOrder(b)) || a.id.localeCompare(b.id));
@@ -153,7 +160,7 @@ export class DeliveryProcessingService {
         for (const { delivery, event } of normalized) {
           byId.set(delivery.id, {
             delivery,
-            result: await this.decideOrWait(em, delivery, event, parkUnmatched.get(delivery.id) ?? false),
+            result: await this.traced(traces.get(delivery.id), () => this.decideOrWait(em, delivery, event, parkUnmatched.get(delivery.id) ?? false)),
             ...learnedResource(delivery, event),
           });
         }
@@ -218,7 +225,13 @@ export class DeliveryProcessingService {
   }
 
   /** One transaction of `process`; a delivery whose state must be read first comes back as NeedsFetch, having written nothing. */
-  private async processOnce(inboxId: string, finalAttempt: boolean, parkUnmatched: boolean, state: FetchedState | undefined): Promise<ProcessingResult | NeedsFetch | null> {
+  private async processOnce(
+    inboxId: string,
+    finalAttempt: boolean,
+    parkUnmatched: boolean,
+    state: FetchedState | undefined,
+    trace?: ProcessingSpan,
+  ): Promise<ProcessingResult | NeedsFetch | null> {
     let result: ProcessingResult | NeedsFetch | null;
     let provider = 'unknown';
     let learned: string | undefined;
@@ -231,15 +244,19 @@ export class DeliveryProcessingService {
         // A duplicate job, a replay of a finished delivery, or a row purged meanwhile: nothing to do.
         if (!delivery || delivery.status !== 'received') return null;
         provider = delivery.provider;
+        trace?.rowLocked(delivery);
         // Nothing written: the state is fetched once this transaction is over.
         if (state === undefined && this.wantsFetch(delivery)) return new NeedsFetch(delivery);
         deliveriesInProcess.of(em).add(delivery.id);
         const event = this.normalize(delivery, state);
         const learnt = learnedResource(delivery, event);
         learned = learnt.resourceId;
-        const result = await this.decide(em, delivery, parkUnmatched, event);
-        await this.inbox.markFinished(em, [{ delivery, result, ...learnt }]);
-        return result;
+        // Its statements from here on are the span's children (where the host traces pg).
+        return this.traced(trace, async () => {
+          const result = await this.decide(em, delivery, parkUnmatched, event);
+          await this.inbox.markFinished(em, [{ delivery, result, ...learnt }]);
+          return result;
+        });
       });
     } catch (err) {
       await this.recordFailure(inboxId, err, finalAttempt, learned);
@@ -250,6 +267,11 @@ export class DeliveryProcessingService {
     timer({ provider });
     this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
     return result;
+  }
+
+  /** Runs `fn` in the attempt's span, when there is one. */
+  private traced<T>(trace: ProcessingSpan | undefined, fn: () => T): T {
+    return trace ? trace.within(fn) : fn();
   }
 
   /**

@@ -8,6 +8,7 @@ import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
 import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import { uuid7 } from '../common/uuid7';
+import { activeTraceparent } from '../observability/tracing';
 import type { DeliverySource } from './inbox.state';
 import { InboxStore, NewDelivery } from './inbox.store';
 import type { KeyedEvent, RecordedEvent } from '../providers';
@@ -75,10 +76,13 @@ export class InboxIngestService implements OnApplicationShutdown {
     events: readonly KeyedEvent[],
     headers: IncomingHttpHeaders,
     source: DeliverySource = 'webhook',
+    traceContexts?: ReadonlyArray<string | null>,
   ): Promise<IngestAnswer[]> {
     const kept = storedHeaders(endpoint, headers);
+    // Each event's receipt span, else whatever span records it (a backfill's): what its processing links to.
+    const traced = traceContexts === undefined ? activeTraceparent() : null;
     const rows = events.map(
-      (event): NewDelivery => ({
+      (event, i): NewDelivery => ({
         // An event of an account its endpoint does not serve never takes that account's key.
         keyScope: event.served ? '' : endpoint.id,
         id: uuid7(),
@@ -93,6 +97,7 @@ export class InboxIngestService implements OnApplicationShutdown {
         source,
         headers: kept,
         body: event.body,
+        traceContext: traceContexts?.[i] ?? traced,
       }),
     );
     let statuses: RowOutcome[];

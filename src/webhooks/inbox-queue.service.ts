@@ -4,6 +4,7 @@ import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../config/tokens';
 import { JobProducer } from '../jobs/job-producer';
 import { JobName } from '../jobs/queues';
+import { activeTraceparent } from '../observability/tracing';
 
 /**
  * Puts deliveries (back) on the inbox queue: for the sweeper, for deliveries re-run after their
@@ -27,7 +28,9 @@ export class InboxQueueService {
    * Returns how many jobs were added or promoted.
    */
   async requeue(ids: readonly string[], { expedite = false } = {}): Promise<number> {
-    return this.jobs.requeue(JobName.ProcessDelivery, ids, (inboxId) => ({ inboxId }), { expedite });
+    // What asks for the run again (an operator's request, the registration that releases it) is its trace's parent.
+    const trace = activeTraceparent();
+    return this.jobs.requeue(JobName.ProcessDelivery, ids, (inboxId) => (trace ? { inboxId, trace } : { inboxId }), { expedite });
   }
 
   /** Best effort after a commit: a failure leaves the rows `received`, and the sweeper enqueues them. */

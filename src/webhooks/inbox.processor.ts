@@ -6,7 +6,9 @@ import type { JobData } from '../jobs/job-registry';
 import { ModuleProcessor, ModuleWorker } from '../jobs/module-worker';
 import { JobName, QueueName } from '../jobs/queues';
 import type { ReceivePressure } from '../jobs/receive-pressure';
-import { DeliveryProcessingService } from './delivery-processing.service';
+import { codeOf } from '../common/domain-error';
+import { ProcessingSpan } from '../observability/tracing';
+import { DeliveryProcessingService, ProcessingResult } from './delivery-processing.service';
 
 /** Consumes the inbox queue: each job is one delivery's processing attempt, in the queue's retry budget. */
 @ModuleProcessor(QueueName.Inbox)
@@ -17,7 +19,9 @@ export class InboxProcessor extends ModuleWorker {
       const attempt = job.attemptsMade + 1;
       const finalAttempt = attempt >= (job.opts.attempts ?? 1);
       const parkUnmatched = finalAttempt || attempt >= this.options.tuning.unmatchedAfterAttempts;
-      return this.processing.submit({ inboxId: job.data.inboxId, finalAttempt, parkUnmatched });
+      const trace = ProcessingSpan.begin(job.data.trace, attempt);
+      const submitted = this.processing.submit({ inboxId: job.data.inboxId, finalAttempt, parkUnmatched, trace });
+      return trace ? traced(trace, submitted, finalAttempt) : submitted;
     },
   };
 
@@ -27,5 +31,18 @@ export class InboxProcessor extends ModuleWorker {
     @Inject(PW_RECEIVE_PRESSURE) pressure: ReceivePressure,
   ) {
     super(options, pressure);
+  }
+}
+
+/** Ends an attempt's span with what the attempt came to (null: nothing to do, the row was final already). */
+async function traced(trace: ProcessingSpan, attempt: Promise<ProcessingResult | null>, finalAttempt: boolean): Promise<ProcessingResult | null> {
+  try {
+    const result = await attempt;
+    if (result) trace.end(result.status, result.outcome);
+    else trace.end('final', 'nothing_to_do');
+    return result;
+  } catch (err) {
+    trace.end(finalAttempt ? 'failed' : 'retrying', codeOf(err, 'internal_error'), true);
+    throw err;
   }
 }

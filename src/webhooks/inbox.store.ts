@@ -55,7 +55,11 @@ export interface Delivery {
 export type NewDelivery = Pick<
   Delivery,
   'id' | 'endpointId' | 'provider' | 'merchantAccountId' | 'eventId' | 'eventType' | 'resourceId' | 'deliveryId' | 'apiVersion' | 'source' | 'keyScope' | 'body'
-> & { headers: string };
+> & {
+  headers: string;
+  /** The `traceparent` of the event's receipt span; null when nothing traced it. */
+  traceContext: string | null;
+};
 
 /** The deduplication key of a row, and its id: what a batch insert returns for each row it wrote. */
 export type RecordedKey = Pick<Delivery, 'id' | 'provider' | 'merchantAccountId' | 'eventId' | 'keyScope'>;
@@ -64,7 +68,10 @@ export type RecordedKey = Pick<Delivery, 'id' | 'provider' | 'merchantAccountId'
 export type DeliveryToProcess = Pick<
   Delivery,
   'id' | 'endpointId' | 'provider' | 'merchantAccountId' | 'eventId' | 'eventType' | 'resourceId' | 'keyScope' | 'body' | 'status'
->;
+> & {
+  /** The `traceparent` of its receipt span, which its processing spans link to. */
+  traceContext: string | null;
+};
 
 /** A delivery as the archive lists it: everything but its key scope, headers and body. */
 export type ArchivedDelivery = Omit<Delivery, 'keyScope' | 'headers' | 'body'>;
@@ -137,13 +144,13 @@ const REOPENED = `status = '${RECEIVED}', outcome = NULL, processed_at = NULL`;
 const WAITS_FOR_REGISTRATION = `(w.status = 'unmatched' OR (w.status = 'rejected' AND w.outcome = 'account_mismatch' AND w.key_scope = ''))`;
 
 const INSERT_COLUMNS =
-  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, api_version, source, headers, body, key_scope, received_at';
+  'id, endpoint_id, provider, merchant_account_id, event_id, event_type, resource_id, delivery_id, api_version, source, headers, body, key_scope, trace_context, received_at';
 /** The deduplication key: (provider, merchant account, event id), in the scope of its row. */
 const EVENT_KEY = 'provider, merchant_account_id, event_id, key_scope';
 
 /** A new row's fields in column order: how a batch travels to its statement, and one row's parameters. */
 function insertValues(row: NewDelivery): Array<string | null> {
-  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.apiVersion, row.source, row.headers, row.body, row.keyScope];
+  return [row.id, row.endpointId, row.provider, row.merchantAccountId, row.eventId, row.eventType, row.resourceId, row.deliveryId, row.apiVersion, row.source, row.headers, row.body, row.keyScope, row.traceContext];
 }
 
 // One statement for a whole batch: a duplicate costs an index probe and writes nothing; the new
@@ -151,7 +158,7 @@ function insertValues(row: NewDelivery): Array<string | null> {
 // which both sides encode and decode natively; named keys would repeat every name in every row.
 const INSERT_BATCH_SQL = `
   INSERT INTO webhook_inbox (${INSERT_COLUMNS})
-  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9, (r->>10)::jsonb, r->>11, r->>12,
+  SELECT (r->>0)::uuid, r->>1, r->>2, r->>3, r->>4, r->>5, r->>6, r->>7, r->>8, r->>9, (r->>10)::jsonb, r->>11, r->>12, r->>13,
          pw_uuid7_time((r->>0)::uuid)
     FROM jsonb_array_elements($1::jsonb) AS r
   ON CONFLICT (${EVENT_KEY}) DO NOTHING
@@ -160,12 +167,13 @@ const INSERT_BATCH_SQL = `
 // The same for one row.
 const INSERT_ONE_SQL = `
   INSERT INTO webhook_inbox (${INSERT_COLUMNS})
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, pw_uuid7_time($1))
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12, $13, $14, pw_uuid7_time($1))
   ON CONFLICT (${EVENT_KEY}) DO NOTHING
   RETURNING id, event_id`;
 
 const TO_PROCESS_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
-  event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", key_scope AS "keyScope", body, status`;
+  event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", key_scope AS "keyScope", body, status,
+  trace_context AS "traceContext"`;
 
 const ARCHIVE_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_account_id AS "merchantAccountId",
   event_id AS "eventId", event_type AS "eventType", resource_id AS "resourceId", delivery_id AS "deliveryId",

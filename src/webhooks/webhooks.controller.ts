@@ -60,7 +60,15 @@ export class WebhooksController {
   ): Promise<IngestAnswer | string> {
     const { endpoint, events } = req.verifiedDelivery!;
     this.observer.note(req, { eventId: events[0].eventId });
-    const recorded = await this.ingest.record(endpoint, events, req.headers);
+    const receipts = this.observer.startReceipts(req, endpoint, events);
+    let recorded: IngestAnswer[];
+    try {
+      recorded = await this.ingest.record(endpoint, events, req.headers, 'webhook', receipts?.map((r) => r?.traceparent ?? null));
+    } catch (err) {
+      receipts?.forEach((r) => r?.end(err instanceof WebhookError ? err.code : 'unavailable'));
+      throw err;
+    }
+    receipts?.forEach((r, i) => r?.end(recorded[i].status));
     // Every event of the delivery is committed: the delivery's answer, `accepted` if any was new.
     this.observer.note(req, { answer: recorded.some((r) => r.status === 'accepted') ? 'accepted' : 'duplicate' });
     if (!endpoint.provider.answer) return recorded[0];

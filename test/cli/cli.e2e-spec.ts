@@ -17,6 +17,7 @@ const MIGRATIONS = [
   'Backfill1764979300000',
   'AccountBoundary1765065600000',
   'PaymentRefunds1765152000000',
+  'TraceContext1765238400000',
 ];
 
 function run(args: string[], env: Record<string, string>) {

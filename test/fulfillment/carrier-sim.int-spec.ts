@@ -77,7 +77,7 @@ describe('carrier simulator over HTTP', () => {
       expect(await shipments()).toEqual([
         { id: body.id, idempotencyKey: 'key-1', orderId: BODY.orderId, createdAt: expect.any(String) },
       ]);
-      expect(await calls()).toEqual([{ at: expect.any(String), idempotencyKey: 'key-1', result: 'created' }]);
+      expect(await calls()).toEqual([{ at: expect.any(String), idempotencyKey: 'key-1', traceparent: null, result: 'created' }]);
     });
 
     it('the same key with the same body answers 200 with the same shipment, keys in another order too', async () => {
@@ -113,7 +113,7 @@ describe('carrier simulator over HTTP', () => {
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({ error: 'missing_idempotency_key' });
       expect(await shipments()).toEqual([]);
-      expect(await calls()).toEqual([{ at: expect.any(String), idempotencyKey: null, result: 'bad_request' }]);
+      expect(await calls()).toEqual([{ at: expect.any(String), idempotencyKey: null, traceparent: null, result: 'bad_request' }]);
     });
 
     it('a body that is not JSON answers 400 invalid_json', async () => {

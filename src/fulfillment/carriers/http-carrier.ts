@@ -3,6 +3,7 @@ import type { CarrierDefinition } from '../../config/options';
 import { ANSWER_READ_LIMIT_BYTES, readBoundedAnswer } from '../../common/bounded-answer';
 import { CarrierAdapter, isUsableShipmentId, ShipmentRequest, ShipmentResult } from './carrier';
 import { codeOf } from '../../common/domain-error';
+import { injectTraceparent } from '../../observability/tracing';
 
 /**
  * `POST {url}/shipments` with `Idempotency-Key` (docs/carriers.md#the-carrier-contract). The
@@ -25,14 +26,17 @@ export class HttpCarrierAdapter implements CarrierAdapter {
 
   async ship(request: ShipmentRequest, idempotencyKey: string): Promise<ShipmentResult> {
     let response: Response;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'idempotency-key': idempotencyKey,
+      ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
+    };
+    // A carrier that traces joins the delivery's trace.
+    injectTraceparent(headers);
     try {
       response = await fetch(this.url, {
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'idempotency-key': idempotencyKey,
-          ...(this.apiKey ? { authorization: `Bearer ${this.apiKey}` } : {}),
-        },
+        headers,
         body: JSON.stringify(request),
         signal: AbortSignal.timeout(this.timeoutMs),
         // A carrier that redirects is misconfigured: report it, never replay the POST as a GET.

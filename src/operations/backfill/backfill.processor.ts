@@ -6,6 +6,7 @@ import type { JobData } from '../../jobs/job-registry';
 import { ModuleProcessor, ModuleWorker } from '../../jobs/module-worker';
 import { JobName, QueueName } from '../../jobs/queues';
 import { BackfillService } from './backfill.service';
+import { inActionSpan } from '../../observability/tracing';
 
 /**
  * Runs backfills where `runWorkers` is on. A worker that dies mid-walk leaves its job to BullMQ's
@@ -19,7 +20,7 @@ export class BackfillProcessor extends ModuleWorker implements OnApplicationShut
   protected readonly handlers = {
     [JobName.RunBackfill]: async (job: Job<JobData[JobName.RunBackfill]>) => {
       try {
-        await this.backfills.run(job.data.backfillId);
+        await inActionSpan('backfill', () => this.backfills.run(job.data.backfillId));
       } catch (err) {
         // Thrown so BullMQ retries (the walk resumes from its saved cursor); after the last attempt the backfill is failed.
         if (job.attemptsMade + 1 >= (job.opts.attempts ?? 1)) {
