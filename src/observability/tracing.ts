@@ -22,11 +22,11 @@ export const ATTR = {
   messageId: 'messaging.message.id',
   operationType: 'messaging.operation.type',
   operationName: 'messaging.operation.name',
-  batchSize: 'messaging.batch.message_count',
   provider: 'payment_webhooks.provider',
   account: 'payment_webhooks.merchant_account_id',
   eventType: 'payment_webhooks.event_type',
-  deliveryId: 'payment_webhooks.delivery_id',
+  /** The delivery's id in the archive (`GET /admin/webhook-deliveries/{id}`), not the provider's delivery id. */
+  inboxId: 'payment_webhooks.inbox_id',
   outcome: 'payment_webhooks.outcome',
   status: 'payment_webhooks.status',
   attempt: 'payment_webhooks.attempt',
@@ -163,6 +163,21 @@ export function startReceipt(parent: TraceParent | undefined, startTime: number,
   };
 }
 
+/**
+ * The receipt spans of a delivery's events (one, or a batch's). Without a span to start them under
+ * (no server span, no `traceparent` sent), each would open a trace of its own: the later ones then
+ * become children of the first, so that a batch stays one trace.
+ */
+export function startReceipts(parent: TraceParent | undefined, startTime: number, facts: readonly ReceiptFacts[]): Array<ReceiptSpan | undefined> {
+  const a = otel();
+  let under = parent;
+  return facts.map((f) => {
+    const receipt = startReceipt(under, startTime, f);
+    if (a && receipt && under && !a.trace.getSpan(under.ctx as Otel.Context)) under = { ctx: contextOf(a, receipt.traceparent) };
+    return receipt;
+  });
+}
+
 /** A delivery refused before any event of it was recorded (unknown endpoint, bad signature, …): one receipt span, ended. */
 export function refusedReceipt(parent: TraceParent | undefined, startTime: number, facts: ReceiptFacts, outcome: string): void {
   startReceipt(parent, startTime, facts)?.end(outcome);
@@ -223,7 +238,7 @@ export class ProcessingSpan {
           [ATTR.provider]: row.provider,
           [ATTR.account]: row.merchantAccountId,
           [ATTR.eventType]: row.eventType,
-          [ATTR.deliveryId]: row.id,
+          [ATTR.inboxId]: row.id,
           [ATTR.attempt]: this.attempt,
         },
       },
