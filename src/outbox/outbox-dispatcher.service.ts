@@ -113,7 +113,8 @@ export class OutboxDispatcher {
     if (!span) return this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
     try {
       const step = await this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
-      span.end(step.done ? step.outcome : 'retry', !(step.done && step.outcome === 'dispatched'));
+      // Another worker's message meanwhile (nothing_to_do) is no failure of this attempt.
+      span.end(step.done ? step.outcome : 'retry', step.done ? step.outcome === 'dead' : true);
       return step;
     } catch (err) {
       span.end('not_recorded', true);
