@@ -5,7 +5,7 @@ import { rawRequest, rawResponse } from '../http/platform';
 import { MetricsService } from '../observability/metrics.service';
 import { PW_LOGGER, PW_RECEIVE_PRESSURE } from '../config/tokens';
 import type { ReceivePressure } from '../jobs/receive-pressure';
-import { nowMs, ReceiptSpan, refusedReceipt, requestParent, startReceipt, TraceParent } from '../observability/tracing';
+import { nowMs, ReceiptSpan, refusedReceipt, requestParent, startReceipts, TraceParent } from '../observability/tracing';
 import type { KeyedEvent } from '../providers';
 import type { ResolvedEndpoint } from './signature-verifier';
 
@@ -95,14 +95,16 @@ export class DeliveryObserver {
     const trace = this.traces.get(rawRequest(req));
     if (!trace) return undefined;
     trace.receipts = true;
-    return events.map((event) =>
-      startReceipt(trace.parent, trace.startedAt, {
+    return startReceipts(
+      trace.parent,
+      trace.startedAt,
+      events.map((event) => ({
         provider: endpoint.provider.name,
         endpointId: endpoint.id,
         eventId: event.eventId,
         merchantAccountId: event.merchantAccountId,
         eventType: event.eventType,
-      }),
+      })),
     );
   }
 
