@@ -1,6 +1,7 @@
 import { ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { createServer, Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -60,6 +61,8 @@ const SINGLETONS = [
   'reflect-metadata',
   'rxjs',
   'nestjs-payment-webhooks',
+  // The module's spans and the host's SDK meet in the API's global registry: one copy of the API.
+  '@opentelemetry/api',
 ];
 
 let work: string | undefined;
@@ -70,6 +73,23 @@ let acmeSignatureHeader: (secret: string, body: string, timestamp?: number) => s
 /** The carrier at CARRIER_URL: answers every shipment with an id, and counts the calls per order. */
 let carrier: Server | undefined;
 let carrierUrl: string;
+/** The `traceparent` header of each carrier call, per order. */
+const carrierTraceparents = new Map<string, Array<string | undefined>>();
+/** An OTLP/HTTP receiver (http/json) both platforms' hosts export their traces to, and every span it got. */
+let collector: Server | undefined;
+let collectorUrl: string;
+const exported: ExportedSpan[] = [];
+/** A span as the receiver keeps it: OTLP/JSON's ids are hex, its attributes flattened to values. */
+interface ExportedSpan {
+  scope: string;
+  name: string;
+  kind: number;
+  traceId: string;
+  spanId: string;
+  parentSpanId: string | undefined;
+  links: Array<{ traceId: string; spanId: string }>;
+  attributes: Record<string, unknown>;
+}
 let stripeApi: Server | undefined;
 let stripeApiUrl: string;
 const STRIPE_THIN_SECRET = `whsec_host_thin_${randomBytes(8).toString('hex')}`;
@@ -136,6 +156,8 @@ beforeAll(async () => {
     req.on('end', () => {
       const orderId = (JSON.parse(text) as { orderId: string }).orderId;
       shipments.set(orderId, (shipments.get(orderId) ?? 0) + 1);
+      const traceparent = req.headers.traceparent;
+      carrierTraceparents.set(orderId, [...(carrierTraceparents.get(orderId) ?? []), typeof traceparent === 'string' ? traceparent : undefined]);
       res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: `shp_${randomBytes(4).toString('hex')}` }));
     });
   });
@@ -153,6 +175,38 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => stripeApi!.listen(0, '127.0.0.1', resolve));
   stripeApiUrl = `http://127.0.0.1:${(stripeApi.address() as { port: number }).port}`;
 
+  // The hosts' OpenTelemetry collector: OTLP/HTTP with JSON bodies, POST /v1/traces.
+  collector = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      if (req.method !== 'POST' || req.url !== '/v1/traces' || !/^application\/json/.test(req.headers['content-type'] ?? '')) {
+        res.writeHead(404).end();
+        return;
+      }
+      const raw = Buffer.concat(chunks);
+      const request = JSON.parse((req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8'));
+      for (const resourceSpans of request.resourceSpans ?? [])
+        for (const scopeSpans of resourceSpans.scopeSpans ?? [])
+          for (const span of scopeSpans.spans ?? [])
+            exported.push({
+              scope: scopeSpans.scope?.name,
+              name: span.name,
+              kind: span.kind,
+              traceId: span.traceId,
+              spanId: span.spanId,
+              parentSpanId: span.parentSpanId || undefined,
+              links: (span.links ?? []).map((l: { traceId: string; spanId: string }) => ({ traceId: l.traceId, spanId: l.spanId })),
+              attributes: Object.fromEntries(
+                (span.attributes ?? []).map((a: { key: string; value: Record<string, unknown> }) => [a.key, Object.values(a.value)[0]]),
+              ),
+            });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => collector!.listen(0, '127.0.0.1', resolve));
+  collectorUrl = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+
   // 4. A database of the host's own, with a row of its own in its own table.
   await createDatabase(ADMIN_DB_URL, HOST_DB);
   db = new Client({ connectionString: HOST_DB_URL });
@@ -168,6 +222,7 @@ afterAll(() =>
     () => db?.end(),
     () => closeServer(carrier),
     () => closeServer(stripeApi),
+    () => closeServer(collector),
     () => dropDatabase(ADMIN_DB_URL, HOST_DB),
     () => deleteKeys(REDIS_URL, `${QUEUE_PREFIX}:*`),
     () => work && rmSync(work, { recursive: true, force: true }),
@@ -251,6 +306,12 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       STRIPE_THIN_WEBHOOK_SECRET: STRIPE_THIN_SECRET,
       STRIPE_API_KEY,
       STRIPE_API_BASE_URL: stripeApiUrl,
+      // The example's src/tracing.ts starts the OpenTelemetry SDK: spans go to the test's collector,
+      // in batches sent every 100 ms (not the default 5 s).
+      OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: `host-app-${platform}`,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
     });
     // Up once the host's own route answers; a host that died says why.
     const deadline = Date.now() + 30_000;
@@ -401,6 +462,62 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     expect(objectFetches.get(intent)).toBe(1);
     // The host's output never holds the key the module read Stripe with.
     expect(host.output).not.toContain(STRIPE_API_KEY);
+  });
+
+  it('a paid order is one trace: the request, its receipt, the processing linked to it, the dispatch and the carrier call', async () => {
+    const { orderId } = await placeOrder();
+    const intent = `pi_traced_${platform}_${randomBytes(6).toString('hex')}`;
+    expect((await send(`/orders/${orderId}/payments`, { provider: 'stripe', providerPaymentId: intent })).status).toBe(201);
+    licensed.push(orderId);
+    const tracedEventId = `evt_traced_${platform}_${randomBytes(6).toString('hex')}`;
+    const paid = succeeded(tracedEventId, intent);
+    const delivered = await fetch(`${base}/api/payments/webhooks/stripe-main`, { method: 'POST', headers: signedHeaders('stripe', STRIPE_SECRET, paid), body: paid });
+    expect(await json(delivered)).toEqual({ status: 200, body: { status: 'accepted', eventId: tracedEventId } });
+    await orderOnceIn(orderId, ['fulfilled']);
+    expect(shipments.get(orderId)).toBe(1);
+
+    // The host exports in batches: wait until the receipt, the processing and the dispatch are all in.
+    const ofEvent = (name: string) => exported.filter((s) => s.name === name && s.attributes['messaging.message.id'] === tracedEventId);
+    const inTrace = (traceId: string) => exported.filter((s) => s.traceId === traceId);
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const [receipt] = ofEvent('webhook receive stripe');
+      const trace = receipt ? inTrace(receipt.traceId) : [];
+      if (ofEvent('webhook process stripe').length > 0 && trace.some((s) => s.name === 'outbox dispatch fulfillment.dispatch')) break;
+      if (Date.now() > deadline) {
+        const seen = exported.map((s) => `${s.traceId} ${s.name} ${JSON.stringify(s.attributes['messaging.message.id'] ?? null)}`);
+        throw new Error(`the spans of ${tracedEventId} were not all exported within 10 s; exported:\n${seen.join('\n')}\n${host.output.slice(-2000)}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    const receipts = ofEvent('webhook receive stripe');
+    const processing = ofEvent('webhook process stripe');
+    expect(receipts).toHaveLength(1);
+    expect(processing).toHaveLength(1);
+    const [receipt] = receipts;
+    const [processed] = processing;
+    const { traceId } = receipt;
+    const dispatches = inTrace(traceId).filter((s) => s.name.startsWith('outbox dispatch '));
+    expect(dispatches.map((s) => s.name)).toEqual(['outbox dispatch fulfillment.dispatch']);
+    const [dispatch] = dispatches;
+    expect(receipt.attributes).toMatchObject({
+      'messaging.system': 'payment_webhooks',
+      'messaging.destination.name': 'stripe-main',
+      'payment_webhooks.outcome': 'accepted',
+    });
+    // One trace: the processing is linked to the receipt, the dispatch to the processing that wrote it.
+    expect(processed.traceId).toBe(traceId);
+    expect(processed.links).toContainEqual({ traceId, spanId: receipt.spanId });
+    expect(processed.attributes).toMatchObject({ 'payment_webhooks.status': 'processed' });
+    expect(dispatch.links).toContainEqual({ traceId, spanId: processed.spanId });
+    // The carrier was called once, inside the dispatch span.
+    expect(carrierTraceparents.get(orderId)).toEqual([`00-${traceId}-${dispatch.spanId}-01`]);
+    // The host's own instrumentations work in its ES module build: the receipt is a child of the
+    // webhook request's server span (http), the processing's statements its children (pg).
+    const server = inTrace(traceId).filter((s) => s.scope === '@opentelemetry/instrumentation-http' && s.kind === 2);
+    expect(server.map((s) => s.spanId)).toEqual([receipt.parentSpanId]);
+    expect(inTrace(traceId).some((s) => s.scope === '@opentelemetry/instrumentation-pg' && s.parentSpanId === processed.spanId)).toBe(true);
   });
 
   it("the module's Swagger UI is at /api/payments/docs, behind the admin token", async () => {

@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Module, OnApplicationShutdown } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { PaymentWebhooksModule } from 'nestjs-payment-webhooks';
@@ -8,6 +8,7 @@ import { Licence } from './licences/licence.entity.js';
 import { LicencesModule } from './licences/licences.module.js';
 import { HostOrder } from './orders/order.entity.js';
 import { OrdersModule } from './orders/orders.module.js';
+import { shutdownTracing } from './tracing.js';
 
 @Module({
   imports: [
@@ -81,4 +82,12 @@ import { OrdersModule } from './orders/orders.module.js';
   ],
   controllers: [HealthController],
 })
-export class AppModule {}
+export class AppModule implements OnApplicationShutdown {
+  /**
+   * The root module's hook runs after every imported module's (the payment module's workers have
+   * stopped and ended their spans): the last spans are exported before the process ends.
+   */
+  async onApplicationShutdown(): Promise<void> {
+    await shutdownTracing();
+  }
+}

@@ -1,3 +1,5 @@
+// First: the OpenTelemetry SDK starts (when configured) before anything it instruments is loaded.
+import './tracing.js';
 import 'reflect-metadata';
 import { INestApplication, Logger } from '@nestjs/common';
 import { ConfigService } from '@nestjs/config';
