@@ -24,6 +24,8 @@ const UPSTREAM = `00-${UPSTREAM_TRACE}-${UPSTREAM_SPAN}-01`;
 
 const receiveSpans = () => spansNamed(exporter, 'webhook receive *');
 const processSpansOf = (eventId: string) => spansWith(exporter, 'messaging.message.id', eventId).filter((s) => s.name.startsWith('webhook process '));
+/** Polls until `probe` gives something (eventually, typed without the undefined it polls past). */
+const present = <T>(probe: () => Promise<T | undefined>, timeoutMs: number, what: string): Promise<T> => eventually(probe, timeoutMs, what) as Promise<T>;
 const receiveSpansOf = (eventId: string) => spansWith(exporter, 'messaging.message.id', eventId).filter((s) => s.name.startsWith('webhook receive '));
 
 /**
@@ -84,7 +86,7 @@ describe.each(PLATFORMS)('%s: receive traces (workers on, carrier simulator)', (
     const res = await sendStandard(body, eventId, { traceparent: UPSTREAM });
     expect(res.status).toBe(200);
     await dispatched(order.id);
-    const processing = await eventually(async () => processSpansOf(eventId)[0], 5_000, 'the process span');
+    const processing = await present(async () => processSpansOf(eventId)[0], 5_000, 'the process span');
 
     const receipts = receiveSpansOf(eventId);
     expect(receipts.length).toBe(1);
@@ -121,7 +123,7 @@ describe.each(PLATFORMS)('%s: receive traces (workers on, carrier simulator)', (
 
     const again = await sendStandard(body, eventId);
     expect(again.status).toBe(200);
-    const receipts = await eventually(async () => (receiveSpansOf(eventId).length === 2 ? receiveSpansOf(eventId) : undefined), 5_000, 'two receipt spans');
+    const receipts = await present(async () => (receiveSpansOf(eventId).length === 2 ? receiveSpansOf(eventId) : undefined), 5_000, 'two receipt spans');
     expect(receipts.map((s) => s.attributes['payment_webhooks.outcome']).sort()).toEqual(['accepted', 'duplicate']);
     const duplicate = receipts.find((s) => s.attributes['payment_webhooks.outcome'] === 'duplicate')!;
     expect(duplicate.status.code).not.toBe(2); // not an error
@@ -143,7 +145,7 @@ describe.each(PLATFORMS)('%s: receive traces (workers on, carrier simulator)', (
       .send(text);
     expect(res.status).toBe(401);
     expect(res.body.error).toBe('invalid_signature');
-    const [receipt] = await eventually(async () => (receiveSpans().length > 0 ? receiveSpans() : undefined), 5_000, 'the receipt span');
+    const [receipt] = await present(async () => (receiveSpans().length > 0 ? receiveSpans() : undefined), 5_000, 'the receipt span');
     expect(receiveSpans().length).toBe(1);
     expect(receipt.name).toBe('webhook receive standard');
     expect(receipt.attributes['payment_webhooks.outcome']).toBe('invalid_signature');
@@ -162,7 +164,7 @@ describe.each(PLATFORMS)('%s: receive traces (workers on, carrier simulator)', (
       .set(signedHeaders('standard', 'whsec_c3RhbmRhcmQtd2ViaG9va3MtdGVzdC1rZXktMDAwMQ==', text, { eventId }))
       .send(text);
     expect(res.status).toBe(404);
-    const [receipt] = await eventually(async () => (receiveSpans().length > 0 ? receiveSpans() : undefined), 5_000, 'the receipt span');
+    const [receipt] = await present(async () => (receiveSpans().length > 0 ? receiveSpans() : undefined), 5_000, 'the receipt span');
     expect(receiveSpans().length).toBe(1);
     expect(receipt.attributes['payment_webhooks.outcome']).toBe('unknown_endpoint');
     expect(receipt.status.code).toBe(2);
@@ -178,7 +180,7 @@ describe.each(PLATFORMS)('%s: receive traces (workers on, carrier simulator)', (
       .send(text);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('malformed_payload');
-    const [receipt] = await eventually(async () => (receiveSpans().length > 0 ? receiveSpans() : undefined), 5_000, 'the receipt span');
+    const [receipt] = await present(async () => (receiveSpans().length > 0 ? receiveSpans() : undefined), 5_000, 'the receipt span');
     expect(receiveSpans().length).toBe(1);
     expect(receipt.attributes['payment_webhooks.outcome']).toBe('malformed_payload');
     expect(receipt.attributes['messaging.destination.name']).toBe('standard-main');
@@ -193,7 +195,7 @@ describe.each(PLATFORMS)('%s: receive traces (workers on, carrier simulator)', (
     expect((await sendStandard(body, eventId)).status).toBe(200);
     const row = await d.processed(eventId);
     expect(row.status).toBe('rejected');
-    const [processing] = await eventually(async () => (processSpansOf(eventId).length > 0 ? processSpansOf(eventId) : undefined), 5_000, 'the process span');
+    const [processing] = await present(async () => (processSpansOf(eventId).length > 0 ? processSpansOf(eventId) : undefined), 5_000, 'the process span');
     expect(processSpansOf(eventId).length).toBe(1);
     expect(processing.attributes['payment_webhooks.status']).toBe('rejected');
     expect(processing.attributes['payment_webhooks.outcome']).toBe(row.outcome);
