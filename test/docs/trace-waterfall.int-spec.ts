@@ -92,7 +92,8 @@ describe('the trace of a paid order, as docs/operations.md draws it', () => {
     const { eventId, body } = bodies.standard('payment.succeeded', uniqueId('pay'), { orderId: order.id });
     expect((await d.send('standard-main', 'standard', body, { eventId })).status).toBe(200);
     await eventually(async () => (await d.getOrder(order.id)).status === 'fulfilled', 15_000, 'fulfilled');
-    const call = await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'POST /shipments'), 5_000, 'carrier span');
+    // eventually waits for a value: the carrier's span has ended.
+    const call = (await eventually(async () => exporter.getFinishedSpans().find((s) => s.name === 'POST /shipments'), 5_000, 'carrier span'))!;
 
     const [receive] = spansWith(exporter, 'messaging.message.id', eventId).filter((s) => s.name.startsWith('webhook receive'));
     const traceId = receive.spanContext().traceId;
