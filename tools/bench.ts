@@ -4,6 +4,7 @@
  *
  *   npm run bench -- [--platforms express,fastify] [--topologies all-in-one,split] [--duration 8]
  *                    [--connections 50] [--drain 3000] [--out docs/benchmarks.md] [--only <load>]
+ *   npm run bench -- --tracing [--platforms express] [--topologies all-in-one] [--duration 3] [--drain 1000]
  *
  * For each HTTP platform and each topology (one all-in-one process, or an HTTP-only process beside
  * a worker-only one) on a database of its own, it measures, in this order:
@@ -20,6 +21,10 @@
  * - Stripe: a drain of N `payment_intent.succeeded` snapshot events, and a drain of N thin
  *   notifications (`v1.payment_intent.succeeded`), each of which costs processing one fetch of its
  *   PaymentIntent from a local stand-in for Stripe's API (in this process).
+ * With --tracing it measures only new deliveries, end to end at 20/s and the drain, once per tracing
+ * mode (tracingModes below: @opentelemetry/api absent, the API without an SDK, an SDK exporting
+ * over OTLP to a collector stub in this process, and absent again), and prints each figure with its
+ * ratio to the first row; it does not write the file.
  * The carrier simulator and the load run in this process, on the same cores as the service,
  * PostgreSQL and Redis. The table, with the machine's CPU count and the Node and PostgreSQL
  * versions, goes to `--out` (default docs/benchmarks.md, between the markers there).
@@ -27,12 +32,14 @@
 import autocannon from 'autocannon';
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, Server } from 'node:http';
+import { createServer, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { gunzipSync } from 'node:zlib';
 import { Client } from 'pg';
 import { signedHeaders } from '../src/testing/sign';
 import { CarrierSimulator } from './carrier-sim';
@@ -40,24 +47,32 @@ import { freePort, seedOrders as seedInto, stopChild, until, withClient, withDat
 
 const { values: args } = parseArgs({
   options: {
-    platforms: { type: 'string', default: 'express,fastify' },
-    topologies: { type: 'string', default: 'all-in-one,split' },
-    duration: { type: 'string', default: '8' },
+    // The defaults of these four depend on --tracing (below).
+    platforms: { type: 'string' },
+    topologies: { type: 'string' },
+    duration: { type: 'string' },
     connections: { type: 'string', default: '50' },
-    drain: { type: 'string', default: '3000' },
+    drain: { type: 'string' },
     out: { type: 'string', default: join(__dirname, '..', '..', 'docs', 'benchmarks.md') },
     only: { type: 'string' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres' },
     'redis-url': { type: 'string', default: process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379' },
     tuning: { type: 'string' },
     'keep-going': { type: 'boolean', default: false },
+    tracing: { type: 'boolean', default: false },
   },
 });
 
+const TRACING = args.tracing!;
+const PLATFORMS = (args.platforms ?? (TRACING ? 'express' : 'express,fastify')).split(',') as Platform[];
+const TOPOLOGIES = (args.topologies ?? (TRACING ? 'all-in-one' : 'all-in-one,split')).split(',') as Topology[];
+/** The loads to run; undefined for all of them. */
+const ONLY: string[] | undefined = TRACING ? ['new', 'e2e20', 'drain'] : args.only?.split(',');
+
 const MAIN = join(__dirname, '..', 'src', 'main.js');
-const DURATION = Number(args.duration);
+const DURATION = Number(args.duration ?? (TRACING ? '3' : '8'));
 const CONNECTIONS = Number(args.connections);
-const DRAIN = Number(args.drain);
+const DRAIN = Number(args.drain ?? (TRACING ? '1000' : '3000'));
 const SECRET = 'whsec_YmVuY2gtc3RhbmRhcmQtd2ViaG9va3Mta2V5LTAwMDE=';
 const ADMIN = 'bench-admin-token';
 const ACCOUNT = 'acc_bench';
@@ -103,6 +118,8 @@ interface Row {
   stripeThinDrain: number;
   /** Fetches the thin drain made of the stand-in API. */
   stripeFetches: number;
+  /** With --tracing: the tracing mode, the spans the collector stub received, and the orders that shipped. */
+  tracing?: { mode: TracingMode; spans: number; orders: number };
   errors: string[];
 }
 
@@ -111,10 +128,10 @@ interface Row {
 class Service {
   readonly child: ChildProcess;
   stderr = '';
-  constructor(env: Record<string, string>) {
+  constructor(env: Record<string, string>, extraNodeArgs: string[] = []) {
     // BENCH_NODE_ARGS: flags for the service's node (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    this.child = spawn(process.execPath, [...nodeArgs, MAIN], {
+    this.child = spawn(process.execPath, [...nodeArgs, ...extraNodeArgs, MAIN], {
       cwd: mkdtempSync(join(tmpdir(), 'pw-bench-')),
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
       // The service's delivery lines are written as in production, and thrown away here.
@@ -247,7 +264,22 @@ function percentile(sorted: number[], p: number): number {
 
 // ---------------------------------------------------------------- one configuration
 
-async function measure(platform: Platform, topology: Topology, sim: CarrierSimulator, shipped: Map<string, number>, stripeApi: StripeObjects): Promise<Row> {
+/** How the service's processes start besides their configuration: node flags and environment (a tracing mode's). */
+interface Launch {
+  nodeArgs: string[];
+  env: Record<string, string>;
+  /** Runs after the loads, before the service stops (the tracing modes wait for the last spans). */
+  afterLoads?: () => Promise<void>;
+}
+
+async function measure(
+  platform: Platform,
+  topology: Topology,
+  sim: CarrierSimulator,
+  shipped: Map<string, number>,
+  stripeApi: StripeObjects,
+  launch: Launch = { nodeArgs: [], env: {} },
+): Promise<Row> {
   const database = `payments_bench_${process.pid}_${platform}_${topology.replace(/-/g, '_')}`;
   await admin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
@@ -264,11 +296,15 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
     WEBHOOK_ENDPOINTS: endpoints(stripeApi.url),
     HTTP_ADAPTER: platform,
     ...(args.tuning ? { PW_TUNING: args.tuning } : {}),
+    ...launch.env,
   };
   const services =
     topology === 'all-in-one'
-      ? [new Service({ ...base, PORT: String(port) })]
-      : [new Service({ ...base, PORT: String(port), RUN_WORKERS: 'false' }), new Service({ ...base, RUN_HTTP: 'false', DB_MIGRATIONS_RUN: 'false' })];
+      ? [new Service({ ...base, PORT: String(port) }, launch.nodeArgs)]
+      : [
+          new Service({ ...base, PORT: String(port), RUN_WORKERS: 'false' }, launch.nodeArgs),
+          new Service({ ...base, RUN_HTTP: 'false', DB_MIGRATIONS_RUN: 'false' }, launch.nodeArgs),
+        ];
   const url = `http://127.0.0.1:${port}`;
   const errors: string[] = [];
   try {
@@ -276,9 +312,11 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       if (services.some((s) => s.child.exitCode !== null)) throw new Error(`a service exited: ${services.map((s) => s.stderr).join('\n')}`);
       return fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
     }, 60_000, 100);
-    const adyenOrders = !args.only || /adyen/.test(args.only) ? 200_000 + DRAIN : 0;
-    const stripeOrders = !args.only || /stripe/.test(args.only) ? 2 * DRAIN : 0;
-    const orders = await withClient(databaseUrl, (db) => seedInto(db, 60_000 + DRAIN + 3_000 + adyenOrders + stripeOrders, 'Bench'));
+    const adyenOrders = !ONLY || ONLY.some((l) => /adyen/.test(l)) ? 200_000 + DRAIN : 0;
+    const stripeOrders = !ONLY || ONLY.some((l) => /stripe/.test(l)) ? 2 * DRAIN : 0;
+    // Enough for the new-delivery load at well over its rate here (a shorter load with --tracing).
+    const freshOrders = TRACING ? 20_000 : 60_000;
+    const orders = await withClient(databaseUrl, (db) => seedInto(db, freshOrders + DRAIN + 3_000 + adyenOrders + stripeOrders, 'Bench'));
     let next = 0;
     const nextOrder = () => {
       if (next >= orders.length) throw new Error('the benchmark ran out of seeded orders');
@@ -291,7 +329,7 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
       e2e20: { p50: NaN, p99: NaN, count: 0 }, e2e200: { p50: NaN, p99: NaN, count: 0 }, drainIngest: NaN, drain: NaN,
       adyen: NaN, adyenP99: NaN, adyenDrain: NaN, stripeDrain: NaN, stripeThinDrain: NaN, stripeFetches: 0, errors,
     };
-    const wants = (name: string) => !args.only || args.only.split(',').includes(name);
+    const wants = (name: string) => !ONLY || ONLY.includes(name);
     // Warm up every path (JIT, connection pools, prepared statements).
     const warm = orders.slice(0, 200).map(() => nextOrder());
     await Promise.all(warm.map((id) => post(url, paidDelivery(id))));
@@ -414,6 +452,7 @@ async function measure(platform: Platform, topology: Topology, sim: CarrierSimul
         row.stripeFetches = stripeApi.fetches - fetchesBefore;
       }
     }
+    await launch.afterLoads?.();
     return row;
   } finally {
     await Promise.all(services.map((s) => s.stop()));
@@ -521,6 +560,152 @@ function table(rows: Row[]): string {
   return lines.join('\n');
 }
 
+// ---------------------------------------------------------------- tracing (--tracing)
+
+/**
+ * The tracing modes, each a fresh service on a database of its own, in this order; every ratio is
+ * to the first. `off` runs again last, so the run shows how far two identical rows drift here.
+ */
+const TRACING_MODES = ['off', 'api', 'sdk', 'off-again'] as const;
+type TracingMode = (typeof TRACING_MODES)[number];
+
+const TRACING_LABEL: Record<TracingMode, string> = {
+  off: 'tracing off (no @opentelemetry/api)',
+  api: 'API, no SDK',
+  sdk: 'tracing on (SDK, OTLP export)',
+  'off-again': 'tracing off, again',
+};
+
+/** The preloads (built next to this file from tools/bench-otel-*.ts). */
+const OTEL_ABSENT = join(__dirname, 'bench-otel-absent.js');
+const OTEL_SDK = join(__dirname, 'bench-otel-sdk.js');
+
+/** How long the collector must hear nothing before a mode's span count is final (the batch processor exports every 5 s). */
+const SPANS_QUIET_MS = 6_000;
+
+/**
+ * A stand-in for an OpenTelemetry collector: `POST /v1/traces` with an OTLP/HTTP JSON body (gzip
+ * or not), answered 200 at once; it counts the spans. Anything else is counted as refused.
+ */
+class CollectorStub {
+  spans = 0;
+  exports = 0;
+  refused = 0;
+  lastAt = 0;
+  private server: Server | undefined;
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      void this.receive(req).then(
+        (ok) => {
+          res.writeHead(ok ? 200 : 400, { 'content-type': 'application/json' });
+          res.end('{}');
+        },
+        () => {
+          res.writeHead(500);
+          res.end();
+        },
+      );
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+  }
+  private async receive(req: IncomingMessage): Promise<boolean> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    this.lastAt = performance.now();
+    if (req.method !== 'POST' || req.url !== '/v1/traces' || !/json/.test(req.headers['content-type'] ?? '')) {
+      this.refused++;
+      return false;
+    }
+    let body = Buffer.concat(chunks);
+    if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
+    const payload = JSON.parse(body.toString('utf8')) as { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: unknown[] }> }> };
+    for (const rs of payload.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) this.spans += ss.spans?.length ?? 0;
+    this.exports++;
+    return true;
+  }
+  get url(): string {
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/v1/traces`;
+  }
+  reset(): void {
+    this.spans = 0;
+    this.exports = 0;
+    this.refused = 0;
+    this.lastAt = 0;
+  }
+  /** Resolves once nothing has arrived for SPANS_QUIET_MS (and at least that long after it was called). */
+  async quiet(): Promise<void> {
+    const since = performance.now();
+    await until('the collector stub to go quiet', () => performance.now() - Math.max(since, this.lastAt) >= SPANS_QUIET_MS, 60_000, 200);
+  }
+  stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    return new Promise((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** How the service starts in each mode. */
+function tracingLaunch(mode: TracingMode, collector: CollectorStub): Launch {
+  const afterLoads = () => collector.quiet();
+  switch (mode) {
+    case 'off':
+    case 'off-again':
+      return { nodeArgs: ['--require', OTEL_ABSENT], env: {}, afterLoads };
+    case 'api':
+      return { nodeArgs: [], env: {}, afterLoads };
+    case 'sdk':
+      return { nodeArgs: ['--require', OTEL_SDK], env: { PW_BENCH_OTLP_TRACES_URL: collector.url }, afterLoads };
+  }
+}
+
+/** The modes measure what they say: the preload hides the API, and without it the API resolves from the service. */
+function checkTracingModes(): void {
+  for (const file of [OTEL_ABSENT, OTEL_SDK]) if (!existsSync(file)) throw new Error(`${file} is missing: npm run build first`);
+  const hidden = spawnSync(process.execPath, ['--require', OTEL_ABSENT, '-e', "require('@opentelemetry/api')"], { encoding: 'utf8' });
+  if (hidden.status === 0 || !/MODULE_NOT_FOUND/.test(hidden.stderr)) throw new Error(`${OTEL_ABSENT} does not hide @opentelemetry/api`);
+  try {
+    require.resolve('@opentelemetry/api', { paths: [dirname(MAIN)] });
+  } catch {
+    throw new Error('@opentelemetry/api is not installed: the "API, no SDK" and "tracing on" rows need it (npm install)');
+  }
+}
+
+/** A figure and its ratio to the first row's, as "812 (0.93×)". */
+function withRatio(value: number, base: number, show: (n: number) => string): string {
+  if (!Number.isFinite(value)) return '—';
+  return Number.isFinite(base) && base > 0 ? `${show(value)} (${(value / base).toFixed(2)}×)` : show(value);
+}
+
+function tracingTable(rows: Row[]): string {
+  const lines = [
+    '| platform | process | tracing | new deliveries/s (× off) | new deliveries p99 (× off) | end to end 20/s p50 / p99 (× off) | drain ingest/s (× off) | drain shipments/s (× off) | spans at the stub (per shipped order) |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of rows) {
+    const base = rows.find((b) => b.platform === r.platform && b.topology === r.topology && b.tracing?.mode === 'off') ?? r;
+    const t = r.tracing!;
+    const perOrder = t.orders > 0 ? ` (${(t.spans / t.orders).toFixed(2)})` : '';
+    lines.push(
+      `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${TRACING_LABEL[t.mode]} | ` +
+        `${withRatio(r.fresh, base.fresh, fmt)} | ${withRatio(r.freshP99, base.freshP99, ms)} | ` +
+        `${withRatio(r.e2e20.p50, base.e2e20.p50, ms)} / ${withRatio(r.e2e20.p99, base.e2e20.p99, ms)} | ` +
+        `${withRatio(r.drainIngest, base.drainIngest, fmt)} | ${withRatio(r.drain, base.drain, fmt)} | ${t.spans}${perOrder} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** One line per figure of a mode, with its ratio to the first row's. */
+function tracingLines(r: Row, base: Row): string {
+  const label = TRACING_LABEL[r.tracing!.mode];
+  const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `, ${(a / b).toFixed(2)}× off` : '');
+  return [
+    `  ${label}: ${fmt(r.fresh)} new deliveries/s${ratio(r.fresh, base.fresh)}; p99 ${ms(r.freshP99)}${ratio(r.freshP99, base.freshP99)}`,
+    `  ${label}: end to end at 20/s p50 ${ms(r.e2e20.p50)}${ratio(r.e2e20.p50, base.e2e20.p50)}; p99 ${ms(r.e2e20.p99)}${ratio(r.e2e20.p99, base.e2e20.p99)}`,
+    `  ${label}: drain ingest ${fmt(r.drainIngest)}/s${ratio(r.drainIngest, base.drainIngest)}; ${fmt(r.drain)} shipped/s${ratio(r.drain, base.drain)}`,
+    `  ${label}: ${r.tracing!.spans} spans at the collector stub for ${r.tracing!.orders} shipped orders`,
+  ].join('\n');
+}
+
 /** A connection to the admin database (`--database-url`). */
 function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
   return withClient(args['database-url']!, work);
@@ -528,6 +713,9 @@ function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
 
 async function main(): Promise<void> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: npm run build first`);
+  if (TRACING) checkTracingModes();
+  const collector = new CollectorStub();
+  if (TRACING) await collector.start();
   const sim = new CarrierSimulator();
   const shipped = new Map<string, number>();
   sim.onShipment = (s) => {
@@ -540,31 +728,46 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const started = Date.now();
   try {
-    for (const topology of args.topologies!.split(',') as Topology[]) {
-      for (const platform of args.platforms!.split(',') as Platform[]) {
-        process.stdout.write(`${platform}, ${topology}: `);
-        const t = Date.now();
-        const row = await measure(platform, topology, sim, shipped, stripeApi);
-        rows.push(row);
-        console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
-        sim.reset();
-        stripeApi.reset();
-        shipped.clear();
+    for (const topology of TOPOLOGIES) {
+      for (const platform of PLATFORMS) {
+        for (const mode of TRACING ? TRACING_MODES : [undefined]) {
+          process.stdout.write(`${platform}, ${topology}${mode ? `, ${TRACING_LABEL[mode]}` : ''}: `);
+          const t = Date.now();
+          const row = await measure(platform, topology, sim, shipped, stripeApi, mode ? tracingLaunch(mode, collector) : undefined);
+          if (mode) {
+            row.tracing = { mode, spans: collector.spans, orders: shipped.size };
+            if (collector.refused) row.errors.push(`the collector stub refused ${collector.refused} request(s)`);
+            if (mode === 'sdk' ? collector.spans === 0 : collector.spans !== 0) {
+              row.errors.push(`${TRACING_LABEL[mode]}: the collector stub received ${collector.spans} spans`);
+            }
+            collector.reset();
+          }
+          rows.push(row);
+          console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
+          if (mode) {
+            const base = rows.find((b) => b.platform === platform && b.topology === topology && b.tracing?.mode === 'off') ?? row;
+            console.log(tracingLines(row, base));
+          }
+          sim.reset();
+          stripeApi.reset();
+          shipped.clear();
+        }
       }
     }
   } finally {
     await sim.stop();
     await stripeApi.stop();
+    await collector.stop();
   }
   const header =
     `${new Date().toISOString().slice(0, 10)}: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ` +
     `PostgreSQL ${pg.server_version}; ${CONNECTIONS} connections, ${DURATION} s per load, drain of ${DRAIN}; ` +
     `load generator, carrier simulator, service, PostgreSQL and Redis on the same machine; ${((Date.now() - started) / 1000).toFixed(0)} s in all.`;
-  const result = `${header}\n\n${table(rows)}\n`;
+  const result = `${header}\n\n${TRACING ? tracingTable(rows) : table(rows)}\n`;
   console.log(`\n${result}`);
   const problems = rows.flatMap((r) => r.errors.map((e) => `${r.platform}/${r.topology}: ${e}`));
   if (problems.length) console.log(`problems:\n${problems.map((p) => `- ${p}`).join('\n')}`);
-  if (args.out && !args.only) writeResult(args.out, result);
+  if (args.out && !args.only && !TRACING) writeResult(args.out, result);
   if (problems.length && !args['keep-going']) process.exitCode = 1;
 }
 
