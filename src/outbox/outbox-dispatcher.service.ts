@@ -10,7 +10,7 @@ import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
-import { startDispatch } from '../observability/tracing';
+import { DispatchSpan, startDispatch } from '../observability/tracing';
 import { PW_OPTIONS } from '../config/tokens';
 import { OutboxAttempt, OutboxHandlers } from './outbox-handler';
 import { AttemptDecision, decideAttempt, HandlerOutcome } from './outbox.state';
@@ -26,6 +26,8 @@ interface Recording {
   attempt: OutboxAttempt;
   outcome: HandlerOutcome;
   maxAttempts: number;
+  /** The attempt's span: what the handler's bookkeeping writes (an order.fulfilled event) is dispatched in its trace. */
+  span?: DispatchSpan;
 }
 
 /** A recording with what it makes of the message: the attempt count, the decision, the delay to the next attempt. */
@@ -112,7 +114,9 @@ export class OutboxDispatcher {
     if (outcome.kind !== 'done') outcome = { ...outcome, reason: storableText(outcome.reason, 2_000) };
     if (!span) return this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
     try {
-      const step = await this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1 });
+      // Submitted in the span (and each recording's bookkeeping run in its own): what recording the
+      // attempt writes, at once or at commit (an order.fulfilled event), is dispatched in its trace.
+      const step = await span.within(() => this.recordings.submit({ attempt, outcome, maxAttempts: handler?.maxAttempts ?? 1, span }));
       // Another worker's message meanwhile (nothing_to_do) is no failure of this attempt.
       span.end(step.done ? step.outcome : 'retry', step.done ? step.outcome === 'dead' : true);
       return step;
@@ -161,7 +165,7 @@ export class OutboxDispatcher {
    * such), so none fails its batch-mates; one that cannot be recorded even alone fails its own call.
    */
   private async recordMany(recordings: Recording[]): Promise<Array<DispatchStep | ItemFailed>> {
-    const alone = (r: Recording) => this.record(r.attempt, r.outcome, r.maxAttempts).catch((err: unknown) => new ItemFailed(err));
+    const alone = (r: Recording) => this.record(r.attempt, r.outcome, r.maxAttempts, r.span).catch((err: unknown) => new ItemFailed(err));
     if (recordings.length === 1) return [await alone(recordings[0])];
     try {
       return await this.recordTogether(recordings.map((r) => this.plan(r)), this.handlerBookkeeping);
@@ -178,9 +182,9 @@ export class OutboxDispatcher {
    * still runs out: with the handler's bookkeeping of that retry (the dead letter's fulfillment
    * `failed`), and should even that fail, without it.
    */
-  private async record(attempt: OutboxAttempt, outcome: HandlerOutcome, maxAttempts: number): Promise<DispatchStep> {
+  private async record(attempt: OutboxAttempt, outcome: HandlerOutcome, maxAttempts: number, span?: DispatchSpan): Promise<DispatchStep> {
     const recordAlone = async (o: HandlerOutcome, bookkeeping: Bookkeeping) =>
-      (await this.recordTogether([this.plan({ attempt, outcome: o, maxAttempts })], bookkeeping))[0];
+      (await this.recordTogether([this.plan({ attempt, outcome: o, maxAttempts, span })], bookkeeping))[0];
     try {
       return await recordAlone(outcome, this.handlerBookkeeping);
     } catch (err) {
@@ -225,7 +229,7 @@ export class OutboxDispatcher {
           out.push(NOTHING_TO_DO);
           continue;
         }
-        await bookkeeping(em, p);
+        await (p.span ? p.span.within(() => bookkeeping(em, p)) : bookkeeping(em, p));
         out.push(stepOf(p.decision, p.delayMs));
       }
       return out;
