@@ -22,7 +22,7 @@
  *   notifications (`v1.payment_intent.succeeded`), each of which costs processing one fetch of its
  *   PaymentIntent from a local stand-in for Stripe's API (in this process).
  * With --tracing it measures only new deliveries, end to end at 20/s and the drain, once per tracing
- * mode (tracingModes below: @opentelemetry/api absent, the API without an SDK, an SDK exporting
+ * mode (TRACING_MODES below: @opentelemetry/api absent, the API without an SDK, an SDK exporting
  * over OTLP to a collector stub in this process, and absent again), and prints each figure with its
  * ratio to the first row; it does not write the file.
  * The carrier simulator and the load run in this process, on the same cores as the service,
