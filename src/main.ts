@@ -1,3 +1,5 @@
+// First: OpenTelemetry starts (when OTEL_* asks for it) before http, pg, ioredis and Nest load.
+import './observability/otel-start';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
@@ -10,6 +12,7 @@ import { applyServerLimits } from './http/server-limits';
 import { createStandaloneApp } from './standalone';
 import { createLogger, PinoNestLogger } from './observability/logger';
 import { unsupportedNode } from './common/engine';
+import { shutdownTracing, takeTracingNote } from './observability/otel-sdk';
 
 function readConfig(): StandaloneConfig {
   try {
@@ -29,6 +32,9 @@ function readConfig(): StandaloneConfig {
 async function bootstrap(): Promise<void> {
   const config = readConfig();
   const pino = createLogger();
+  // How tracing started, or what to install for it (docs/configuration.md#traces).
+  const tracing = takeTracingNote();
+  if (tracing) pino[tracing.level](tracing.message);
   const module = await AppModule.register(config, pino);
   const nestLogger = new PinoNestLogger(pino);
   const logger = new Logger('Main');
@@ -57,7 +63,9 @@ async function bootstrap(): Promise<void> {
   }
 }
 
-void bootstrap().catch((err: Error) => {
+void bootstrap().catch(async (err: Error) => {
   process.stderr.write(`Start failed: ${err.message}\n`);
+  // The spans of the failed start (a refused connection) are exported first.
+  await shutdownTracing();
   process.exit(1);
 });

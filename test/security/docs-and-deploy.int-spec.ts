@@ -76,7 +76,8 @@ describe('docker/compose.yml publishes on loopback only (issue 12 finding 9b)', 
 
   it('every published port is bound to 127.0.0.1', () => {
     const ports = publishedPorts(text);
-    expect(ports.length).toBe(4);
+    // postgres, redis, the app, the carrier simulator, and Jaeger's UI and OTLP port (profile `tracing`).
+    expect(ports.length).toBe(6);
     for (const port of ports) expect(port).toMatch(/^127\.0\.0\.1:\d+:\d+$/);
     // No long-syntax entry (`published:`) slipped past the short-syntax check.
     expect(text).not.toMatch(/^\s*published:/m);

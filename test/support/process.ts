@@ -29,9 +29,10 @@ export class ServiceProcess {
   stderr = '';
   private readonly exit: Promise<Exited>;
 
-  constructor(env: Record<string, string>) {
+  /** `cwd`: a directory of the test's own (a `.env` in it); by default an empty one. */
+  constructor(env: Record<string, string>, cwd: string = emptyDir()) {
     this.child = spawn(process.execPath, [MAIN], {
-      cwd: emptyDir(),
+      cwd,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
