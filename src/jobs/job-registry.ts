@@ -6,7 +6,8 @@ import { JobName, QueueName } from './queues';
 export interface JobData {
   /** `trace`: the `traceparent` of what enqueued it again (an operator's reprocess), when traced. */
   [JobName.ProcessDelivery]: { inboxId: string; trace?: string };
-  [JobName.DispatchOutboxMessage]: { messageId: string };
+  /** `trace`: the `traceparent` of an operator's retry that enqueued it, when traced. */
+  [JobName.DispatchOutboxMessage]: { messageId: string; trace?: string };
   [JobName.PurgeExpired]: Record<string, never>;
   [JobName.RunBackfill]: { backfillId: string };
 }

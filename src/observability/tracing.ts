@@ -58,9 +58,12 @@ function tracer(a: Api): Otel.Tracer {
   return (tracerOf ??= a.trace.getTracer(TRACER_NAME));
 }
 
-/** The wall clock in milliseconds with sub-millisecond precision, as span start times take it. */
+/**
+ * A start time for a span begun earlier: a performance timestamp, which the SDK anchors to the
+ * clock it ends spans on (an epoch time from the monotonic clock would drift from it).
+ */
 export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
+  return performance.now();
 }
 
 /** A context to start spans in, opaque outside this file. */
@@ -71,9 +74,12 @@ export interface TraceParent {
 /** The context of a span recorded as a `traceparent`, or undefined for anything else. */
 function contextOf(a: Api, traceparent: string | null | undefined): Otel.Context | undefined {
   if (!traceparent) return undefined;
-  const m = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent);
+  // W3C trace context: lowercase hex; a version after 00 may append fields, ff is invalid.
+  const m = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/.exec(traceparent);
   if (!m) return undefined;
-  const spanContext: Otel.SpanContext = { traceId: m[1], spanId: m[2], traceFlags: parseInt(m[3], 16) & 1, isRemote: true };
+  const [, version, traceId, spanId, flags, more] = m;
+  if (version === 'ff' || (version === '00' && more !== undefined)) return undefined;
+  const spanContext: Otel.SpanContext = { traceId, spanId, traceFlags: parseInt(flags, 16) & 1, isRemote: true };
   if (!a.trace.isSpanContextValid(spanContext)) return undefined;
   return a.trace.setSpanContext(a.ROOT_CONTEXT, spanContext);
 }
@@ -107,7 +113,7 @@ export function requestParent(headers: IncomingHttpHeaders): TraceParent | undef
   const active = a.context.active();
   if (a.trace.getSpan(active)) return { ctx: active };
   const sent = headers.traceparent;
-  const ctx = typeof sent === 'string' ? contextOf(a, sent.trim().toLowerCase()) : undefined;
+  const ctx = typeof sent === 'string' ? contextOf(a, sent.trim()) : undefined;
   return { ctx: ctx ?? active };
 }
 
@@ -135,7 +141,7 @@ function receiptAttributes(facts: ReceiptFacts): Otel.Attributes {
     [ATTR.provider]: facts.provider,
   };
   if (facts.eventId !== undefined) attributes[ATTR.messageId] = facts.eventId;
-  if (facts.merchantAccountId !== undefined) attributes[ATTR.account] = facts.merchantAccountId;
+  if (facts.merchantAccountId) attributes[ATTR.account] = facts.merchantAccountId;
   if (facts.eventType !== undefined) attributes[ATTR.eventType] = facts.eventType;
   return attributes;
 }
@@ -236,7 +242,6 @@ export class ProcessingSpan {
           [ATTR.destination]: row.endpointId,
           [ATTR.messageId]: row.eventId,
           [ATTR.provider]: row.provider,
-          [ATTR.account]: row.merchantAccountId,
           [ATTR.eventType]: row.eventType,
           [ATTR.inboxId]: row.id,
           [ATTR.attempt]: this.attempt,
@@ -245,6 +250,7 @@ export class ProcessingSpan {
       parent,
     );
     if (!span.isRecording()) return;
+    if (row.merchantAccountId) span.setAttribute(ATTR.account, row.merchantAccountId);
     this.span = span;
     this.ctx = a.trace.setSpan(a.context.active(), span);
   }
@@ -270,7 +276,10 @@ export interface DispatchFacts {
   messageId: string;
   type: string;
   attempt: number;
+  /** The `traceparent` of the span that wrote the message. */
   traceContext: string | null;
+  /** The `traceparent` of an operator's retry that asked for the attempt: then the span's parent. */
+  trigger?: string;
 }
 
 /** The span of one outbox attempt, `outbox dispatch <type>`. */
@@ -281,13 +290,14 @@ export interface DispatchSpan {
 
 /**
  * Starts `outbox dispatch <type>` for one attempt: a child of the span that wrote the message (so
- * the paid order's carrier call is in its delivery's trace) and linked to it.
+ * the paid order's carrier call is in its delivery's trace), or of an operator's retry that asked
+ * for it, and linked to the writer either way.
  */
 export function startDispatch(facts: DispatchFacts): DispatchSpan | undefined {
   const a = otel();
   if (!a) return undefined;
   const writer = spanContextOf(a, facts.traceContext);
-  const parent = writer ? a.trace.setSpanContext(a.ROOT_CONTEXT, writer) : a.ROOT_CONTEXT;
+  const parent = contextOf(a, facts.trigger) ?? (writer ? a.trace.setSpanContext(a.ROOT_CONTEXT, writer) : a.ROOT_CONTEXT);
   const span = tracer(a).startSpan(
     `outbox dispatch ${facts.type}`,
     {

@@ -10,6 +10,7 @@ import { PW_PROVIDERS } from '../config/tokens';
 import { InboxQueueService } from '../webhooks/inbox-queue.service';
 import { ArchivedDelivery, InboxStore } from '../webhooks/inbox.store';
 import type { DeliveryDetail, DeliveryView, ListDeliveriesQuery } from './dto/operations.dto';
+import { activeTraceparent } from '../observability/tracing';
 
 /**
  * The delivery archive of the admin API (docs/operations.md#archive-and-replays): the receiver's
@@ -60,7 +61,7 @@ export class DeliveryArchiveService {
   async reprocess(id: string): Promise<void> {
     await this.dataSource.transaction((em) => this.inbox.reopenForReplay(em, id));
     // Committed: a Redis that is away only delays the run (the sweeper enqueues the row).
-    await this.inboxQueue.requeueAfterCommit([id], { expedite: true });
+    await this.inboxQueue.requeueAfterCommit([id], { expedite: true, trace: activeTraceparent() });
   }
 }
 

@@ -79,7 +79,8 @@ export class OutboxDispatcher {
     this.recordings = new MicroBatcher((recordings) => this.recordMany(recordings), { maxBatch, maxInFlight });
   }
 
-  async dispatch(messageId: string): Promise<DispatchStep> {
+  /** `trigger`: the `traceparent` of an operator's retry that asked for this attempt, when traced. */
+  async dispatch(messageId: string, trigger?: string): Promise<DispatchStep> {
     const claimed = await this.claims.submit(messageId);
     if (!claimed) return this.whyNotClaimed(messageId);
 
@@ -92,7 +93,7 @@ export class OutboxDispatcher {
       previousCallAt: claimed.lastCallAt,
     };
     const handler = this.handlers.get(claimed.type);
-    const span = startDispatch({ messageId: claimed.id, type: claimed.type, attempt: claimed.attempts + 1, traceContext: claimed.traceContext });
+    const span = startDispatch({ messageId: claimed.id, type: claimed.type, attempt: claimed.attempts + 1, traceContext: claimed.traceContext, trigger });
     let outcome: HandlerOutcome;
     if (!handler) {
       outcome = { kind: 'dead', reason: `no handler for the message type "${claimed.type}"` };

@@ -66,8 +66,8 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
    * the same id is replaced (the message says it must run again: a retry from the admin API, or a
    * dispatcher that gave up on its own infrastructure).
    */
-  async requeue(ids: readonly string[]): Promise<number> {
-    return this.jobs.requeue(JobName.DispatchOutboxMessage, ids, (messageId) => ({ messageId }));
+  async requeue(ids: readonly string[], trace?: string | null): Promise<number> {
+    return this.jobs.requeue(JobName.DispatchOutboxMessage, ids, (messageId) => (trace ? { messageId, trace } : { messageId }));
   }
 
   private async listen(): Promise<void> {

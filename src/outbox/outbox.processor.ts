@@ -18,7 +18,7 @@ export class OutboxProcessor extends ModuleWorker {
   protected readonly logger = new Logger('OutboxProcessor');
   protected readonly handlers = {
     [JobName.DispatchOutboxMessage]: async (job: Job<JobData[JobName.DispatchOutboxMessage]>, token?: string) => {
-      const step = await this.dispatcher.dispatch(job.data.messageId);
+      const step = await this.dispatcher.dispatch(job.data.messageId, job.data.trace);
       if (step.done) return step.outcome;
       await job.moveToDelayed(step.retryAt.getTime(), token);
       throw new DelayedError();

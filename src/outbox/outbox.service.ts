@@ -7,6 +7,7 @@ import { runTransaction } from '../database/transaction';
 import { OutboxHandlers } from './outbox-handler';
 import { OutboxRelay } from './outbox-relay.service';
 import { OutboxStore } from './outbox.store';
+import { activeTraceparent } from '../observability/tracing';
 
 /** The outbox's one service for the rest of the module: an operator's retry, for any message type. */
 @Injectable()
@@ -29,6 +30,6 @@ export class OutboxService {
       await this.handlers.get(message.type)?.retried?.(em, { id, payload: message.payload });
     });
     // Committed: a Redis that is away only delays the dispatch (the relay's sweeper finds it).
-    await withTimeout(this.relay.requeue([id]), 2_000, 'enqueue').catch(() => undefined);
+    await withTimeout(this.relay.requeue([id], activeTraceparent()), 2_000, 'enqueue').catch(() => undefined);
   }
 }

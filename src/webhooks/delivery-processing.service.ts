@@ -139,7 +139,8 @@ export class DeliveryProcessingService {
         const traces = new Map(requests.flatMap((r) => (r.trace ? [[r.inboxId, r.trace] as const] : [])));
         for (const row of rows) {
           deliveriesInProcess.of(em).add(row.id);
-          traces.get(row.id)?.rowLocked(row);
+          // As alone: only a row still to process starts its span (a finished one's job does nothing).
+          if (row.status === 'received') traces.get(row.id)?.rowLocked(row);
         }
         const inPaymentOrder = rows
           .filter((d) => d.status === 'received')

@@ -4,7 +4,17 @@ import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../config/tokens';
 import { JobProducer } from '../jobs/job-producer';
 import { JobName } from '../jobs/queues';
-import { activeTraceparent } from '../observability/tracing';
+
+/** How deliveries go back on the queue. */
+export interface RequeueOptions {
+  /** Also move a job out of its retry backoff. */
+  expedite?: boolean;
+  /**
+   * The `traceparent` of an operator's action that asks for the run (a reprocess): the run's span
+   * is then in the action's trace, linked to the receipt. Otherwise it stays in its delivery's trace.
+   */
+  trace?: string | null;
+}
 
 /**
  * Puts deliveries (back) on the inbox queue: for the sweeper, for deliveries re-run after their
@@ -27,14 +37,12 @@ export class InboxQueueService {
    * job out of its retry backoff (a registration that makes a parked delivery processable).
    * Returns how many jobs were added or promoted.
    */
-  async requeue(ids: readonly string[], { expedite = false } = {}): Promise<number> {
-    // What asks for the run again (an operator's request, the registration that releases it) is its trace's parent.
-    const trace = activeTraceparent();
+  async requeue(ids: readonly string[], { expedite = false, trace }: RequeueOptions = {}): Promise<number> {
     return this.jobs.requeue(JobName.ProcessDelivery, ids, (inboxId) => (trace ? { inboxId, trace } : { inboxId }), { expedite });
   }
 
   /** Best effort after a commit: a failure leaves the rows `received`, and the sweeper enqueues them. */
-  async requeueAfterCommit(ids: readonly string[], options: { expedite?: boolean } = {}): Promise<void> {
+  async requeueAfterCommit(ids: readonly string[], options: RequeueOptions = {}): Promise<void> {
     if (ids.length === 0) return;
     try {
       await withTimeout(this.requeue(ids, options), Math.max(this.options.tuning.enqueueTimeoutMs, 2_000), 'requeue');
