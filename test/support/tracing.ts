@@ -7,6 +7,11 @@ import { BasicTracerProvider, InMemorySpanExporter, ReadableSpan, SimpleSpanProc
  * The OpenTelemetry SDK as a host registers it, exporting to memory: a tracer provider, the async
  * context manager and the W3C propagator, global for the test file (Jest gives each file its own
  * globals). Returns the exporter the spans end in.
+ *
+ * Call it while Jest collects the file's tests (at the top of the file, or in a `describe` body),
+ * not inside a test or a hook: it registers an `afterAll` that takes the three globals down again
+ * once the file's (or that describe's) tests and their own `afterAll`s are done, so nothing
+ * registered here outlives the suite in the worker.
  */
 export function useInMemoryTracing(): InMemorySpanExporter {
   const exporter = new InMemorySpanExporter();
@@ -14,6 +19,13 @@ export function useInMemoryTracing(): InMemorySpanExporter {
   trace.setGlobalTracerProvider(provider);
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  afterAll(async () => {
+    trace.disable();
+    // Disables the context manager too.
+    context.disable();
+    propagation.disable();
+    await provider.shutdown();
+  });
   return exporter;
 }
 
