@@ -1,5 +1,7 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { tracing } from '@opentelemetry/sdk-node';
 
 /**
  * OpenTelemetry for the standalone service (src/main.ts), never for a host: nothing that
@@ -35,6 +37,37 @@ export const SDK_PACKAGES = [
 ] as const;
 
 export const DEFAULT_SERVICE_NAME = 'payment-webhooks';
+
+/**
+ * Span attributes that are personal data, never exported (no IP address or user agent in a
+ * trace): the HTTP instrumentation's client address (also from X-Forwarded-For) and user agent,
+ * under the stable and the older semantic conventions.
+ */
+export const PERSONAL_ATTRIBUTES = [
+  'client.address',
+  'network.peer.address',
+  'net.peer.ip',
+  'net.sock.peer.addr',
+  'http.client_ip',
+  'user_agent.original',
+  'http.user_agent',
+] as const;
+
+/** `exporter`, exporting each span without its PERSONAL_ATTRIBUTES. */
+export function withoutPersonalData(exporter: tracing.SpanExporter): tracing.SpanExporter {
+  const strip = (span: tracing.ReadableSpan): tracing.ReadableSpan => {
+    if (!PERSONAL_ATTRIBUTES.some((key) => key in span.attributes)) return span;
+    const attributes = { ...span.attributes };
+    for (const key of PERSONAL_ATTRIBUTES) delete attributes[key];
+    // The span itself stays the prototype: its methods (spanContext()) and other fields are read through.
+    return Object.create(span, { attributes: { value: attributes, enumerable: true } }) as tracing.ReadableSpan;
+  };
+  return {
+    export: (spans, done) => exporter.export(spans.map(strip), done),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+  };
+}
 
 /** A bad OTEL_* value: one line naming the variable (the value may hold a credential). */
 export class TracingConfigurationError extends Error {
@@ -119,6 +152,25 @@ export function readTracingSettings(env: NodeJS.ProcessEnv): TracingSettings | n
   };
 }
 
+/**
+ * What to `npm install` for `name`: with the range this package was built and tested with (its
+ * package.json's devDependencies: the SDK packages are not dependencies of it), else the name.
+ */
+export function installSpec(name: string): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; devDependencies?: Record<string, string> };
+      if (pkg.name === 'nestjs-payment-webhooks') {
+        const range = pkg.devDependencies?.[name];
+        return range ? `${name}@${range}` : name;
+      }
+    } catch {
+      // not here: one level up
+    }
+    if (dirname(dir) === dir) return name;
+  }
+}
+
 /** The packages of `packages` that cannot be resolved from here. */
 export function missingPackages(packages: readonly string[], resolve: (id: string) => string = require.resolve): string[] {
   return packages.filter((name) => {
@@ -175,7 +227,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
       level: 'warn',
       message:
         `tracing is off: ${settings.endpointVariable} is set but the OpenTelemetry SDK is not installed; ` +
-        `install it with: npm install ${missing.join(' ')}`,
+        `install it with: npm install ${missing.map(installSpec).join(' ')}`,
     };
     return;
   }
@@ -190,7 +242,8 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
     const started = new NodeSDK({
       serviceName: settings.serviceName,
       // The exporter reads its endpoint, headers, timeout and compression from OTEL_EXPORTER_OTLP_*.
-      traceExporter: new OTLPTraceExporter(),
+      // Without the client's IP address and user agent (PERSONAL_ATTRIBUTES).
+      traceExporter: withoutPersonalData(new OTLPTraceExporter()),
       // Traces only: the service's metrics are at /metrics (Prometheus), its logs on stdout.
       metricReaders: [],
       logRecordProcessors: [],

@@ -29,6 +29,8 @@ const PROTOCOLS = [
   ['http/protobuf', 'application/x-protobuf', 'SIGTERM'],
 ] as const;
 const TEST_TIMEOUT = 60_000;
+/** The ranges the service names in its "what to install" line: the package's own dev dependencies. */
+const { devDependencies } = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { devDependencies: Record<string, string> };
 
 let receiver: OtlpReceiver;
 beforeEach(async () => {
@@ -37,11 +39,29 @@ beforeEach(async () => {
 afterEach(() => receiver.close());
 afterAll(() => deleteQueueKeys(BASE.QUEUE_PREFIX));
 
+/** The user agent and the forwarded client address of every delivery: personal data, in no span. */
+const USER_AGENT = 'pw-otel-e2e-agent/1.0 (personal)';
+const FORWARDED_FOR = '203.0.113.77';
+/** The attributes of a client's address and user agent (stable and older conventions). */
+const PERSONAL_KEYS = [
+  'client.address',
+  'network.peer.address',
+  'net.peer.ip',
+  'net.sock.peer.addr',
+  'http.client_ip',
+  'user_agent.original',
+  'http.user_agent',
+];
+/** The client's addresses on this machine (the service's own, `server.address`, is not the client's). */
+const PERSONAL_VALUES = ['127.0.0.1', '::1', '::ffff:127.0.0.1', FORWARDED_FOR, USER_AGENT];
+
 /** A signed paymos delivery of `eventId` (with a W3C `traceparent` when given): its status. */
 async function deliver(port: number, eventId: string, traceparent?: string): Promise<number> {
   const body = JSON.stringify({ event_id: eventId, type: 'invoice.paid', data: { id: `inv_${eventId}` } });
   const headers = signedHeaders('paymos', SECRET, body, { eventId });
   if (traceparent) headers.traceparent = traceparent;
+  headers['user-agent'] = USER_AGENT;
+  headers['x-forwarded-for'] = FORWARDED_FOR;
   const res = await fetch(`http://127.0.0.1:${port}${WEBHOOK_PATH}`, { method: 'POST', headers, body });
   await res.arrayBuffer();
   return res.status;
@@ -170,6 +190,19 @@ describe.each(PROTOCOLS)('OTEL_EXPORTER_OTLP_PROTOCOL=%s', (protocol, contentTyp
       expect(statements.length).toBeGreaterThan(0);
       // Statements and Redis commands are recorded inside traces only: none without a parent (the workers' polls).
       expect(receiver.spans().filter((s) => s.parentSpanId === '' && s.kind === SPAN_KIND.client)).toEqual([]);
+
+      // No personal data: no span has the client's address or user agent, under any key (a client
+      // span's addresses are its server's: the database's, Redis's; `server.address` the service's own).
+      const personal = receiver.spans().flatMap((s) =>
+        Object.entries(s.attributes)
+          .filter(
+            ([key, value]) =>
+              PERSONAL_KEYS.includes(key) ||
+              (s.kind !== SPAN_KIND.client && key !== 'server.address' && PERSONAL_VALUES.includes(String(value))),
+          )
+          .map(([key, value]) => `${s.name}: ${key}=${String(value)}`),
+      );
+      expect(personal).toEqual([]);
     },
     TEST_TIMEOUT,
   );
@@ -281,7 +314,8 @@ Module._resolveFilename = function (request, ...rest) {
           level: 'warn',
           msg:
             'tracing is off: OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed; ' +
-            'install it with: npm install @opentelemetry/sdk-node @opentelemetry/instrumentation-pg',
+            `install it with: npm install @opentelemetry/sdk-node@${devDependencies['@opentelemetry/sdk-node']} ` +
+            `@opentelemetry/instrumentation-pg@${devDependencies['@opentelemetry/instrumentation-pg']}`,
         });
       }
       expect(receiver.requests).toEqual([]);
