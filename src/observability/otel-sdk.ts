@@ -251,7 +251,9 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env): void {
       instrumentations: [
         new HttpInstrumentation({
           ignoreIncomingRequestHook: (req) => isProbe(req.method, req.url, settings.routePrefix),
-          // An outgoing request is traced inside a span of the service (a dispatch, a fetch).
+          // A request through node:http (a Mollie fetch) is a client span only inside a trace. The
+          // carrier, sink and Stripe calls use global fetch (undici), not traced here: the module
+          // sends their traceparent itself (docs/configuration.md#traces).
           requireParentforOutgoingSpans: true,
         }),
         // Statements and commands inside a trace only, not every poll of the workers.
