@@ -29,7 +29,7 @@ const present = <T>(probe: () => Promise<T | undefined>, timeoutMs: number, what
 const receiveSpansOf = (eventId: string) => spansWith(exporter, 'messaging.message.id', eventId).filter((s) => s.name.startsWith('webhook receive '));
 
 /**
- * CONTRACT §9 on the receive side, on both HTTP platforms: the receipt span of a paid order joins
+ * On the receive side, on both HTTP platforms: the receipt span of a paid order joins
  * the sender's trace, a duplicate has a receipt of its own and nothing else, each refused delivery
  * has exactly one receipt span and no processing, and an Adyen batch has one receipt per item.
  */

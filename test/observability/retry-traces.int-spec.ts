@@ -1,4 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { APP_INTERCEPTOR } from '@nestjs/core';
+import { context, trace } from '@opentelemetry/api';
+import { Observable } from 'rxjs';
 import { Client } from 'pg';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, createTestApp, eventually, TestApp, truncateAll } from '../support/app';
@@ -22,9 +26,9 @@ const receiveSpansOf = (eventId: string) => spansWith(exporter, 'messaging.messa
 const spanIdOf = (traceparent: string) => traceparent.split('-')[2];
 
 /**
- * CONTRACT §9 across attempts: every processing attempt of a delivery (a retry after a failure, an
- * operator's reprocess, a new worker after the old one died) is a span of its own that links to the
- * same receipt span, the one whose context is stored on the inbox row.
+ * Across attempts: every processing attempt of a delivery (a retry after a failure, an operator's
+ * reprocess, a new worker after the old one died) is a span of its own that links to the same
+ * receipt span, the one whose context is stored on the inbox row.
  */
 describe('traces across attempts (workers on, carrier simulator)', () => {
   const sim = new CarrierSimulator();
@@ -140,6 +144,160 @@ describe('traces across attempts (workers on, carrier simulator)', () => {
     expect(linksOf(dispatch)).toEqual([again.spanContext().spanId]);
     expect(dispatch.spanContext().traceId).toBe(action.spanContext().traceId);
     expect(sim.shipments.length).toBe(1);
+  });
+});
+
+/**
+ * What a host's HTTP instrumentation does for a request, for the requests that ask for it (header
+ * `x-test-server-span`): the handler runs with a server span active, `test request <path>`. The
+ * module's own spans would take it as their parent wherever it is (still) the active span.
+ */
+@Injectable()
+class TestServerSpan implements NestInterceptor {
+  intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const req = ctx.switchToHttp().getRequest<{ headers: Record<string, unknown>; url: string }>();
+    if (!req.headers['x-test-server-span']) return next.handle();
+    const span = trace.getTracer('test').startSpan(`test request ${req.url.split('?')[0]}`);
+    return new Observable((subscriber) => {
+      const subscription = context.with(trace.setSpan(context.active(), span), () =>
+        next.handle().subscribe({
+          next: (v) => subscriber.next(v),
+          error: (err) => {
+            span.end();
+            subscriber.error(err);
+          },
+          complete: () => {
+            span.end();
+            subscriber.complete();
+          },
+        }),
+      );
+      return () => subscription.unsubscribe();
+    });
+  }
+}
+const SERVER_SPAN = { 'x-test-server-span': '1' };
+
+/**
+ * What asks for a run again decides its parent: an operator's retry of a dead outbox message is the
+ * parent of the dispatch it asks for (the job's data carries its `traceparent`), which still links
+ * to the span that wrote the message; a parked delivery released by a payment registration stays in
+ * its delivery's trace, under its receipt, whatever request registered the payment.
+ */
+describe("traces of what an operator's retry or a registration asks for (workers on, carrier simulator)", () => {
+  const sim = new CarrierSimulator();
+  let t: TestApp;
+  let d: ReturnType<typeof driver>;
+
+  beforeAll(async () => {
+    await sim.start();
+    t = await createTestApp(
+      {
+        runWorkers: true,
+        carriers: [{ name: 'default', url: sim.url, timeoutMs: 1_000 }],
+        // The sweepers wait their default 5 s: a retried message is enqueued by the retry itself (with
+        // its trace), not found first by a sweep that would enqueue it without one.
+        tuning: { ...FAST, sweepAfterMs: 5_000, inboxAttempts: 2 },
+      },
+      { providers: [{ provide: APP_INTERCEPTOR, useClass: TestServerSpan }] },
+    );
+    d = driver(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await sim.stop();
+  });
+  beforeEach(async () => {
+    await truncateAll(t.dataSource);
+    sim.reset();
+    exporter.reset();
+  });
+
+  const messageOf = async (orderId: string) =>
+    (await t.dataSource.query(`SELECT id, status, attempts, trace_context AS "traceContext" FROM outbox_message WHERE payload->>'orderId' = $1`, [orderId]))[0];
+  const inboxRowOf = async (eventId: string) => (await t.dataSource.query(`SELECT status FROM webhook_inbox WHERE event_id = $1`, [eventId]))[0];
+  const dispatchSpansOf = (messageId: string) =>
+    spansWith(exporter, 'messaging.message.id', messageId).filter((s) => s.name === 'outbox dispatch fulfillment.dispatch');
+
+  it("a dead fulfillment dispatch retried by an operator: the new dispatch span is the retry span's child, linked to the processing that wrote the message", async () => {
+    // The carrier rejects the first call (400): the message is dead after one attempt.
+    sim.fault('reject', 1);
+    const order = await d.createOrder();
+    const { eventId, body } = bodies.standard('payment.succeeded', uniqueId('pay'), { orderId: order.id });
+    expect((await d.send('standard-main', 'standard', body, { eventId })).status).toBe(200);
+    expect(await d.processed(eventId)).toMatchObject({ status: 'processed', outcome: 'applied' });
+    await eventually(async () => (await messageOf(order.id))?.status === 'dead', 10_000, 'a dead message');
+    const message = await messageOf(order.id);
+    const [deadDispatch] = await present(async () => (dispatchSpansOf(message.id).length === 1 ? dispatchSpansOf(message.id) : undefined), 5_000, 'the dead dispatch span');
+    const processing = processSpansOf(eventId);
+    expect(processing.length).toBe(1);
+    const writerId = processing[0].spanContext().spanId;
+    expect(spanIdOf(message.traceContext)).toBe(writerId);
+    expect(deadDispatch.attributes['payment_webhooks.outcome']).toBe('dead');
+    expect(deadDispatch.status.code).toBe(2); // ERROR
+    expect(parentOf(deadDispatch)).toBe(writerId);
+    expect(linksOf(deadDispatch)).toEqual([writerId]);
+
+    // The retry, under a server span of its own (as a host's HTTP instrumentation has it).
+    const res = await d.http().post(`/admin/outbox/${message.id}/retry`).set(AUTH).set(SERVER_SPAN);
+    expect(res.status).toBe(202);
+    await eventually(async () => (await d.getOrder(order.id)).status === 'fulfilled', 15_000, 'the order fulfilled');
+    const spans = await present(async () => (dispatchSpansOf(message.id).length === 2 ? dispatchSpansOf(message.id) : undefined), 5_000, 'the retried dispatch span');
+    const [retried] = spans.filter((s) => s.spanContext().spanId !== deadDispatch.spanContext().spanId);
+
+    const actions = spansNamed(exporter, 'payment_webhooks retry');
+    expect(actions.length).toBe(1);
+    const [action] = actions;
+    const [request] = spansNamed(exporter, `test request /admin/outbox/${message.id}/retry`);
+    expect(parentOf(action)).toBe(request.spanContext().spanId);
+    expect(retried.attributes['payment_webhooks.outcome']).toBe('dispatched');
+    expect(retried.attributes['payment_webhooks.attempt']).toBe(1); // a fresh budget
+    expect(parentOf(retried)).toBe(action.spanContext().spanId);
+    expect(retried.spanContext().traceId).toBe(action.spanContext().traceId);
+    expect(linksOf(retried)).toEqual([writerId]);
+    // The message's stored context is still its writer's, and the carrier saw the retried dispatch's.
+    expect(spanIdOf((await messageOf(order.id)).traceContext)).toBe(writerId);
+    expect(sim.calls.map((c) => c.result)).toEqual(['reject', 'created']);
+    expect(sim.calls[1].traceparent).toBe(`00-${action.spanContext().traceId}-${retried.spanContext().spanId}-01`);
+  });
+
+  it("a parked delivery released by a payment registration: its next process span is the receipt's child, in the receipt's trace, not the registration request's", async () => {
+    const order = await d.createOrder();
+    const invoiceId = uniqueId('inv');
+    const { eventId, body } = bodies.paymos('invoice.paid', invoiceId);
+    expect((await d.send('paymos-a', 'paymos', body, { eventId })).status).toBe(200);
+    expect(await d.processed(eventId)).toMatchObject({ status: 'unmatched', outcome: 'payment_not_found' });
+    const parked = await present(async () => (processSpansOf(eventId).length === 2 ? processSpansOf(eventId) : undefined), 5_000, 'two process spans');
+    const receipts = receiveSpansOf(eventId);
+    expect(receipts.length).toBe(1);
+    const [receipt] = receipts;
+    const receiptId = receipt.spanContext().spanId;
+    expect(parked[1].attributes['payment_webhooks.status']).toBe('unmatched');
+
+    // The registration, under a server span of its own (as a host's HTTP instrumentation has it).
+    const registered = await d.http().post(`/orders/${order.id}/payments`).set(AUTH).set(SERVER_SPAN).send({ provider: 'paymos', providerPaymentId: invoiceId, merchantAccountId: 'acc_1' });
+    expect(registered.status).toBe(201);
+    const requests = spansNamed(exporter, `test request /orders/${order.id}/payments`);
+    expect(requests.length).toBe(1);
+    const [request] = requests;
+    await eventually(async () => (await inboxRowOf(eventId)).status === 'processed', 15_000, 'the released delivery processed');
+    const all = await present(async () => (processSpansOf(eventId).length === 3 ? processSpansOf(eventId) : undefined), 5_000, 'the third process span');
+    const released = all.filter((s) => !parked.some((p) => p.spanContext().spanId === s.spanContext().spanId));
+    expect(released.length).toBe(1);
+    const [again] = released;
+    expect(again.attributes['payment_webhooks.status']).toBe('processed');
+    expect(again.attributes['payment_webhooks.outcome']).toBe('applied');
+    expect(parentOf(again)).toBe(receiptId);
+    expect(again.spanContext().traceId).toBe(receipt.spanContext().traceId);
+    expect(again.spanContext().traceId).not.toBe(request.spanContext().traceId);
+    expect(linksOf(again)).toEqual([receiptId]);
+    // No operator action was involved, and what the run wrote is dispatched in the delivery's trace.
+    expect(spansNamed(exporter, 'payment_webhooks *')).toEqual([]);
+    const dispatch = await present(async () => spansNamed(exporter, 'outbox dispatch fulfillment.dispatch')[0], 15_000, 'the dispatch span');
+    expect(spansNamed(exporter, 'outbox dispatch fulfillment.dispatch').length).toBe(1);
+    expect(parentOf(dispatch)).toBe(again.spanContext().spanId);
+    expect(dispatch.spanContext().traceId).toBe(receipt.spanContext().traceId);
+    await eventually(async () => sim.shipments.length === 1, 15_000, 'the shipment');
   });
 });
 

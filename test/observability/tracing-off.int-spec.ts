@@ -5,9 +5,9 @@ import { eventually, TestApp } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
 
 /**
- * CONTRACT §9 "without it nothing is added": `@opentelemetry/api` is installed but no SDK is
- * registered (this file never calls useInMemoryTracing), so no context is stored on the rows, the
- * carrier call carries no traceparent, and the order ships once as always.
+ * Without an SDK, tracing adds nothing: `@opentelemetry/api` is installed but no SDK is registered
+ * (this file never calls useInMemoryTracing), so no context is stored on the rows, the carrier call
+ * carries no traceparent, and the order ships once as always.
  */
 describe('tracing off: the API without an SDK', () => {
   const sim = new CarrierSimulator();

@@ -23,10 +23,21 @@ describe('traces: a paid order', () => {
     const res = await d.send('standard-main', 'standard', body, { eventId });
     expect(res.status).toBe(200);
     await eventually(async () => (await d.getOrder(order.id)).status === 'fulfilled', 15_000, 'fulfilled');
-    const dispatch = await eventually(async () => spansNamed(exporter, 'outbox dispatch fulfillment.dispatch')[0], 5_000, 'dispatch span');
-
-    const [receive] = spansWith(exporter, 'messaging.message.id', eventId).filter((s) => s.name === 'webhook receive standard');
-    const [processing] = spansNamed(exporter, 'webhook process standard');
+    // Each span is exported when it ends: the process span may end after the order is fulfilled
+    // (the dispatch ran on another worker), so wait for each, then check there is exactly one.
+    const ofEvent = (name: string) => spansWith(exporter, 'messaging.message.id', eventId).filter((s) => s.name === name);
+    await eventually(async () => spansNamed(exporter, 'outbox dispatch fulfillment.dispatch').length > 0, 5_000, 'the dispatch span');
+    await eventually(async () => ofEvent('webhook process standard').length > 0, 5_000, 'the process span');
+    const dispatches = spansNamed(exporter, 'outbox dispatch fulfillment.dispatch');
+    const receipts = ofEvent('webhook receive standard');
+    const processings = spansNamed(exporter, 'webhook process standard');
+    expect(dispatches.length).toBe(1);
+    expect(receipts.length).toBe(1);
+    expect(processings.length).toBe(1);
+    const [dispatch] = dispatches;
+    const [receive] = receipts;
+    const [processing] = processings;
+    expect(processing.attributes['messaging.message.id']).toBe(eventId);
     expect(receive.attributes['payment_webhooks.outcome']).toBe('accepted');
     expect(receive.attributes['messaging.destination.name']).toBe('standard-main');
     expect(processing.attributes['payment_webhooks.outcome']).toBe('applied');
@@ -36,6 +47,7 @@ describe('traces: a paid order', () => {
     expect(linksOf(dispatch)).toEqual([processing.spanContext().spanId]);
     expect(dispatch.spanContext().traceId).toBe(receive.spanContext().traceId);
     expect(dispatch.attributes['payment_webhooks.outcome']).toBe('dispatched');
+    expect(sim.calls.length).toBe(1);
     const [call] = sim.calls;
     expect(call.traceparent).toBe(`00-${dispatch.spanContext().traceId}-${dispatch.spanContext().spanId}-01`);
   });
