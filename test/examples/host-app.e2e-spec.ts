@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Client } from 'pg';
 import type { signedHeaders as SignedHeaders } from '../../src/testing';
-import { freePort } from '../support/process';
+import { freePort, until } from '../support/process';
 import { cleanUp, closeServer, createDatabase, deleteKeys, dropDatabase, killAll, ProjectProcess, runIn as run, withDatabase } from '../support/npm-project';
 
 /**
@@ -479,17 +479,15 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     // The host exports in batches: wait until the receipt, the processing and the dispatch are all in.
     const ofEvent = (name: string) => exported.filter((s) => s.name === name && s.attributes['messaging.message.id'] === tracedEventId);
     const inTrace = (traceId: string) => exported.filter((s) => s.traceId === traceId);
-    const deadline = Date.now() + 10_000;
-    for (;;) {
+    const allExported = () => {
       const [receipt] = ofEvent('webhook receive stripe');
       const trace = receipt ? inTrace(receipt.traceId) : [];
-      if (ofEvent('webhook process stripe').length > 0 && trace.some((s) => s.name === 'outbox dispatch fulfillment.dispatch')) break;
-      if (Date.now() > deadline) {
-        const seen = exported.map((s) => `${s.traceId} ${s.name} ${JSON.stringify(s.attributes['messaging.message.id'] ?? null)}`);
-        throw new Error(`the spans of ${tracedEventId} were not all exported within 10 s; exported:\n${seen.join('\n')}\n${host.output.slice(-2000)}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return ofEvent('webhook process stripe').length > 0 && trace.some((s) => s.name === 'outbox dispatch fulfillment.dispatch');
+    };
+    await until(`the spans of ${tracedEventId}`, allExported, 10_000, 100).catch((err: Error) => {
+      const seen = exported.map((s) => `${s.traceId} ${s.name} ${JSON.stringify(s.attributes['messaging.message.id'] ?? null)}`);
+      throw new Error(`${err.message}; exported:\n${seen.join('\n')}\n${host.output.slice(-2000)}`);
+    });
 
     const receipts = ofEvent('webhook receive stripe');
     const processing = ofEvent('webhook process stripe');
