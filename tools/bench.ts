@@ -5,6 +5,7 @@
  *   npm run bench -- [--platforms express,fastify] [--topologies all-in-one,split] [--duration 8]
  *                    [--connections 50] [--drain 3000] [--out docs/benchmarks.md] [--only <load>]
  *   npm run bench -- --tracing [--platforms express] [--topologies all-in-one] [--duration 3] [--drain 1000]
+ *   npm run bench -- [--no-compare] [--reference-poll-ms 100]
  *
  * For each HTTP platform and each topology (one all-in-one process, or an HTTP-only process beside
  * a worker-only one) on a database of its own, it measures, in this order:
@@ -25,6 +26,13 @@
  * mode (TRACING_MODES below: @opentelemetry/api absent, the API without an SDK, an SDK exporting
  * over OTLP to a collector stub in this process, and absent again), and prints each figure with its
  * ratio to the first row; it does not write the file.
+ * Unless --no-compare (or --tracing), the same run then measures, each on a fresh database of its
+ * own, issue 24's two baselines with the loads they support: the reference design
+ * (tools/reference-receiver.ts: NestJS + pg, one transaction per delivery, a polling relay) and
+ * the ceiling (tools/ceiling-receiver.ts: node:http + pg, the HMAC and a batched INSERT only; no
+ * processing, so no end-to-end or shipment figure). Every figure of the module is printed with its
+ * ratio to the reference's and to the ceiling's, and the targets of issue 24 are checked; the
+ * carrier simulator's shipments are counted per order for every system (none may ship twice).
  * The carrier simulator and the load run in this process, on the same cores as the service,
  * PostgreSQL and Redis. The table, with the machine's CPU count and the Node and PostgreSQL
  * versions, goes to `--out` (default docs/benchmarks.md, between the markers there).
@@ -43,6 +51,7 @@ import { gunzipSync } from 'node:zlib';
 import { Client } from 'pg';
 import { signedHeaders } from '../src/testing/sign';
 import { CarrierSimulator } from './carrier-sim';
+import { seedReferenceOrders } from './baselines';
 import { freePort, seedOrders as seedInto, stopChild, until, withClient, withDatabase } from './harness';
 
 const { values: args } = parseArgs({
@@ -60,7 +69,12 @@ const { values: args } = parseArgs({
     tuning: { type: 'string' },
     'keep-going': { type: 'boolean', default: false },
     tracing: { type: 'boolean', default: false },
+    // On by default (off with --tracing); --no-compare skips the reference and the ceiling.
+    compare: { type: 'boolean' },
+    // The reference relay's poll interval (ms): the documented pattern polls; the interval is a choice.
+    'reference-poll-ms': { type: 'string', default: '100' },
   },
+  allowNegative: true,
 });
 
 const TRACING = args.tracing!;
@@ -70,6 +84,10 @@ const TOPOLOGIES = (args.topologies ?? (TRACING ? 'all-in-one' : 'all-in-one,spl
 const ONLY: string[] | undefined = TRACING ? ['new', 'e2e20', 'drain'] : args.only?.split(',');
 
 const MAIN = join(__dirname, '..', 'src', 'main.js');
+/** Issue 24's baselines, built next to this file. */
+const REFERENCE = join(__dirname, 'reference-receiver.js');
+const CEILING = join(__dirname, 'ceiling-receiver.js');
+const COMPARE = !TRACING && (args.compare ?? true);
 const DURATION = Number(args.duration ?? (TRACING ? '3' : '8'));
 const CONNECTIONS = Number(args.connections);
 const DRAIN = Number(args.drain ?? (TRACING ? '1000' : '3000'));
@@ -96,8 +114,17 @@ const endpoints = (stripeApi: string) =>
 
 type Platform = 'express' | 'fastify';
 type Topology = 'all-in-one' | 'split';
+/** What a row measured: the module, or one of issue 24's baselines. */
+type System = 'module' | 'reference' | 'ceiling';
+
+/** The loads each baseline supports: the reference has no Adyen or Stripe endpoint, the ceiling processes nothing (nothing ships). */
+const BASELINE_LOADS: Record<Exclude<System, 'module'>, ReadonlySet<string>> = {
+  reference: new Set(['health', 'duplicate', 'new', 'e2e20', 'e2e200', 'drain']),
+  ceiling: new Set(['health', 'duplicate', 'new', 'drain']),
+};
 
 interface Row {
+  system: System;
   platform: Platform;
   topology: Topology;
   health: number;
@@ -120,6 +147,8 @@ interface Row {
   stripeFetches: number;
   /** With --tracing: the tracing mode, the spans the collector stub received, and the orders that shipped. */
   tracing?: { mode: TracingMode; spans: number; orders: number };
+  /** At the carrier simulator after the loads: shipments, the distinct orders they ship, and orders paid by the loads. */
+  carrier: { shipments: number; orders: number; paid: number };
   errors: string[];
 }
 
@@ -128,10 +157,10 @@ interface Row {
 class Service {
   readonly child: ChildProcess;
   stderr = '';
-  constructor(env: Record<string, string>, extraNodeArgs: string[] = []) {
+  constructor(env: Record<string, string>, extraNodeArgs: string[] = [], script = MAIN) {
     // BENCH_NODE_ARGS: flags for the service's node (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    this.child = spawn(process.execPath, [...nodeArgs, ...extraNodeArgs, MAIN], {
+    this.child = spawn(process.execPath, [...nodeArgs, ...extraNodeArgs, script], {
       cwd: mkdtempSync(join(tmpdir(), 'pw-bench-')),
       env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'warn', ...env },
       // The service's delivery lines are written as in production, and thrown away here.
@@ -279,8 +308,9 @@ async function measure(
   shipped: Map<string, number>,
   stripeApi: StripeObjects,
   launch: Launch = { nodeArgs: [], env: {} },
+  system: System = 'module',
 ): Promise<Row> {
-  const database = `payments_bench_${process.pid}_${platform}_${topology.replace(/-/g, '_')}`;
+  const database = system === 'module' ? `payments_bench_${process.pid}_${platform}_${topology.replace(/-/g, '_')}` : `payments_bench_${process.pid}_${system}`;
   await admin(async (c) => {
     await c.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
     await c.query(`CREATE DATABASE "${database}"`);
@@ -298,8 +328,12 @@ async function measure(
     ...(args.tuning ? { PW_TUNING: args.tuning } : {}),
     ...launch.env,
   };
+  // A baseline gets what it needs of the same setup: the database, the carrier, the bench's secret.
+  const baseline = { DATABASE_URL: databaseUrl, CARRIER_URL: sim.url, WEBHOOK_SECRET: SECRET, PORT: String(port), REF_RELAY_POLL_MS: args['reference-poll-ms']! };
   const services =
-    topology === 'all-in-one'
+    system !== 'module'
+      ? [new Service(baseline, launch.nodeArgs, system === 'reference' ? REFERENCE : CEILING)]
+      : topology === 'all-in-one'
       ? [new Service({ ...base, PORT: String(port) }, launch.nodeArgs)]
       : [
           new Service({ ...base, PORT: String(port), RUN_WORKERS: 'false' }, launch.nodeArgs),
@@ -312,26 +346,37 @@ async function measure(
       if (services.some((s) => s.child.exitCode !== null)) throw new Error(`a service exited: ${services.map((s) => s.stderr).join('\n')}`);
       return fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
     }, 60_000, 100);
-    const adyenOrders = !ONLY || ONLY.some((l) => /adyen/.test(l)) ? 200_000 + DRAIN : 0;
-    const stripeOrders = !ONLY || ONLY.some((l) => /stripe/.test(l)) ? 2 * DRAIN : 0;
+    const adyenOrders = system === 'module' && (!ONLY || ONLY.some((l) => /adyen/.test(l))) ? 200_000 + DRAIN : 0;
+    const stripeOrders = system === 'module' && (!ONLY || ONLY.some((l) => /stripe/.test(l))) ? 2 * DRAIN : 0;
     // Enough for the new-delivery load at well over its rate here (a shorter load with --tracing).
     const freshOrders = TRACING ? 20_000 : 60_000;
-    const orders = await withClient(databaseUrl, (db) => seedInto(db, freshOrders + DRAIN + 3_000 + adyenOrders + stripeOrders, 'Bench'));
+    const orderCount = freshOrders + DRAIN + 3_000 + adyenOrders + stripeOrders;
+    /** Whether this system's deliveries ship (the ceiling only records them). */
+    const ships = system !== 'ceiling';
+    // The ceiling has no orders (it processes nothing): the ids in its deliveries are only payload,
+    // made as they are needed (it takes far more deliveries per load than any seeding would cover).
+    const orders = !ships
+      ? []
+      : await withClient(databaseUrl, (db) => (system === 'reference' ? seedReferenceOrders(db, orderCount, 'Bench') : seedInto(db, orderCount, 'Bench')));
     let next = 0;
     const nextOrder = () => {
+      if (!ships) {
+        next++;
+        return randomUUID();
+      }
       if (next >= orders.length) throw new Error('the benchmark ran out of seeded orders');
       return orders[next++];
     };
     const waitShipped = async (ids: string[], what: string, timeoutMs = 180_000) =>
-      until(what, () => ids.every((id) => shipped.has(id)), timeoutMs, 100);
+      ships ? until(what, () => ids.every((id) => shipped.has(id)), timeoutMs, 100) : undefined;
     const row: Row = {
-      platform, topology, health: NaN, fresh: NaN, freshP99: NaN, duplicate: NaN, duplicateP99: NaN,
+      system, platform, topology, carrier: { shipments: 0, orders: 0, paid: 0 }, health: NaN, fresh: NaN, freshP99: NaN, duplicate: NaN, duplicateP99: NaN,
       e2e20: { p50: NaN, p99: NaN, count: 0 }, e2e200: { p50: NaN, p99: NaN, count: 0 }, drainIngest: NaN, drain: NaN,
       adyen: NaN, adyenP99: NaN, adyenDrain: NaN, stripeDrain: NaN, stripeThinDrain: NaN, stripeFetches: 0, errors,
     };
-    const wants = (name: string) => !ONLY || ONLY.includes(name);
+    const wants = (name: string) => (!ONLY || ONLY.includes(name)) && (system === 'module' || BASELINE_LOADS[system].has(name));
     // Warm up every path (JIT, connection pools, prepared statements).
-    const warm = orders.slice(0, 200).map(() => nextOrder());
+    const warm = Array.from({ length: 200 }, () => nextOrder());
     await Promise.all(warm.map((id) => post(url, paidDelivery(id))));
     await waitShipped(warm, 'the warm-up orders shipped', 60_000);
     await autocannon({ url, connections: CONNECTIONS, duration: 2, requests: [{ method: 'GET', path: '/health' }] });
@@ -453,6 +498,15 @@ async function measure(
       }
     }
     await launch.afterLoads?.();
+    // Exactly once, counted where it matters: at the carrier. Every order a load paid ships once
+    // (an order the load's last in-flight requests named may not have been sent, hence <=).
+    const perOrder = new Map<string, number>();
+    for (const s of sim.shipments) if (s.orderId) perOrder.set(s.orderId, (perOrder.get(s.orderId) ?? 0) + 1);
+    row.carrier = { shipments: sim.shipments.length, orders: perOrder.size, paid: next };
+    const twice = [...perOrder.values()].filter((n) => n > 1).length;
+    if (twice) errors.push(`${twice} order(s) shipped more than once`);
+    if (!ships && sim.shipments.length) errors.push(`${sim.shipments.length} shipment(s) from a system that processes nothing`);
+    if (perOrder.size > next) errors.push(`${perOrder.size - next} shipped order(s) that no load paid`);
     return row;
   } finally {
     await Promise.all(services.map((s) => s.stop()));
@@ -558,6 +612,123 @@ function table(rows: Row[]): string {
     }
   }
   return lines.join('\n');
+}
+
+// ---------------------------------------------------------------- against the reference and the ceiling (issue 24)
+
+const SYSTEM_LABEL: Record<Exclude<System, 'module'>, string> = {
+  reference: 'reference design (NestJS + pg, one transaction, polling relay)',
+  ceiling: 'ceiling (node:http + pg, HMAC + batched INSERT)',
+};
+
+function label(r: Row): string {
+  if (r.system !== 'module') return r.system;
+  return `module, ${r.platform}, ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'}`;
+}
+
+/** The figures compared, each with how it prints. */
+const FIGURES: Array<{ name: string; get: (r: Row) => number; show: (n: number) => string }> = [
+  { name: '`GET /health` req/s', get: (r) => r.health, show: (n) => `${fmt(n)}/s` },
+  { name: 'new deliveries req/s', get: (r) => r.fresh, show: (n) => `${fmt(n)}/s` },
+  { name: 'new deliveries p99', get: (r) => r.freshP99, show: ms },
+  { name: 'duplicates req/s', get: (r) => r.duplicate, show: (n) => `${fmt(n)}/s` },
+  { name: 'duplicates p99', get: (r) => r.duplicateP99, show: ms },
+  { name: 'end to end 20/s p50', get: (r) => r.e2e20.p50, show: ms },
+  { name: 'end to end 20/s p99', get: (r) => r.e2e20.p99, show: ms },
+  { name: 'end to end 200/s p50', get: (r) => r.e2e200.p50, show: ms },
+  { name: 'end to end 200/s p99', get: (r) => r.e2e200.p99, show: ms },
+  { name: 'drain ingest', get: (r) => r.drainIngest, show: (n) => `${fmt(n)}/s` },
+  { name: 'drain shipments', get: (r) => r.drain, show: (n) => `${fmt(n)}/s` },
+];
+
+/** `a / b` as "1.31×", or "n/a" when either side was not measured. */
+function times(a: number, b: number): string {
+  return Number.isFinite(a) && Number.isFinite(b) && b > 0 ? `${(a / b).toFixed(2)}×` : 'n/a';
+}
+
+/** One row per system, then the module's rows divided by the reference's and by the ceiling's. */
+function compareTable(rows: Row[]): string {
+  const reference = rows.find((r) => r.system === 'reference');
+  const ceiling = rows.find((r) => r.system === 'ceiling');
+  const lines = [
+    '| system | `GET /health` req/s | new deliveries req/s, p99 | duplicates req/s (of /health), p99 | end to end 20/s p50 / p99 | end to end 200/s p50 / p99 | drain ingest → shipments/s (of new deliveries) | shipments (distinct orders) / orders the loads named |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  const pct = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? ` (${((a / b) * 100).toFixed(0)} %)` : '');
+  for (const r of rows) {
+    const name = r.system === 'module' ? label(r) : SYSTEM_LABEL[r.system];
+    const carrier = r.system === 'ceiling' ? 'n/a' : `${r.carrier.shipments} (${r.carrier.orders} orders) / ${r.carrier.paid}`;
+    lines.push(
+      `| ${name} | ${fmt(r.health)} | ${fmt(r.fresh)}, ${ms(r.freshP99)} | ${fmt(r.duplicate)}${pct(r.duplicate, r.health)}, ${ms(r.duplicateP99)} | ` +
+        `${ms(r.e2e20.p50)} / ${ms(r.e2e20.p99)} | ${ms(r.e2e200.p50)} / ${ms(r.e2e200.p99)} | ${fmt(r.drainIngest)} → ${fmt(r.drain)}${pct(r.drain, r.fresh)} | ${carrier} |`,
+    );
+  }
+  for (const m of rows.filter((r) => r.system === 'module')) {
+    for (const base of [reference, ceiling]) {
+      if (!base) continue;
+      lines.push(
+        `| ${label(m)} ÷ ${base.system} | ${times(m.health, base.health)} | ${times(m.fresh, base.fresh)}, ${times(m.freshP99, base.freshP99)} | ` +
+          `${times(m.duplicate, base.duplicate)}, ${times(m.duplicateP99, base.duplicateP99)} | ${times(m.e2e20.p50, base.e2e20.p50)} / ${times(m.e2e20.p99, base.e2e20.p99)} | ` +
+          `${times(m.e2e200.p50, base.e2e200.p50)} / ${times(m.e2e200.p99, base.e2e200.p99)} | ${times(m.drainIngest, base.drainIngest)} → ${times(m.drain, base.drain)} | |`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+/**
+ * Each figure of each module row with its ratios (a ratio above 1 is more throughput, or a longer
+ * latency), then issue 24's targets, each with the figure it was judged on.
+ */
+function compareLines(rows: Row[]): string {
+  const reference = rows.find((r) => r.system === 'reference');
+  const ceiling = rows.find((r) => r.system === 'ceiling');
+  const out: string[] = [];
+  for (const m of rows.filter((r) => r.system === 'module')) {
+    out.push(`${label(m)}:`, '');
+    for (const f of FIGURES) {
+      const value = f.get(m);
+      if (!Number.isFinite(value)) continue;
+      const ratios = [reference, ceiling].filter((b): b is Row => b !== undefined).map((b) => `${times(value, f.get(b))} ${b.system}`);
+      out.push(`- ${f.name} ${f.show(value)} — ${ratios.join(', ')}`);
+    }
+    const verdict = (ok: boolean | undefined) => (ok === undefined ? 'not measured' : ok ? 'met' : 'NOT met');
+    const known = (...n: number[]) => n.every(Number.isFinite);
+    const t: Array<[string, boolean | undefined]> = [
+      [
+        `end to end 200/s p50 ≤ 15 ms and ≤ the reference's (${ms(m.e2e200.p50)}; reference ${ms(reference?.e2e200.p50 ?? NaN)})`,
+        known(m.e2e200.p50) ? m.e2e200.p50 <= 15 && (!reference || !known(reference.e2e200.p50) || m.e2e200.p50 <= reference.e2e200.p50) : undefined,
+      ],
+      [
+        `end to end 200/s p99 ≤ 100 ms and ≤ the reference's (${ms(m.e2e200.p99)}; reference ${ms(reference?.e2e200.p99 ?? NaN)})`,
+        known(m.e2e200.p99) ? m.e2e200.p99 <= 100 && (!reference || !known(reference.e2e200.p99) || m.e2e200.p99 <= reference.e2e200.p99) : undefined,
+      ],
+      [`duplicates ≥ 80 % of /health (${times(m.duplicate, m.health)})`, known(m.duplicate, m.health) ? m.duplicate >= 0.8 * m.health : undefined],
+      [
+        `new deliveries and duplicates ≥ the reference's (${times(m.fresh, reference?.fresh ?? NaN)}, ${times(m.duplicate, reference?.duplicate ?? NaN)})`,
+        reference && known(m.fresh, m.duplicate, reference.fresh, reference.duplicate) ? m.fresh >= reference.fresh && m.duplicate >= reference.duplicate : undefined,
+      ],
+      // Judged on the drain's own ingest rate (the issue's "ingest → shipped/s"); the ratio to the
+      // new-delivery load, the module table's "(of ingest)", is shown beside it.
+      [
+        `drain ≥ 60 % of ingest (${times(m.drain, m.drainIngest)} of the drain's ingest; ${times(m.drain, m.fresh)} of new deliveries)`,
+        known(m.drain, m.drainIngest) ? m.drain >= 0.6 * m.drainIngest : undefined,
+      ],
+      [`drain ≥ 1.5× the reference's (${times(m.drain, reference?.drain ?? NaN)})`, reference && known(m.drain, reference.drain) ? m.drain >= 1.5 * reference.drain : undefined],
+    ];
+    out.push('', "issue 24's targets:");
+    for (const [what, ok] of t) out.push(`- ${what}: ${verdict(ok)}`);
+    out.push('');
+  }
+  for (const b of [reference, ceiling]) {
+    if (!b) continue;
+    out.push(
+      b.system === 'ceiling'
+        ? `${b.system}: ${b.carrier.shipments} shipments (it processes nothing)`
+        : `${b.system}: ${b.carrier.shipments} shipments for ${b.carrier.orders} distinct orders, ${b.carrier.paid} orders paid by the loads`,
+    );
+  }
+  return out.join('\n');
 }
 
 // ---------------------------------------------------------------- tracing (--tracing)
@@ -754,6 +925,20 @@ async function main(): Promise<void> {
         }
       }
     }
+    // The baselines after the module, each on a fresh database, against the same carrier simulator.
+    if (COMPARE) {
+      for (const file of [REFERENCE, CEILING]) if (!existsSync(file)) throw new Error(`${file} is missing: npm run build first`);
+      for (const system of ['reference', 'ceiling'] as const) {
+        process.stdout.write(`${SYSTEM_LABEL[system]}: `);
+        const t = Date.now();
+        const row = await measure('express', 'all-in-one', sim, shipped, stripeApi, undefined, system);
+        rows.push(row);
+        console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
+        sim.reset();
+        stripeApi.reset();
+        shipped.clear();
+      }
+    }
   } finally {
     await sim.stop();
     await stripeApi.stop();
@@ -763,9 +948,11 @@ async function main(): Promise<void> {
     `${new Date().toISOString().slice(0, 10)}: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ` +
     `PostgreSQL ${pg.server_version}; ${CONNECTIONS} connections, ${DURATION} s per load, drain of ${DRAIN}; ` +
     `load generator, carrier simulator, service, PostgreSQL and Redis on the same machine; ${((Date.now() - started) / 1000).toFixed(0)} s in all.`;
-  const result = `${header}\n\n${TRACING ? tracingTable(rows) : table(rows)}\n`;
+  const modules = rows.filter((r) => r.system === 'module');
+  const comparison = COMPARE ? `\n${compareTable(rows)}\n\n${compareLines(rows)}\n` : '';
+  const result = `${header}\n\n${TRACING ? tracingTable(modules) : table(modules)}\n${comparison}`;
   console.log(`\n${result}`);
-  const problems = rows.flatMap((r) => r.errors.map((e) => `${r.platform}/${r.topology}: ${e}`));
+  const problems = rows.flatMap((r) => r.errors.map((e) => `${label(r)}: ${e}`));
   if (problems.length) console.log(`problems:\n${problems.map((p) => `- ${p}`).join('\n')}`);
   if (args.out && !args.only && !TRACING) writeResult(args.out, result);
   if (problems.length && !args['keep-going']) process.exitCode = 1;
