@@ -2,13 +2,13 @@ import { context, trace } from '@opentelemetry/api';
 import { hrTimeToMilliseconds } from '@opentelemetry/core';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { linksOf, parentOf, useInMemoryTracing } from '../../test/support/tracing';
-import { activeTraceparent, ATTR, inActionSpan, nowMs, ProcessingSpan, requestParent, startDispatch, startReceipt, type ReceiptFacts } from './tracing';
+import { activeTraceparent, ATTR, inActionSpan, spanClock, ProcessingSpan, requestParent, startDispatch, startReceipt, type ReceiptFacts } from './tracing';
 
 /**
  * The module's spans against an SDK exporting to memory (no app, no database): how a `traceparent`
  * is read (W3C trace context: lowercase hex only, a version after 00 may append fields, version ff
  * and all-zero ids are invalid), what each span's parent and links are, and that start times taken
- * with nowMs() give spans that start before they end.
+ * with spanClock() give spans that start before they end.
  */
 const exporter = useInMemoryTracing();
 beforeEach(() => exporter.reset());
@@ -26,7 +26,7 @@ function onlySpan(): ReadableSpan {
 
 /** The receipt span of a delivery sent with `traceparent` (no server span active). */
 function receiptSentWith(traceparent: string | string[] | undefined): ReadableSpan {
-  const receipt = startReceipt(requestParent(traceparent === undefined ? {} : { traceparent }), nowMs(), FACTS);
+  const receipt = startReceipt(requestParent(traceparent === undefined ? {} : { traceparent }), spanClock(), FACTS);
   expect(receipt).toBeDefined();
   receipt!.end('accepted');
   return onlySpan();
@@ -47,7 +47,7 @@ describe('a sent traceparent (requestParent, no server span)', () => {
   });
 
   it("version 00, not sampled: the sender's decision holds (the SDK's parent-based sampler), no receipt span", () => {
-    expect(startReceipt(requestParent({ traceparent: `00-${TRACE}-${SPAN}-00` }), nowMs(), FACTS)).toBeUndefined();
+    expect(startReceipt(requestParent({ traceparent: `00-${TRACE}-${SPAN}-00` }), spanClock(), FACTS)).toBeUndefined();
     expect(exporter.getFinishedSpans()).toEqual([]);
   });
 
@@ -96,7 +96,7 @@ describe('a sent traceparent (requestParent, no server span)', () => {
   it('an active span (a server span) wins over the header', () => {
     const server = trace.getTracer('test').startSpan('server');
     const parent = context.with(trace.setSpan(context.active(), server), () => requestParent({ traceparent: `00-${TRACE}-${SPAN}-01` }));
-    startReceipt(parent, nowMs(), FACTS)!.end('accepted');
+    startReceipt(parent, spanClock(), FACTS)!.end('accepted');
     server.end();
     const [receipt] = exporter.getFinishedSpans().filter((s) => s.name === 'webhook receive stripe');
     expect(parentOf(receipt)).toBe(server.spanContext().spanId);
@@ -105,9 +105,9 @@ describe('a sent traceparent (requestParent, no server span)', () => {
 });
 
 describe('the receipt span', () => {
-  it('started with nowMs() before the work, it starts before it ends, at the wall-clock time', async () => {
+  it('started with spanClock() before the work, it starts before it ends, at the wall-clock time', async () => {
     const before = Date.now();
-    const startTime = nowMs();
+    const startTime = spanClock();
     await new Promise((r) => setTimeout(r, 20));
     const receipt = startReceipt(requestParent({}), startTime, FACTS);
     receipt!.end('accepted');
@@ -124,7 +124,7 @@ describe('the receipt span', () => {
   });
 
   it('has identifiers and the outcome; an accepted or duplicate one is not an error, a refusal is', () => {
-    startReceipt(requestParent({}), nowMs(), FACTS)!.end('duplicate');
+    startReceipt(requestParent({}), spanClock(), FACTS)!.end('duplicate');
     const ok = onlySpan();
     expect(ok.name).toBe('webhook receive stripe');
     expect(ok.attributes).toEqual({
@@ -140,17 +140,17 @@ describe('the receipt span', () => {
     });
     expect(ok.status.code).toBe(0);
     exporter.reset();
-    startReceipt(requestParent({}), nowMs(), FACTS)!.end('invalid_signature');
+    startReceipt(requestParent({}), spanClock(), FACTS)!.end('invalid_signature');
     expect(onlySpan().status.code).toBe(2);
   });
 
   it('an empty merchant account id is no attribute', () => {
-    startReceipt(requestParent({}), nowMs(), { ...FACTS, merchantAccountId: '' })!.end('accepted');
+    startReceipt(requestParent({}), spanClock(), { ...FACTS, merchantAccountId: '' })!.end('accepted');
     expect(Object.keys(onlySpan().attributes)).not.toContain(ATTR.account);
   });
 
   it("its traceparent is the span's own, and reads back as its context", () => {
-    const receipt = startReceipt(requestParent({}), nowMs(), FACTS)!;
+    const receipt = startReceipt(requestParent({}), spanClock(), FACTS)!;
     receipt.end('accepted');
     const span = onlySpan();
     expect(receipt.traceparent).toBe(`00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`);

@@ -62,7 +62,7 @@ function tracer(a: Api): Otel.Tracer {
  * A start time for a span begun earlier: a performance timestamp, which the SDK anchors to the
  * clock it ends spans on (an epoch time from the monotonic clock would drift from it).
  */
-export function nowMs(): number {
+export function spanClock(): number {
   return performance.now();
 }
 
@@ -220,7 +220,7 @@ export class ProcessingSpan {
   /** Undefined when the API is not installed (so processing carries nothing). */
   static begin(trigger: string | undefined, attempt: number): ProcessingSpan | undefined {
     const a = otel();
-    return a ? new ProcessingSpan(a, nowMs(), trigger, attempt) : undefined;
+    return a ? new ProcessingSpan(a, spanClock(), trigger, attempt) : undefined;
   }
 
   /** The row is locked: the span starts (once, however many transactions the attempt takes). */

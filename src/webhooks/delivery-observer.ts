@@ -5,7 +5,7 @@ import { rawRequest, rawResponse } from '../http/platform';
 import { MetricsService } from '../observability/metrics.service';
 import { PW_LOGGER, PW_RECEIVE_PRESSURE } from '../config/tokens';
 import type { ReceivePressure } from '../jobs/receive-pressure';
-import { nowMs, ReceiptSpan, refusedReceipt, requestParent, startReceipts, TraceParent } from '../observability/tracing';
+import { spanClock, ReceiptSpan, refusedReceipt, requestParent, startReceipts, TraceParent } from '../observability/tracing';
 import type { KeyedEvent } from '../providers';
 import type { ResolvedEndpoint } from './signature-verifier';
 
@@ -51,7 +51,7 @@ export class DeliveryObserver {
     if (this.notes.has(request)) return;
     const notes: DeliveryNotes = {};
     this.notes.set(request, notes);
-    const trace: TraceNotes = { startedAt: nowMs(), parent: requestParent(request.headers), receipts: false };
+    const trace: TraceNotes = { startedAt: spanClock(), parent: requestParent(request.headers), receipts: false };
     if (trace.parent) this.traces.set(request, trace);
     const response = rawResponse(res);
     // The workers of this process give way until the answer has gone (or the connection has).

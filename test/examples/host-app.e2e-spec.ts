@@ -1,7 +1,6 @@
 import { ChildProcess, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { gunzipSync } from 'node:zlib';
 import { createServer, Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -9,6 +8,7 @@ import { join, relative } from 'node:path';
 import { Client } from 'pg';
 import type { signedHeaders as SignedHeaders } from '../../src/testing';
 import { freePort, until } from '../support/process';
+import { OtlpReceiver, ReceivedSpan } from '../support/otlp-receiver';
 import { cleanUp, closeServer, createDatabase, deleteKeys, dropDatabase, killAll, ProjectProcess, runIn as run, withDatabase } from '../support/npm-project';
 
 /**
@@ -75,21 +75,10 @@ let carrier: Server | undefined;
 let carrierUrl: string;
 /** The `traceparent` header of each carrier call, per order. */
 const carrierTraceparents = new Map<string, Array<string | undefined>>();
-/** An OTLP/HTTP receiver (http/json) both platforms' hosts export their traces to, and every span it got. */
-let collector: Server | undefined;
-let collectorUrl: string;
-const exported: ExportedSpan[] = [];
-/** A span as the receiver keeps it: OTLP/JSON's ids are hex, its attributes flattened to values. */
-interface ExportedSpan {
-  scope: string;
-  name: string;
-  kind: number;
-  traceId: string;
-  spanId: string;
-  parentSpanId: string | undefined;
-  links: Array<{ traceId: string; spanId: string }>;
-  attributes: Record<string, unknown>;
-}
+/** An OTLP/HTTP receiver both platforms' hosts export their traces to. */
+let collector: OtlpReceiver | undefined;
+/** Every span the hosts exported so far. */
+const exported = (): ReceivedSpan[] => collector?.spans() ?? [];
 let stripeApi: Server | undefined;
 let stripeApiUrl: string;
 const STRIPE_THIN_SECRET = `whsec_host_thin_${randomBytes(8).toString('hex')}`;
@@ -175,37 +164,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => stripeApi!.listen(0, '127.0.0.1', resolve));
   stripeApiUrl = `http://127.0.0.1:${(stripeApi.address() as { port: number }).port}`;
 
-  // The hosts' OpenTelemetry collector: OTLP/HTTP with JSON bodies, POST /v1/traces.
-  collector = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      if (req.method !== 'POST' || req.url !== '/v1/traces' || !/^application\/json/.test(req.headers['content-type'] ?? '')) {
-        res.writeHead(404).end();
-        return;
-      }
-      const raw = Buffer.concat(chunks);
-      const request = JSON.parse((req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8'));
-      for (const resourceSpans of request.resourceSpans ?? [])
-        for (const scopeSpans of resourceSpans.scopeSpans ?? [])
-          for (const span of scopeSpans.spans ?? [])
-            exported.push({
-              scope: scopeSpans.scope?.name,
-              name: span.name,
-              kind: span.kind,
-              traceId: span.traceId,
-              spanId: span.spanId,
-              parentSpanId: span.parentSpanId || undefined,
-              links: (span.links ?? []).map((l: { traceId: string; spanId: string }) => ({ traceId: l.traceId, spanId: l.spanId })),
-              attributes: Object.fromEntries(
-                (span.attributes ?? []).map((a: { key: string; value: Record<string, unknown> }) => [a.key, Object.values(a.value)[0]]),
-              ),
-            });
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => collector!.listen(0, '127.0.0.1', resolve));
-  collectorUrl = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+  // The hosts' OpenTelemetry collector: OTLP/HTTP (the hosts export http/json).
+  collector = await OtlpReceiver.start();
 
   // 4. A database of the host's own, with a row of its own in its own table.
   await createDatabase(ADMIN_DB_URL, HOST_DB);
@@ -222,7 +182,7 @@ afterAll(() =>
     () => db?.end(),
     () => closeServer(carrier),
     () => closeServer(stripeApi),
-    () => closeServer(collector),
+    () => collector?.close(),
     () => dropDatabase(ADMIN_DB_URL, HOST_DB),
     () => deleteKeys(REDIS_URL, `${QUEUE_PREFIX}:*`),
     () => work && rmSync(work, { recursive: true, force: true }),
@@ -308,7 +268,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       STRIPE_API_BASE_URL: stripeApiUrl,
       // The example's src/tracing.ts starts the OpenTelemetry SDK: spans go to the test's collector,
       // in batches sent every 100 ms (not the default 5 s).
-      OTEL_EXPORTER_OTLP_ENDPOINT: collectorUrl,
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector!.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_SERVICE_NAME: `host-app-${platform}`,
       OTEL_BSP_SCHEDULE_DELAY: '100',
@@ -477,15 +437,15 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     expect(shipments.get(orderId)).toBe(1);
 
     // The host exports in batches: wait until the receipt, the processing and the dispatch are all in.
-    const ofEvent = (name: string) => exported.filter((s) => s.name === name && s.attributes['messaging.message.id'] === tracedEventId);
-    const inTrace = (traceId: string) => exported.filter((s) => s.traceId === traceId);
+    const ofEvent = (name: string) => exported().filter((s) => s.name === name && s.attributes['messaging.message.id'] === tracedEventId);
+    const inTrace = (traceId: string) => exported().filter((s) => s.traceId === traceId);
     const allExported = () => {
       const [receipt] = ofEvent('webhook receive stripe');
       const trace = receipt ? inTrace(receipt.traceId) : [];
       return ofEvent('webhook process stripe').length > 0 && trace.some((s) => s.name === 'outbox dispatch fulfillment.dispatch');
     };
     await until(`the spans of ${tracedEventId}`, allExported, 10_000, 100).catch((err: Error) => {
-      const seen = exported.map((s) => `${s.traceId} ${s.name} ${JSON.stringify(s.attributes['messaging.message.id'] ?? null)}`);
+      const seen = exported().map((s) => `${s.traceId} ${s.name} ${JSON.stringify(s.attributes['messaging.message.id'] ?? null)}`);
       throw new Error(`${err.message}; exported:\n${seen.join('\n')}\n${host.output.slice(-2000)}`);
     });
 
