@@ -41,7 +41,7 @@ import autocannon from 'autocannon';
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -73,6 +73,9 @@ const { values: args } = parseArgs({
     compare: { type: 'boolean' },
     // The reference relay's poll interval (ms): the documented pattern polls; the interval is a choice.
     'reference-poll-ms': { type: 'string', default: '100' },
+    // Where a paid order's time goes: the module's spans, per stage (receipt, queue pickup,
+    // processing, relay, dispatch), at 20/s and 200/s, with an SDK exporting to the collector stub.
+    breakdown: { type: 'boolean', default: false },
   },
   allowNegative: true,
 });
@@ -81,13 +84,14 @@ const TRACING = args.tracing!;
 const PLATFORMS = (args.platforms ?? (TRACING ? 'express' : 'express,fastify')).split(',') as Platform[];
 const TOPOLOGIES = (args.topologies ?? (TRACING ? 'all-in-one' : 'all-in-one,split')).split(',') as Topology[];
 /** The loads to run; undefined for all of them. */
-const ONLY: string[] | undefined = TRACING ? ['new', 'e2e20', 'drain'] : args.only?.split(',');
+const BREAKDOWN = args.breakdown!;
+const ONLY: string[] | undefined = TRACING ? ['new', 'e2e20', 'drain'] : BREAKDOWN ? ['e2e20', 'e2e200'] : args.only?.split(',');
 
 const MAIN = join(__dirname, '..', 'src', 'main.js');
 /** Issue 24's baselines, built next to this file. */
 const REFERENCE = join(__dirname, 'reference-receiver.js');
 const CEILING = join(__dirname, 'ceiling-receiver.js');
-const COMPARE = !TRACING && (args.compare ?? true);
+const COMPARE = !TRACING && !BREAKDOWN && (args.compare ?? true);
 const DURATION = Number(args.duration ?? (TRACING ? '3' : '8'));
 const CONNECTIONS = Number(args.connections);
 const DRAIN = Number(args.drain ?? (TRACING ? '1000' : '3000'));
@@ -132,8 +136,8 @@ interface Row {
   freshP99: number;
   duplicate: number;
   duplicateP99: number;
-  e2e20: { p50: number; p99: number; count: number };
-  e2e200: { p50: number; p99: number; count: number };
+  e2e20: OpenLoop;
+  e2e200: OpenLoop;
   drainIngest: number;
   drain: number;
   /** Adyen batches of ADYEN_BATCH items: requests/s, p99, and the drain's shipments/s. */
@@ -145,6 +149,8 @@ interface Row {
   stripeThinDrain: number;
   /** Fetches the thin drain made of the stand-in API. */
   stripeFetches: number;
+  /** With --breakdown: per load (e2e20, e2e200), each stage's p50/p99 from the spans of the paid orders. */
+  breakdown?: Record<string, Breakdown>;
   /** With --tracing: the tracing mode, the spans the collector stub received, and the orders that shipped. */
   tracing?: { mode: TracingMode; spans: number; orders: number };
   /** At the carrier simulator after the loads: shipments, the distinct orders they ship, and orders paid by the loads. */
@@ -414,7 +420,15 @@ async function measure(
     }
     for (const rate of [20, 200] as const) {
       if (!wants(`e2e${rate}`)) continue;
+      if (BREAKDOWN) await collector.quiet().then(() => collector.keep());
+      const cpuBefore = cpuNow(services.map((s) => s.child.pid!));
       row[rate === 20 ? 'e2e20' : 'e2e200'] = await openLoop(url, rate, Math.max(5, DURATION), nextOrder, shipped, errors);
+      const loop = row[rate === 20 ? 'e2e20' : 'e2e200'];
+      loop.cpu = cpuPerOrder(cpuBefore, cpuNow(services.map((s) => s.child.pid!)), loop.count);
+      if (BREAKDOWN) {
+        await collector.quiet();
+        (row.breakdown ??= {})[`e2e${rate}`] = breakdown(collector.take());
+      }
     }
     if (wants('drain')) {
       const ids = Array.from({ length: DRAIN }, () => nextOrder());
@@ -524,6 +538,54 @@ async function post(url: string, delivery: { body: string; headers: Record<strin
   }
 }
 
+/** An open-loop load's latencies, and the CPU each order cost (ms) in the service, PostgreSQL and Redis. */
+interface OpenLoop {
+  p50: number;
+  p99: number;
+  count: number;
+  cpu?: CpuPerOrder;
+}
+type CpuPerOrder = { service: number; postgres: number; redis: number };
+
+/** CPU time (ms) used so far by the service's processes, by every PostgreSQL process and by every Redis server on this machine. */
+function cpuNow(servicePids: number[]): CpuPerOrder {
+  const ticks = (pid: number | string) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in ticks of 10 ms
+    } catch {
+      return 0;
+    }
+  };
+  const byName = (name: string) => {
+    let sum = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      try {
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name) sum += ticks(pid);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return sum;
+  };
+  return { service: servicePids.reduce((a, pid) => a + ticks(pid), 0), postgres: byName('postgres'), redis: byName('redis-server') };
+}
+
+/** What each open-loop load of a row cost per order, one line each. */
+function cpuLines(r: Row): string {
+  return (['e2e20', 'e2e200'] as const)
+    .filter((k) => r[k].cpu)
+    .map((k) => `  ${k.slice(3)}/s: CPU per order ${fmt(r[k].cpu!.service, 2)} ms in the service, ${fmt(r[k].cpu!.postgres, 2)} ms in PostgreSQL, ${fmt(r[k].cpu!.redis, 2)} ms in Redis`)
+    .join('\n');
+}
+
+function cpuPerOrder(before: CpuPerOrder, after: CpuPerOrder, orders: number): CpuPerOrder {
+  const of = (k: keyof CpuPerOrder) => (orders > 0 ? (after[k] - before[k]) / orders : NaN);
+  return { service: of('service'), postgres: of('postgres'), redis: of('redis') };
+}
+
 /** Paid orders at a fixed rate for `seconds` (open loop): latency from each POST to its shipment. */
 async function openLoop(
   url: string,
@@ -532,7 +594,7 @@ async function openLoop(
   nextOrder: () => string,
   shipped: Map<string, number>,
   errors: string[],
-): Promise<{ p50: number; p99: number; count: number }> {
+): Promise<OpenLoop> {
   const sentAt = new Map<string, number>();
   const total = rate * seconds;
   const started = performance.now();
@@ -751,14 +813,18 @@ const TRACING_LABEL: Record<TracingMode, string> = {
 const OTEL_ABSENT = join(__dirname, 'bench-otel-absent.js');
 const OTEL_SDK = join(__dirname, 'bench-otel-sdk.js');
 
-/** How long the collector must hear nothing before a mode's span count is final (the batch processor exports every 5 s). */
-const SPANS_QUIET_MS = 6_000;
+/**
+ * How long the collector must hear nothing before a mode's span count is final (the batch processor
+ * exports every 5 s; with --breakdown, every 200 ms).
+ */
+const SPANS_QUIET_MS = BREAKDOWN ? 1_500 : 6_000;
 
 /**
  * A stand-in for an OpenTelemetry collector: `POST /v1/traces` with an OTLP/HTTP JSON body (gzip
  * or not), answered 200 at once; it counts the spans. Anything else is counted as refused.
  */
 class CollectorStub {
+  private kept: KeptSpan[] | undefined;
   spans = 0;
   exports = 0;
   refused = 0;
@@ -790,14 +856,30 @@ class CollectorStub {
     let body = Buffer.concat(chunks);
     if (req.headers['content-encoding'] === 'gzip') body = gunzipSync(body);
     const payload = JSON.parse(body.toString('utf8')) as { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: unknown[] }> }> };
-    for (const rs of payload.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) this.spans += ss.spans?.length ?? 0;
+    for (const rs of payload.resourceSpans ?? []) {
+      for (const ss of rs.scopeSpans ?? []) {
+        this.spans += ss.spans?.length ?? 0;
+        if (this.kept) for (const span of (ss.spans ?? []) as OtlpSpan[]) this.kept.push(keptSpan(span));
+      }
+    }
     this.exports++;
     return true;
   }
   get url(): string {
     return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/v1/traces`;
   }
+  /** Keeps the spans that arrive from now on, for take(). */
+  keep(): void {
+    this.kept = [];
+  }
+  /** The spans kept since keep(), and stops keeping. */
+  take(): KeptSpan[] {
+    const kept = this.kept ?? [];
+    this.kept = undefined;
+    return kept;
+  }
   reset(): void {
+    this.kept = undefined;
     this.spans = 0;
     this.exports = 0;
     this.refused = 0;
@@ -814,6 +896,9 @@ class CollectorStub {
   }
 }
 
+/** The collector stub of --tracing and --breakdown (started only for them). */
+const collector = new CollectorStub();
+
 /** How the service starts in each mode. */
 function tracingLaunch(mode: TracingMode, collector: CollectorStub): Launch {
   const afterLoads = () => collector.quiet();
@@ -826,6 +911,87 @@ function tracingLaunch(mode: TracingMode, collector: CollectorStub): Launch {
     case 'sdk':
       return { nodeArgs: ['--require', OTEL_SDK], env: { PW_BENCH_OTLP_TRACES_URL: collector.url }, afterLoads };
   }
+}
+
+/** With --breakdown: the SDK of the "tracing on" mode, exporting often and dropping nothing at 200/s. */
+function breakdownLaunch(): Launch {
+  return { nodeArgs: ['--require', OTEL_SDK], env: { PW_BENCH_OTLP_TRACES_URL: collector.url, OTEL_BSP_SCHEDULE_DELAY: '200', OTEL_BSP_MAX_QUEUE_SIZE: '65536', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2048' } };
+}
+
+/** A span as the breakdown needs it: its trace, name and times (ms since the epoch). */
+interface KeptSpan {
+  traceId: string;
+  name: string;
+  start: number;
+  end: number;
+}
+interface OtlpSpan {
+  traceId?: string;
+  name?: string;
+  startTimeUnixNano?: string | number;
+  endTimeUnixNano?: string | number;
+}
+function keptSpan(s: OtlpSpan): KeptSpan {
+  const ms = (ns: string | number | undefined) => Number(BigInt(ns ?? 0) / 1000n) / 1000;
+  return { traceId: s.traceId ?? '', name: s.name ?? '', start: ms(s.startTimeUnixNano), end: ms(s.endTimeUnixNano) };
+}
+
+/** The stages of a paid order, in order, as the spans of its one trace show them. */
+const STAGES = ['receipt', 'queue pickup', 'processing', 'relay', 'dispatch (carrier call)', 'total'] as const;
+type Breakdown = { orders: number } & Record<(typeof STAGES)[number], { p50: number; p99: number }>;
+
+/**
+ * Each stage's p50 and p99 over the traces that hold a receipt, a processing and a fulfillment
+ * dispatch: receipt (request arrival → the answer's record), queue pickup (receipt end → the
+ * processing span's start: commit, enqueue, the worker's pickup, its slot and batch), processing
+ * (the transaction), relay (its end → the dispatch's start: commit, NOTIFY, enqueue, pickup),
+ * dispatch (the carrier call and its record), total (arrival → dispatch end).
+ */
+function breakdown(spans: KeptSpan[]): Breakdown {
+  const traces = new Map<string, KeptSpan[]>();
+  for (const s of spans) traces.set(s.traceId, [...(traces.get(s.traceId) ?? []), s]);
+  const stages: Record<string, number[]> = Object.fromEntries(STAGES.map((s) => [s, []]));
+  for (const list of traces.values()) {
+    const receipt = list.find((s) => s.name.startsWith('webhook receive'));
+    const processing = list.filter((s) => s.name.startsWith('webhook process')).sort((a, b) => b.start - a.start)[0];
+    const dispatch = list.filter((s) => s.name === 'outbox dispatch fulfillment.dispatch').sort((a, b) => a.start - b.start)[0];
+    if (!receipt || !processing || !dispatch) continue;
+    const values = [
+      receipt.end - receipt.start,
+      processing.start - receipt.end,
+      processing.end - processing.start,
+      dispatch.start - processing.end,
+      dispatch.end - dispatch.start,
+      dispatch.end - receipt.start,
+    ];
+    STAGES.forEach((stage, i) => stages[stage].push(values[i]));
+  }
+  const out = { orders: stages.total.length } as Breakdown;
+  for (const stage of STAGES) {
+    const sorted = stages[stage].sort((a, b) => a - b);
+    out[stage] = { p50: percentile(sorted, 50), p99: percentile(sorted, 99) };
+  }
+  return out;
+}
+
+function breakdownTable(rows: Row[]): string {
+  const lines = [
+    `| platform | process | load | orders | ${STAGES.join(' | ')} |`,
+    `| --- | --- | --- | ---: | ${STAGES.map(() => '---:').join(' | ')} |`,
+  ];
+  for (const r of rows) {
+    for (const [load, b] of Object.entries(r.breakdown ?? {})) {
+      lines.push(
+        `| ${r.platform} | ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'} | ${load.replace('e2e', '')}/s | ${b.orders} | ` +
+          `${STAGES.map((s) => `${ms1(b[s].p50)} / ${ms1(b[s].p99)}`).join(' | ')} |`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+function ms1(n: number): string {
+  return Number.isFinite(n) ? `${n.toFixed(1)}` : '—';
 }
 
 /** The modes measure what they say: the preload hides the API, and without it the API resolves from the service. */
@@ -885,8 +1051,7 @@ function admin<T>(work: (client: Client) => Promise<T>): Promise<T> {
 async function main(): Promise<void> {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: npm run build first`);
   if (TRACING) checkTracingModes();
-  const collector = new CollectorStub();
-  if (TRACING) await collector.start();
+  if (TRACING || BREAKDOWN) await collector.start();
   const sim = new CarrierSimulator();
   const shipped = new Map<string, number>();
   sim.onShipment = (s) => {
@@ -904,7 +1069,8 @@ async function main(): Promise<void> {
         for (const mode of TRACING ? TRACING_MODES : [undefined]) {
           process.stdout.write(`${platform}, ${topology}${mode ? `, ${TRACING_LABEL[mode]}` : ''}: `);
           const t = Date.now();
-          const row = await measure(platform, topology, sim, shipped, stripeApi, mode ? tracingLaunch(mode, collector) : undefined);
+          const launch = mode ? tracingLaunch(mode, collector) : BREAKDOWN ? breakdownLaunch() : undefined;
+          const row = await measure(platform, topology, sim, shipped, stripeApi, launch);
           if (mode) {
             row.tracing = { mode, spans: collector.spans, orders: shipped.size };
             if (collector.refused) row.errors.push(`the collector stub refused ${collector.refused} request(s)`);
@@ -915,6 +1081,7 @@ async function main(): Promise<void> {
           }
           rows.push(row);
           console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
+          console.log(cpuLines(row));
           if (mode) {
             const base = rows.find((b) => b.platform === platform && b.topology === topology && b.tracing?.mode === 'off') ?? row;
             console.log(tracingLines(row, base));
@@ -934,6 +1101,7 @@ async function main(): Promise<void> {
         const row = await measure('express', 'all-in-one', sim, shipped, stripeApi, undefined, system);
         rows.push(row);
         console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
+        console.log(cpuLines(row));
         sim.reset();
         stripeApi.reset();
         shipped.clear();
@@ -950,11 +1118,12 @@ async function main(): Promise<void> {
     `load generator, carrier simulator, service, PostgreSQL and Redis on the same machine; ${((Date.now() - started) / 1000).toFixed(0)} s in all.`;
   const modules = rows.filter((r) => r.system === 'module');
   const comparison = COMPARE ? `\n${compareTable(rows)}\n\n${compareLines(rows)}\n` : '';
-  const result = `${header}\n\n${TRACING ? tracingTable(modules) : table(modules)}\n${comparison}`;
+  const breakdowns = BREAKDOWN ? `\nWhere a paid order's time goes (ms, p50 / p99 of each stage, from the module's spans; an SDK exports them, so the totals are a little above the plain run's):\n\n${breakdownTable(modules)}\n` : '';
+  const result = `${header}\n\n${TRACING ? tracingTable(modules) : table(modules)}\n${breakdowns}${comparison}`;
   console.log(`\n${result}`);
   const problems = rows.flatMap((r) => r.errors.map((e) => `${label(r)}: ${e}`));
   if (problems.length) console.log(`problems:\n${problems.map((p) => `- ${p}`).join('\n')}`);
-  if (args.out && !args.only && !TRACING) writeResult(args.out, result);
+  if (args.out && !args.only && !TRACING && !BREAKDOWN) writeResult(args.out, result);
   if (problems.length && !args['keep-going']) process.exitCode = 1;
 }
 

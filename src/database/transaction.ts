@@ -53,6 +53,11 @@ export function beforeCommit(em: EntityManager, callback: Work): void {
   hooksOf(em, 'beforeCommit').before.push(callback);
 }
 
+/** Whether `em` belongs to a transaction opened with `runTransaction` (one that takes work for its end). */
+export function takesCommitWork(em: EntityManager): boolean {
+  return open.has(em);
+}
+
 /** Work for after the commit of the transaction `em` belongs to (opened with `runTransaction`). */
 export function afterCommit(em: EntityManager, callback: Work): void {
   hooksOf(em, 'afterCommit').after.push(callback);

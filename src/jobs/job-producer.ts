@@ -20,6 +20,8 @@ export class JobProducer implements OnApplicationShutdown {
   private readonly logger = new Logger('JobProducer');
   private readonly queues: Record<QueueName, Queue>;
   private atOnce: { queue: Queue; redis: ModuleRedisConnection } | undefined;
+  /** Each queue's connection once known (null while it is being asked for). */
+  private readonly clients = new Map<Queue, { status: string } | null>();
 
   constructor(
     @InjectQueue(QueueName.Inbox) inbox: Queue,
@@ -29,6 +31,24 @@ export class JobProducer implements OnApplicationShutdown {
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {
     this.queues = { [QueueName.Inbox]: inbox, [QueueName.Outbox]: outbox, [QueueName.Maintenance]: maintenance, [QueueName.Backfill]: backfill };
+  }
+
+  /**
+   * Whether the connection of the job's queue is up now (as far as this process knows): work that
+   * could bypass the queue waits for it instead while Redis is away, as the rest of the pipeline does.
+   */
+  connected(name: JobName): boolean {
+    const queue = this.queueOf(name);
+    let client = this.clients.get(queue);
+    if (client === undefined) {
+      this.clients.set(queue, null);
+      void queue.backend.client.then(
+        (c: { status: string }) => this.clients.set(queue, c),
+        () => this.clients.delete(queue),
+      );
+      client = null;
+    }
+    return client !== null && client.status === 'ready';
   }
 
   add<N extends JobName>(name: N, data: JobData[N]): Promise<Job> {

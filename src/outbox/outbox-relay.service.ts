@@ -1,23 +1,36 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { Client } from 'pg';
 import { JobProducer } from '../jobs/job-producer';
 import { JobName } from '../jobs/queues';
 import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { pgConnection } from '../database/data-source';
-import { PW_OPTIONS } from '../config/tokens';
+import { PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../config/tokens';
+import type { ReceivePressure } from '../jobs/receive-pressure';
 import { outboxChannel } from './outbox-channel';
+import { OutboxDispatcher } from './outbox-dispatcher.service';
 import { OutboxStore } from './outbox.store';
 
+/** A committed message handed to this process's dispatcher: its id, and the key it is ordered by. */
+export interface CommittedMessage {
+  id: string;
+  orderingKey?: string;
+}
+
 /**
- * Carries committed outbox messages to the queue. Low latency without polling load: each commit
- * that wrote a message NOTIFYs, and the relay enqueues that message at once. Nothing depends on
- * it: a sweeper claims messages still pending a few seconds after they were due
- * (`FOR UPDATE SKIP LOCKED`, so relays in several processes share the work) and enqueues them,
- * so a lost notification, a Redis outage or a removed job delays a message, never loses it.
+ * Carries committed outbox messages to their dispatch, by the shortest way there is:
+ * - In a process that runs the workers, what its own transactions write is handed to its own
+ *   dispatcher as soon as they commit (`handOff`): no notification, queue or worker between the
+ *   commit and the call.
+ * - Elsewhere (an HTTP-only process, a transaction of the host's), each commit that wrote a message
+ *   NOTIFYs, and the relay of a worker process enqueues that message at once.
+ * Nothing depends on either: a sweeper claims messages still pending a few seconds after they were
+ * due (`FOR UPDATE SKIP LOCKED`, so relays in several processes share the work) and enqueues them,
+ * so a crash after the commit, a lost notification, a Redis outage or a removed job delays a
+ * message, never loses it; the dispatcher's lease keeps any two attempts apart.
  */
 @Injectable()
-export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdown {
+export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly logger = new Logger('OutboxRelay');
   private listener: Client | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -26,12 +39,80 @@ export class OutboxRelay implements OnApplicationBootstrap, OnApplicationShutdow
   private stopped = false;
   private pendingIds = new Set<string>();
   private flushScheduled = false;
+  /** Hand-offs under way (a chain of one ordering key's messages each). */
+  private readonly handOffs = new Set<Promise<void>>();
 
   constructor(
     private readonly store: OutboxStore,
     private readonly jobs: JobProducer,
+    private readonly dispatcher: OutboxDispatcher,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    @Inject(PW_RECEIVE_PRESSURE) private readonly pressure: ReceivePressure,
   ) {}
+
+  /**
+   * Whether what this process's transactions write is dispatched here once committed: it runs the
+   * workers, and their queue's Redis is up (while it is away the messages wait for it, as every
+   * other job does; the sweeper brings them once it is back).
+   */
+  get dispatchesHere(): boolean {
+    return this.options.runWorkers && !this.stopped && this.jobs.connected(JobName.DispatchOutboxMessage);
+  }
+
+  /**
+   * Messages this process wrote, just committed, unannounced: each is dispatched here at once, as a
+   * job of the outbox queue would be (a slot of the process's ReceivePressure, then the
+   * dispatcher's claim, call and record). Messages sharing an ordering key go one after another, in
+   * the order written. A message goes to the queue instead when `workerConcurrency` hand-offs are
+   * under way already, when its attempt must wait (a backoff, an earlier message, another worker's
+   * lease) and when its dispatch fails; one that even the queue does not take is the sweeper's.
+   * Returns at once.
+   */
+  handOff(messages: readonly CommittedMessage[]): void {
+    const chains = new Map<string, string[]>();
+    for (const m of messages) {
+      const key = m.orderingKey ?? `\u0000${m.id}`;
+      chains.set(key, [...(chains.get(key) ?? []), m.id]);
+    }
+    const queued: string[] = [];
+    for (const ids of chains.values()) {
+      if (this.stopped || this.handOffs.size >= this.options.tuning.workerConcurrency) {
+        queued.push(...ids);
+        continue;
+      }
+      const run = this.dispatchInOrder(ids).finally(() => this.handOffs.delete(run));
+      this.handOffs.add(run);
+    }
+    if (queued.length > 0) this.enqueue(queued);
+  }
+
+  private async dispatchInOrder(ids: readonly string[]): Promise<void> {
+    for (const id of ids) {
+      let release: (() => void) | undefined;
+      try {
+        release = await this.pressure.slot();
+        const step = await this.dispatcher.dispatch(id);
+        if (!step.done) this.enqueue([id]);
+      } catch (err) {
+        this.logger.warn(`outbox message ${id} left for its job: ${(err as Error)?.message ?? String(err)}`);
+        this.enqueue([id]);
+      } finally {
+        release?.();
+      }
+    }
+  }
+
+  /** Puts messages on the queue (a job already there, waiting or delayed, is left alone); the sweeper covers a failure. */
+  private enqueue(ids: string[]): void {
+    void this.requeue(ids).catch((err: Error) => this.logger.warn(`${ids.length} messages left for the sweeper: ${err.message}`));
+  }
+
+  /** Lets the hand-offs under way finish (at most a lease), before the connections close. */
+  async beforeApplicationShutdown(): Promise<void> {
+    this.stopped = true;
+    if (this.handOffs.size === 0) return;
+    await withTimeout(Promise.allSettled([...this.handOffs]), this.options.tuning.jobLockMs, 'outbox hand-offs').catch(() => undefined);
+  }
 
   onApplicationBootstrap(): void {
     if (!this.options.runWorkers) return;

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { uuid7 } from '../common/uuid7';
 import { activeTraceparent } from '../observability/tracing';
-import { BeforeCommitBatch } from '../database/transaction';
+import { afterCommit, BeforeCommitBatch, takesCommitWork } from '../database/transaction';
+import { OutboxRelay } from './outbox-relay.service';
 import { MessageToWrite, OutboxStore } from './outbox.store';
 
 export interface NewOutboxMessage {
@@ -27,10 +28,13 @@ export interface NewOutboxMessage {
 @Injectable()
 export class OutboxWriter {
   private readonly atCommit = new BeforeCommitBatch<MessageToWrite>(async (em, messages) => {
-    await this.store.write(em, messages);
+    await this.write(em, messages);
   });
 
-  constructor(private readonly store: OutboxStore) {}
+  constructor(
+    private readonly store: OutboxStore,
+    private readonly relay: OutboxRelay,
+  ) {}
 
   /**
    * Like `add`, but written at the end of the caller's transaction (opened with runTransaction),
@@ -44,8 +48,24 @@ export class OutboxWriter {
   /** Writes the message now; returns its id, or null when a message with this key already exists. */
   async add(em: EntityManager, message: NewOutboxMessage): Promise<string | null> {
     refuseOutsideTransaction(em, 'OutboxWriter.add');
-    const [written] = await this.store.write(em, [{ ...message, id: uuid7(), traceContext: activeTraceparent() }]);
+    const [written] = await this.write(em, [{ ...message, id: uuid7(), traceContext: activeTraceparent() }]);
     return written ?? null;
+  }
+
+  /**
+   * Writes the messages; where this process dispatches (it runs the workers) and the transaction
+   * takes work for after its commit, they are handed to its relay once committed, unannounced;
+   * otherwise the commit announces them (NOTIFY) to the relays of the worker processes.
+   */
+  private async write(em: EntityManager, messages: MessageToWrite[]): Promise<string[]> {
+    const here = this.relay.dispatchesHere && takesCommitWork(em);
+    const written = await this.store.write(em, messages, { notify: !here });
+    if (here && written.length > 0) {
+      const ids = new Set(written);
+      const committed = messages.filter((m) => ids.has(m.id)).map((m) => ({ id: m.id, orderingKey: m.orderingKey }));
+      afterCommit(em, () => this.relay.handOff(committed));
+    }
+    return written;
   }
 }
 

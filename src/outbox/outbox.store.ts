@@ -97,10 +97,12 @@ export class OutboxStore implements OnModuleInit {
 
   /**
    * Writes messages in the caller's transaction, in one statement, in id order; a message whose
-   * idempotency key exists already is not written. The same statement announces each one written
-   * (pg_notify), which PostgreSQL delivers only if the transaction commits. Returns the ids written.
+   * idempotency key exists already is not written. Unless `notify` is false (the writer's process
+   * hands them to its own dispatcher once committed), the same statement announces each one
+   * written (pg_notify), which PostgreSQL delivers only if the transaction commits. Returns the ids
+   * written.
    */
-  async write(em: EntityManager, messages: readonly MessageToWrite[]): Promise<string[]> {
+  async write(em: EntityManager, messages: readonly MessageToWrite[], { notify = true } = {}): Promise<string[]> {
     const rows: Array<{ id: string }> = await em.query(
       `WITH written AS (
          INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, trace_context, status, attempts, next_attempt_at, created_at)
@@ -109,7 +111,7 @@ export class OutboxStore implements OnModuleInit {
           ORDER BY r.id
          ON CONFLICT (idempotency_key) DO NOTHING
          RETURNING id)
-       SELECT id, pg_notify(${OUTBOX_CHANNEL_SQL}, id::text) FROM written`,
+       SELECT id${notify ? `, pg_notify(${OUTBOX_CHANNEL_SQL}, id::text)` : ''} FROM written`,
       [
         JSON.stringify(
           messages.map((m) => ({
