@@ -95,7 +95,7 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
       {
         provide: PW_RECEIVE_PRESSURE,
         inject: [PW_OPTIONS],
-        useFactory: (o: ResolvedOptions) => new ReceivePressure(o.tuning.busyWorkerSlots, o.tuning.workerYieldMs),
+        useFactory: (o: ResolvedOptions) => new ReceivePressure(o.tuning.busyWorkerSlots, o.tuning.workerYieldMs, o.tuning.receiveBacklog, o.tuning.receiveLagMs),
       },
       {
         provide: PW_BULL_CONNECTION,

@@ -52,6 +52,7 @@ import { Client } from 'pg';
 import { signedHeaders } from '../src/testing/sign';
 import { CarrierSimulator } from './carrier-sim';
 import { seedReferenceOrders } from './baselines';
+import { Seeded, seedHistory } from './seed';
 import { freePort, seedOrders as seedInto, stopChild, until, withClient, withDatabase } from './harness';
 
 const { values: args } = parseArgs({
@@ -76,6 +77,12 @@ const { values: args } = parseArgs({
     // Where a paid order's time goes: the module's spans, per stage (receipt, queue pickup,
     // processing, relay, dispatch), at 20/s and 200/s, with an SDK exporting to the collector stub.
     breakdown: { type: 'boolean', default: false },
+    // The 200/s load this many times in a row in the same service process: its RSS at the end of each
+    // run shows whether memory grows from one run to the next.
+    'memory-runs': { type: 'string', default: '1' },
+    // Measure the module (Express, all-in-one) again on a database seeded with this many inbox rows
+    // of history (a tenth as many orders with their payments), and a retention purge under load.
+    'seed-rows': { type: 'string', default: '0' },
   },
   allowNegative: true,
 });
@@ -95,6 +102,8 @@ const COMPARE = !TRACING && !BREAKDOWN && (args.compare ?? true);
 const DURATION = Number(args.duration ?? (TRACING ? '3' : '8'));
 const CONNECTIONS = Number(args.connections);
 const DRAIN = Number(args.drain ?? (TRACING ? '1000' : '3000'));
+const MEMORY_RUNS = Math.max(1, Number(args['memory-runs']));
+const SEED_ROWS = Math.max(0, Number(args['seed-rows']));
 const SECRET = 'whsec_YmVuY2gtc3RhbmRhcmQtd2ViaG9va3Mta2V5LTAwMDE=';
 const ADMIN = 'bench-admin-token';
 const ACCOUNT = 'acc_bench';
@@ -149,6 +158,11 @@ interface Row {
   stripeThinDrain: number;
   /** Fetches the thin drain made of the stand-in API. */
   stripeFetches: number;
+  /** The service's RSS (MiB, all its processes) during the 200/s load and the drain: the most, and at the end; after each 200/s run. */
+  memory: { e2e200?: RssWindow; drain?: RssWindow; runs: number[] };
+  /** With --seed-rows: what was seeded, and the purge of its expired rows measured under a new-delivery load. */
+  seeded?: Seeded;
+  purge?: { deleted: number; seconds: number; intake: number };
   /** With --breakdown: per load (e2e20, e2e200), each stage's p50/p99 from the spans of the paid orders. */
   breakdown?: Record<string, Breakdown>;
   /** With --tracing: the tracing mode, the spans the collector stub received, and the orders that shipped. */
@@ -305,6 +319,8 @@ interface Launch {
   env: Record<string, string>;
   /** Runs after the loads, before the service stops (the tracing modes wait for the last spans). */
   afterLoads?: () => Promise<void>;
+  /** Inbox rows of history to seed before the loads (and a purge measured under load), with --seed-rows. */
+  seedRows?: number;
 }
 
 async function measure(
@@ -378,9 +394,14 @@ async function measure(
     const row: Row = {
       system, platform, topology, carrier: { shipments: 0, orders: 0, paid: 0 }, health: NaN, fresh: NaN, freshP99: NaN, duplicate: NaN, duplicateP99: NaN,
       e2e20: { p50: NaN, p99: NaN, count: 0 }, e2e200: { p50: NaN, p99: NaN, count: 0 }, drainIngest: NaN, drain: NaN,
-      adyen: NaN, adyenP99: NaN, adyenDrain: NaN, stripeDrain: NaN, stripeThinDrain: NaN, stripeFetches: 0, errors,
+      adyen: NaN, adyenP99: NaN, adyenDrain: NaN, stripeDrain: NaN, stripeThinDrain: NaN, stripeFetches: 0, errors, memory: { runs: [] },
     };
     const wants = (name: string) => (!ONLY || ONLY.includes(name)) && (system === 'module' || BASELINE_LOADS[system].has(name));
+    if (launch.seedRows) {
+      process.stdout.write(`seeding ${launch.seedRows} deliveries… `);
+      row.seeded = await withClient(databaseUrl, (db) => seedHistory(db, launch.seedRows!, ACCOUNT));
+      process.stdout.write(`${row.seeded.seconds.toFixed(0)} s; `);
+    }
     // Warm up every path (JIT, connection pools, prepared statements).
     const warm = Array.from({ length: 200 }, () => nextOrder());
     await Promise.all(warm.map((id) => post(url, paidDelivery(id))));
@@ -417,15 +438,49 @@ async function measure(
       if (fresh.failed) errors.push(`new deliveries: ${fresh.failed} failed`);
       // What the load recorded drains before the next load begins.
       await waitShipped(paid.slice(0, paid.length - fresh.failed - CONNECTIONS), 'the new-delivery backlog shipped', 240_000).catch((e) => errors.push(String(e)));
+      if (row.seeded) {
+        // The same load again while retention purges the expired history: intake during the purge.
+        const purgeStarted = performance.now();
+        const purging = fetch(`${url}/admin/retention/purge`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } }).then(async (r) => {
+          const body = (await r.json()) as { deleted?: number };
+          if (!r.ok) errors.push(`the purge answered ${r.status}`);
+          return { deleted: body.deleted ?? NaN, seconds: (performance.now() - purgeStarted) / 1000 };
+        });
+        const during: string[] = [];
+        const load2 = await load(url, {
+          method: 'POST',
+          path: PATH,
+          setupRequest: (req) => {
+            const id = nextOrder();
+            during.push(id);
+            return { ...req, ...paidDelivery(id) };
+          },
+        });
+        const done = await purging;
+        row.purge = { ...done, intake: load2.rps };
+        if (done.seconds < DURATION) errors.push(`the purge ended in ${done.seconds.toFixed(1)} s, before the load did: the intake figure is partly without it`);
+        await waitShipped(during.slice(0, during.length - load2.failed - CONNECTIONS), 'the backlog of the load during the purge shipped', 240_000).catch((e) => errors.push(String(e)));
+      }
     }
-    for (const rate of [20, 200] as const) {
+    const pids = services.map((s) => s.child.pid!);
+    // 20/s, then 200/s (again --memory-runs - 1 times, for the memory only: the first run is the figure).
+    for (const [run, rate] of [20, 200, ...Array.from({ length: MEMORY_RUNS - 1 }, () => 200)].entries()) {
       if (!wants(`e2e${rate}`)) continue;
+      const watch = new RssWatch(pids);
       if (BREAKDOWN) await collector.quiet().then(() => collector.keep());
-      const cpuBefore = cpuNow(services.map((s) => s.child.pid!));
-      row[rate === 20 ? 'e2e20' : 'e2e200'] = await openLoop(url, rate, Math.max(5, DURATION), nextOrder, shipped, errors);
-      const loop = row[rate === 20 ? 'e2e20' : 'e2e200'];
-      loop.cpu = cpuPerOrder(cpuBefore, cpuNow(services.map((s) => s.child.pid!)), loop.count);
-      if (BREAKDOWN) {
+      const cpuBefore = cpuNow(pids);
+      const loop = await openLoop(url, rate, Math.max(5, DURATION), nextOrder, shipped, errors);
+      loop.cpu = cpuPerOrder(cpuBefore, cpuNow(pids), loop.count);
+      const window = watch.stop();
+      if (rate === 20) row.e2e20 = loop;
+      else {
+        if (run === 1) {
+          row.e2e200 = loop;
+          row.memory.e2e200 = window;
+        }
+        row.memory.runs.push(window.end);
+      }
+      if (BREAKDOWN && run <= 1) {
         await collector.quiet();
         (row.breakdown ??= {})[`e2e${rate}`] = breakdown(collector.take());
       }
@@ -434,6 +489,7 @@ async function measure(
       const ids = Array.from({ length: DRAIN }, () => nextOrder());
       const deliveries = ids.map(paidDelivery);
       let sent = 0;
+      const watch = new RssWatch(pids);
       const started = performance.now();
       await Promise.all(
         Array.from({ length: CONNECTIONS }, async () => {
@@ -448,6 +504,7 @@ async function measure(
       await waitShipped(ids, 'the drain shipped', 300_000).catch((e) => errors.push(String(e)));
       const times = ids.map((id) => shipped.get(id)).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
       if (times.length > 1) row.drain = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
+      row.memory.drain = watch.stop();
     }
     if (wants('adyen')) {
       const paid: string[] = [];
@@ -535,6 +592,40 @@ async function post(url: string, delivery: { body: string; headers: Record<strin
     return res.status;
   } catch {
     return 0;
+  }
+}
+
+/** The RSS of a set of processes over a load (MiB): the most seen, and at its end. */
+interface RssWindow {
+  max: number;
+  end: number;
+}
+
+/** Reads the processes' RSS every 100 ms from its creation until stop(). */
+class RssWatch {
+  private max = 0;
+  private readonly timer: NodeJS.Timeout;
+  constructor(private readonly pids: number[]) {
+    this.sample();
+    this.timer = setInterval(() => this.sample(), 100);
+  }
+  private sample(): number {
+    let kb = 0;
+    for (const pid of this.pids) {
+      try {
+        kb += Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+      } catch {
+        // gone
+      }
+    }
+    const mib = kb / 1024;
+    this.max = Math.max(this.max, mib);
+    return mib;
+  }
+  stop(): RssWindow {
+    clearInterval(this.timer);
+    const end = this.sample();
+    return { max: this.max, end };
   }
 }
 
@@ -685,7 +776,47 @@ const SYSTEM_LABEL: Record<Exclude<System, 'module'>, string> = {
 
 function label(r: Row): string {
   if (r.system !== 'module') return r.system;
-  return `module, ${r.platform}, ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'}`;
+  const seeded = r.seeded ? `, on ${millions(r.seeded.deliveries)} deliveries of history` : '';
+  return `module, ${r.platform}, ${r.topology === 'all-in-one' ? 'all-in-one' : 'HTTP-only + worker-only'}${seeded}`;
+}
+
+function millions(n: number): string {
+  return n >= 1e6 ? `${+(n / 1e6).toFixed(1)} M` : `${+(n / 1e3).toFixed(0)} k`;
+}
+
+/** With --seed-rows: the seeded run beside the empty one, each figure's ratio, and the purge. */
+function seededTable(rows: Row[]): string {
+  const seeded = rows.find((r) => r.seeded);
+  const empty = rows.find((r) => r.system === 'module' && !r.seeded && r.platform === 'express' && r.topology === 'all-in-one');
+  if (!seeded?.seeded) return '';
+  const s = seeded.seeded;
+  const ratio = (a: number, b: number, higherIsBetter: boolean) =>
+    Number.isFinite(a) && Number.isFinite(b) && a > 0 && b > 0 ? `${(higherIsBetter ? a / b : b / a).toFixed(2)}` : 'n/a';
+  const figures: Array<[string, (r: Row) => number, boolean, (n: number) => string]> = [
+    ['new deliveries req/s', (r) => r.fresh, true, fmt],
+    ['duplicates req/s', (r) => r.duplicate, true, fmt],
+    ['end to end 200/s p50', (r) => r.e2e200.p50, false, ms],
+    ['end to end 200/s p99', (r) => r.e2e200.p99, false, ms],
+    ['drain shipments/s', (r) => r.drain, true, fmt],
+  ];
+  const lines = [
+    `Seeded with ${s.deliveries} deliveries (${s.expired} past the 90-day retention) and ${s.orders} orders with their payments in ${s.seconds.toFixed(0)} s: ` +
+      `database ${(s.databaseBytes / 2 ** 30).toFixed(2)} GiB, the inbox with its indexes ${(s.inboxBytes / 2 ** 30).toFixed(2)} GiB ` +
+      `(${((s.inboxBytes / s.deliveries) * 1e6 / 2 ** 20).toFixed(0)} MiB per million deliveries).`,
+    '',
+    '| figure | empty database | seeded | seeded as a share of empty (target ≥ 0.80) |',
+    '| --- | ---: | ---: | ---: |',
+  ];
+  for (const [name, get, higher, show] of figures) {
+    lines.push(`| ${name} | ${empty ? show(get(empty)) : '—'} | ${show(get(seeded))} | ${empty ? ratio(get(seeded), get(empty), higher) : 'n/a'} |`);
+  }
+  if (seeded.purge) {
+    const p = seeded.purge;
+    lines.push(
+      `| new deliveries req/s while retention purges ${fmt(p.deleted)} rows (${p.seconds.toFixed(0)} s) | ${fmt(seeded.fresh)} | ${fmt(p.intake)} | ${ratio(p.intake, seeded.fresh, true)} |`,
+    );
+  }
+  return lines.join('\n');
 }
 
 /** The figures compared, each with how it prints. */
@@ -709,6 +840,22 @@ function times(a: number, b: number): string {
 }
 
 /** One row per system, then the module's rows divided by the reference's and by the ceiling's. */
+/** What each system cost: CPU per order at 20/s and 200/s, and the service's memory. */
+function resourceTable(rows: Row[]): string {
+  const lines = [
+    '| system | CPU per order at 20/s: service / PostgreSQL / Redis | CPU per order at 200/s: service / PostgreSQL / Redis | RSS during 200/s: most / end | RSS during the drain: most / end | RSS after each 200/s run |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  const cpu = (c?: CpuPerOrder) => (c ? `${fmt(c.service, 2)} / ${fmt(c.postgres, 2)} / ${fmt(c.redis, 2)} ms` : '—');
+  const mem = (w?: RssWindow) => (w ? `${fmt(w.max)} / ${fmt(w.end)} MiB` : '—');
+  for (const r of rows) {
+    const name = r.system === 'module' ? label(r) : SYSTEM_LABEL[r.system];
+    const runs = r.memory.runs.length ? `${r.memory.runs.map((m) => fmt(m)).join(', ')} MiB` : '—';
+    lines.push(`| ${name} | ${cpu(r.e2e20.cpu)} | ${cpu(r.e2e200.cpu)} | ${mem(r.memory.e2e200)} | ${mem(r.memory.drain)} | ${runs} |`);
+  }
+  return lines.join('\n');
+}
+
 function compareTable(rows: Row[]): string {
   const reference = rows.find((r) => r.system === 'reference');
   const ceiling = rows.find((r) => r.system === 'ceiling');
@@ -1060,7 +1207,14 @@ async function main(): Promise<void> {
   await sim.start();
   const stripeApi = new StripeObjects();
   await stripeApi.start();
-  const [pg] = await admin((c) => c.query<{ server_version: string }>('SHOW server_version').then((r) => r.rows));
+  const [pg] = await admin((c) =>
+    c
+      .query<{ server_version: string; shared_buffers: string; work_mem: string; synchronous_commit: string }>(
+        `SELECT current_setting('server_version') AS server_version, current_setting('shared_buffers') AS shared_buffers,
+                current_setting('work_mem') AS work_mem, current_setting('synchronous_commit') AS synchronous_commit`,
+      )
+      .then((r) => r.rows),
+  );
   const rows: Row[] = [];
   const started = Date.now();
   try {
@@ -1092,6 +1246,18 @@ async function main(): Promise<void> {
         }
       }
     }
+    // The module again on a database holding a busy service's history (--seed-rows).
+    if (SEED_ROWS > 0) {
+      process.stdout.write(`express, all-in-one, on ${millions(SEED_ROWS)} deliveries of history: `);
+      const t = Date.now();
+      const row = await measure('express', 'all-in-one', sim, shipped, stripeApi, { nodeArgs: [], env: {}, seedRows: SEED_ROWS });
+      rows.push(row);
+      console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
+      console.log(cpuLines(row));
+      sim.reset();
+      stripeApi.reset();
+      shipped.clear();
+    }
     // The baselines after the module, each on a fresh database, against the same carrier simulator.
     if (COMPARE) {
       for (const file of [REFERENCE, CEILING]) if (!existsSync(file)) throw new Error(`${file} is missing: npm run build first`);
@@ -1114,12 +1280,14 @@ async function main(): Promise<void> {
   }
   const header =
     `${new Date().toISOString().slice(0, 10)}: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, ` +
-    `PostgreSQL ${pg.server_version}; ${CONNECTIONS} connections, ${DURATION} s per load, drain of ${DRAIN}; ` +
+    `PostgreSQL ${pg.server_version} (shared_buffers ${pg.shared_buffers}, work_mem ${pg.work_mem}, synchronous_commit ${pg.synchronous_commit}); ${CONNECTIONS} connections, ${DURATION} s per load, drain of ${DRAIN}; ` +
     `load generator, carrier simulator, service, PostgreSQL and Redis on the same machine; ${((Date.now() - started) / 1000).toFixed(0)} s in all.`;
   const modules = rows.filter((r) => r.system === 'module');
   const comparison = COMPARE ? `\n${compareTable(rows)}\n\n${compareLines(rows)}\n` : '';
+  const resources = `\nCPU per paid order (the CPU time each used during the open-loop load, over the orders it shipped) and the service's memory:\n\n${resourceTable(rows)}\n`;
   const breakdowns = BREAKDOWN ? `\nWhere a paid order's time goes (ms, p50 / p99 of each stage, from the module's spans; an SDK exports them, so the totals are a little above the plain run's):\n\n${breakdownTable(modules)}\n` : '';
-  const result = `${header}\n\n${TRACING ? tracingTable(modules) : table(modules)}\n${breakdowns}${comparison}`;
+  const seededPart = SEED_ROWS > 0 ? `\n${seededTable(rows)}\n` : '';
+  const result = `${header}\n\n${TRACING ? tracingTable(modules) : table(modules)}\n${breakdowns}${comparison}${TRACING ? '' : resources}${seededPart}`;
   console.log(`\n${result}`);
   const problems = rows.flatMap((r) => r.errors.map((e) => `${label(r)}: ${e}`));
   if (problems.length) console.log(`problems:\n${problems.map((p) => `- ${p}`).join('\n')}`);

@@ -174,10 +174,14 @@ export interface TuningOptions {
   processingBatchSize: number;
   /** Processing transactions one process runs at once. */
   processingBatchesInFlight: number;
-  /** In a process that also receives webhooks: jobs that run at once while a delivery is being received (ingest before drain). */
+  /** In a process that also receives webhooks: jobs that run at once while the receive path is behind (ingest before drain). */
   busyWorkerSlots: number;
-  /** Longest a job waits for a slot while deliveries are being received. */
+  /** Longest a job waits for a slot while the receive path is behind. */
   workerYieldMs: number;
+  /** The receive path is behind while this many deliveries or more are in flight at once in the process. */
+  receiveBacklog: number;
+  /** The receive path is behind while the event loop runs this late or later (ms) with a delivery in flight. */
+  receiveLagMs: number;
   /** Connections of the receive path's own pool (kept apart from the workers' pool); also the
    * number of insert batches in flight at once. */
   ingestPoolSize: number;
@@ -227,6 +231,8 @@ export const DEFAULT_TUNING: TuningOptions = {
   processingBatchesInFlight: 4,
   busyWorkerSlots: 4,
   workerYieldMs: 250,
+  receiveBacklog: 16,
+  receiveLagMs: 20,
   ingestPoolSize: 2,
   ingestBatchSize: 100,
   ingestTimeoutMs: 3_000,

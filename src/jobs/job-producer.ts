@@ -51,9 +51,10 @@ export class JobProducer implements OnApplicationShutdown {
     return client !== null && client.status === 'ready';
   }
 
-  add<N extends JobName>(name: N, data: JobData[N]): Promise<Job> {
+  /** `delayMs`: the job waits that long before it may run. */
+  add<N extends JobName>(name: N, data: JobData[N], { delayMs }: { delayMs?: number } = {}): Promise<Job> {
     const job = jobOf(name, data, this.options.tuning);
-    return this.queueOf(name).add(job.name, job.data, job.opts);
+    return this.queueOf(name).add(job.name, job.data, delayMs ? { ...job.opts, delay: delayMs } : job.opts);
   }
 
   addMany<N extends JobName>(name: N, data: ReadonlyArray<JobData[N]>): Promise<Job[]> {

@@ -5,7 +5,11 @@ import { JobName, QueueName } from './queues';
 /** What each job carries: ids only; its processor reloads the state (the database decides). */
 export interface JobData {
   /** `trace`: the `traceparent` of what enqueued it again (an operator's reprocess), when traced. */
-  [JobName.ProcessDelivery]: { inboxId: string; trace?: string };
+  /**
+   * `attemptsBefore`: attempts the delivery had before this job (its first, made by the process that
+   * received it); the job has the rest of the budget, and its backoff goes on from there.
+   */
+  [JobName.ProcessDelivery]: { inboxId: string; trace?: string; attemptsBefore?: number };
   /** `trace`: the `traceparent` of an operator's retry that enqueued it, when traced. */
   [JobName.DispatchOutboxMessage]: { messageId: string; trace?: string };
   [JobName.PurgeExpired]: Record<string, never>;
@@ -30,10 +34,17 @@ const KEEP_FINISHED = { removeOnComplete: { age: 3_600, count: 10_000 }, removeO
 export const RETRY_AFTER_BACKOFF = 'exponential-retry-after';
 
 /** The delay before attempt `attemptsMade + 1` of a job with RETRY_AFTER_BACKOFF. */
-export function retryAfterBackoff(attemptsMade: number, type: string | undefined, err: Error | undefined, job: { opts: JobsOptions } | undefined): number {
+export function retryAfterBackoff(
+  attemptsMade: number,
+  type: string | undefined,
+  err: Error | undefined,
+  job: { opts: JobsOptions; data?: unknown } | undefined,
+): number {
   const options = job?.opts.backoff;
   const { delay = 1_000, jitter = 0 } = typeof options === 'object' ? options : {};
-  const max = Math.round(2 ** Math.max(attemptsMade - 1, 0) * delay);
+  // Attempts made before the job (a delivery's first, made where it was received) count too.
+  const before = Number((job?.data as { attemptsBefore?: unknown } | undefined)?.attemptsBefore) || 0;
+  const max = Math.round(2 ** Math.max(attemptsMade + before - 1, 0) * delay);
   const exponential = jitter > 0 ? Math.floor(Math.random() * max * jitter + max * (1 - jitter)) : max;
   const asked = (err as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
   if (type !== RETRY_AFTER_BACKOFF) return exponential;
@@ -56,9 +67,9 @@ export const JOBS: { readonly [N in JobName]: JobDefinition<N> } = {
    */
   [JobName.ProcessDelivery]: {
     queue: QueueName.Inbox,
-    options: ({ inboxId }, tuning) => ({
+    options: ({ inboxId, attemptsBefore = 0 }, tuning) => ({
       jobId: inboxId,
-      attempts: tuning.inboxAttempts,
+      attempts: Math.max(1, tuning.inboxAttempts - attemptsBefore),
       // Exponential, and never sooner than the provider's `Retry-After` (a thin notification's fetch).
       backoff: { type: RETRY_AFTER_BACKOFF, delay: tuning.inboxBackoffMs, jitter: 0.5 },
       ...KEEP_FINISHED,

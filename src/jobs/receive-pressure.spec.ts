@@ -58,4 +58,71 @@ describe('ReceivePressure (ingest before drain)', () => {
       jest.useRealTimers();
     }
   });
+
+  it('lets every job run while fewer deliveries than the backlog are in flight and the event loop is on time', async () => {
+    const pressure = new ReceivePressure(2, 10_000, 3, 1_000);
+    const first = pressure.receive();
+    const second = pressure.receive();
+    expect(pressure.behind).toBe(false);
+    const releases = await Promise.all(Array.from({ length: 6 }, () => pressure.slot()));
+    expect(pressure.state).toEqual({ receiving: 2, running: 6, waiting: 0 });
+
+    // A third delivery in flight: behind; a job past the busy slots waits for one to end.
+    const third = pressure.receive();
+    expect(pressure.behind).toBe(true);
+    let started = false;
+    const waiting = pressure.slot().then((release) => ((started = true), release));
+    await tick();
+    expect(started).toBe(false);
+    expect(pressure.state.waiting).toBe(1);
+    third();
+    await tick();
+    expect(started).toBe(true);
+    (await waiting)();
+    releases.forEach((release) => release());
+    first();
+    second();
+    expect(pressure.state).toEqual({ receiving: 0, running: 0, waiting: 0 });
+  });
+
+  it('is behind while the event loop runs late with a delivery in flight, and not once it is on time again', async () => {
+    jest.useFakeTimers();
+    try {
+      let clock = 0;
+      const pressure = new ReceivePressure(1, 10_000, 100, 20, () => clock);
+      const done = pressure.receive();
+      // On time: the probe (every 10 ms) fires when due.
+      clock = 10;
+      jest.advanceTimersByTime(10);
+      expect(pressure.behind).toBe(false);
+      const first = await pressure.slot();
+      // The next tick fires 30 ms late (the event loop was held): behind, and a second job waits.
+      clock = 50;
+      jest.advanceTimersByTime(10);
+      expect(pressure.behind).toBe(true);
+      let second: (() => void) | undefined;
+      void pressure.slot().then((release) => (second = release));
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(second).toBeUndefined();
+      expect(pressure.state.waiting).toBe(1);
+      // On time again: the next probe lets it go.
+      clock = 60;
+      jest.advanceTimersByTime(10);
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(pressure.behind).toBe(false);
+      expect(second).toBeDefined();
+      first();
+      second!();
+      done();
+      // Nothing in flight: the probe stops at its next tick, and forgets the lag.
+      clock = 500;
+      jest.advanceTimersByTime(10);
+      expect(jest.getTimerCount()).toBe(0);
+      expect(pressure.state).toEqual({ receiving: 0, running: 0, waiting: 0 });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });

@@ -95,6 +95,15 @@ function traceparentOf(span: Otel.Span): string {
   return `00-${sc.traceId}-${sc.spanId}-0${sc.traceFlags & 1}`;
 }
 
+/**
+ * Runs `work` outside whatever span is active (as a job of a queue runs): work a request or a
+ * transaction hands on, to run after it, belongs to the trace its rows name, not to the request's.
+ */
+export function detached<T>(work: () => T): T {
+  const a = otel();
+  return a ? a.context.with(a.ROOT_CONTEXT, work) : work();
+}
+
 /** The active span's `traceparent` (a worker's, an operator's request), or null when nothing is traced. */
 export function activeTraceparent(): string | null {
   const a = otel();

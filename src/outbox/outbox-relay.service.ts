@@ -7,6 +7,7 @@ import type { ResolvedOptions } from '../config/options';
 import { pgConnection } from '../database/data-source';
 import { PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../config/tokens';
 import type { ReceivePressure } from '../jobs/receive-pressure';
+import { detached } from '../observability/tracing';
 import { outboxChannel } from './outbox-channel';
 import { OutboxDispatcher } from './outbox-dispatcher.service';
 import { OutboxStore } from './outbox.store';
@@ -80,7 +81,7 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
         queued.push(...ids);
         continue;
       }
-      const run = this.dispatchInOrder(ids).finally(() => this.handOffs.delete(run));
+      const run = detached(() => this.dispatchInOrder(ids)).finally(() => this.handOffs.delete(run));
       this.handOffs.add(run);
     }
     if (queued.length > 0) this.enqueue(queued);

@@ -10,6 +10,7 @@ import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import { uuid7 } from '../common/uuid7';
 import { activeTraceparent } from '../observability/tracing';
 import type { DeliverySource } from './inbox.state';
+import { InboxHandoff } from './inbox-handoff.service';
 import { InboxStore, NewDelivery } from './inbox.store';
 import type { KeyedEvent, RecordedEvent } from '../providers';
 import type { ResolvedEndpoint } from './signature-verifier';
@@ -31,8 +32,9 @@ const COMMON_HEADERS = ['content-type', 'user-agent'];
 
 /**
  * The receive path's durable part: one parameterised INSERT on a pool of its own (so busy
- * workers never delay an answer), then a best-effort enqueue on the producer's lane that fails
- * fast while Redis is away (the sweeper covers what it misses).
+ * workers never delay an answer), then, where this process runs the workers, the first attempt
+ * here (InboxHandoff), else a best-effort enqueue on the producer's lane that fails fast while
+ * Redis is away (the sweeper covers what it misses).
  */
 @Injectable()
 export class InboxIngestService implements OnApplicationShutdown {
@@ -45,6 +47,7 @@ export class InboxIngestService implements OnApplicationShutdown {
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     private readonly inbox: InboxStore,
     private readonly jobs: JobProducer,
+    private readonly handoff: InboxHandoff,
   ) {
     const { tuning } = options;
     this.pool = new Pool({
@@ -123,7 +126,9 @@ export class InboxIngestService implements OnApplicationShutdown {
     const toInsert = [...firstOfKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
     const byKey = toInsert.length === 1 ? await this.insertOne(toInsert[0]) : await this.insertMany(toInsert, deliveries);
     const newIds = [...byKey.values()].filter((r): r is string => typeof r === 'string');
-    if (newIds.length > 0) await this.enqueue(newIds);
+    // Attempted here at once where this process runs the workers; the rest goes to the queue.
+    const toQueue = newIds.length > 0 ? this.handoff.take(newIds) : newIds;
+    if (toQueue.length > 0) await this.enqueue(toQueue);
     return deliveries.map((rows) => {
       const outcomes: RowOutcome[] = [];
       for (const row of rows) {

@@ -16,8 +16,9 @@ export class InboxProcessor extends ModuleWorker {
   protected readonly logger = new Logger('InboxProcessor');
   protected readonly handlers = {
     [JobName.ProcessDelivery]: (job: Job<JobData[JobName.ProcessDelivery]>) => {
-      const attempt = job.attemptsMade + 1;
-      const finalAttempt = attempt >= (job.opts.attempts ?? 1);
+      // The delivery's attempt: the job's, after those made before it (see InboxHandoff).
+      const attempt = (job.data.attemptsBefore ?? 0) + job.attemptsMade + 1;
+      const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       const parkUnmatched = finalAttempt || attempt >= this.options.tuning.unmatchedAfterAttempts;
       const trace = ProcessingSpan.begin(job.data.trace, attempt);
       const submitted = this.processing.submit({ inboxId: job.data.inboxId, finalAttempt, parkUnmatched, trace });
@@ -35,7 +36,7 @@ export class InboxProcessor extends ModuleWorker {
 }
 
 /** Ends an attempt's span with what the attempt came to (null: nothing to do, the row was final already). */
-async function traced(trace: ProcessingSpan, attempt: Promise<ProcessingResult | null>, finalAttempt: boolean): Promise<ProcessingResult | null> {
+export async function traced(trace: ProcessingSpan, attempt: Promise<ProcessingResult | null>, finalAttempt: boolean): Promise<ProcessingResult | null> {
   try {
     const result = await attempt;
     if (result) trace.end(result.status, result.outcome);

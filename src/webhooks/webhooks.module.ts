@@ -9,6 +9,7 @@ import { DeliveryReactions } from './delivery-reactions';
 import { DeliveryProcessingService } from './delivery-processing.service';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
+import { InboxHandoff } from './inbox-handoff.service';
 import { InboxIngestService } from './inbox-ingest.service';
 import { InboxSweeper } from './inbox-sweeper.service';
 import { InboxProcessor } from './inbox.processor';
@@ -28,12 +29,13 @@ import { WebhooksController } from './webhooks.controller';
     InboxStore,
     InboxQueueService,
     InboxIngestService,
+    InboxHandoff,
     DeliveryProcessingService,
     InboxProcessor,
     InboxSweeper,
     DeliveryReactions,
   ],
-  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueService, InboxStore],
+  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueService, InboxStore, InboxHandoff],
 })
 export class WebhooksModule implements OnModuleInit {
   constructor(
