@@ -180,7 +180,7 @@ export class PaymentWebhooksModule implements NestModule, OnApplicationShutdown 
           name: PW_CONNECTION,
           inject: [PW_OPTIONS],
           useFactory: (o: ResolvedOptions) => ({
-            ...dataSourceOptions(o.databaseUrl, o.schema),
+            ...dataSourceOptions(o.databaseUrl, o.schema, { preparedStatements: o.preparedStatements }),
             retryAttempts: 3,
             retryDelay: 1_000,
             // A failed migration is not a connection problem: say which one, once.

@@ -638,8 +638,14 @@ interface OpenLoop {
 }
 type CpuPerOrder = { service: number; postgres: number; redis: number };
 
-/** CPU time (ms) used so far by the service's processes, by every PostgreSQL process and by every Redis server on this machine. */
-function cpuNow(servicePids: number[]): CpuPerOrder {
+/** CPU time (ms) used so far by each of the service's processes, each PostgreSQL process and each Redis server on this machine, by pid. */
+interface CpuSnapshot {
+  service: Map<string, number>;
+  postgres: Map<string, number>;
+  redis: Map<string, number>;
+}
+
+function cpuNow(servicePids: number[]): CpuSnapshot {
   const ticks = (pid: number | string) => {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -650,18 +656,31 @@ function cpuNow(servicePids: number[]): CpuPerOrder {
     }
   };
   const byName = (name: string) => {
-    let sum = 0;
+    const out = new Map<string, number>();
     for (const pid of readdirSync('/proc')) {
       if (!/^\d+$/.test(pid)) continue;
       try {
-        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name) sum += ticks(pid);
+        if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === name) out.set(pid, ticks(pid));
       } catch {
         // gone meanwhile
       }
     }
-    return sum;
+    return out;
   };
-  return { service: servicePids.reduce((a, pid) => a + ticks(pid), 0), postgres: byName('postgres'), redis: byName('redis-server') };
+  return { service: new Map(servicePids.map((pid) => [String(pid), ticks(pid)])), postgres: byName('postgres'), redis: byName('redis-server') };
+}
+
+/**
+ * CPU per order between two snapshots: each process's time since the first (all of it for a process
+ * that started in between; a process that ended in between is not counted).
+ */
+function cpuPerOrder(before: CpuSnapshot, after: CpuSnapshot, orders: number): CpuPerOrder {
+  const used = (k: keyof CpuSnapshot) => {
+    let sum = 0;
+    for (const [pid, ms] of after[k]) sum += Math.max(0, ms - (before[k].get(pid) ?? 0));
+    return orders > 0 ? sum / orders : NaN;
+  };
+  return { service: used('service'), postgres: used('postgres'), redis: used('redis') };
 }
 
 /** What each open-loop load of a row cost per order, one line each. */
@@ -672,10 +691,6 @@ function cpuLines(r: Row): string {
     .join('\n');
 }
 
-function cpuPerOrder(before: CpuPerOrder, after: CpuPerOrder, orders: number): CpuPerOrder {
-  const of = (k: keyof CpuPerOrder) => (orders > 0 ? (after[k] - before[k]) / orders : NaN);
-  return { service: of('service'), postgres: of('postgres'), redis: of('redis') };
-}
 
 /** Paid orders at a fixed rate for `seconds` (open loop): latency from each POST to its shipment. */
 async function openLoop(

@@ -78,6 +78,7 @@ describe('loadStandaloneConfig', () => {
           inboxRetentionDays: 90,
           webhookMaxBodyBytes: 1_048_576,
           migrationsRun: true,
+          preparedStatements: true,
           tuning: DEFAULT_TUNING,
         },
       });
@@ -157,6 +158,7 @@ describe('loadStandaloneConfig', () => {
         INBOX_RETENTION_DAYS: '7',
         WEBHOOK_MAX_BODY_BYTES: '2048',
         DB_MIGRATIONS_RUN: 'false',
+        DB_PREPARED_STATEMENTS: 'false',
         DATABASE_SCHEMA: 'host_payments',
         ROUTE_PREFIX: '/pay',
         HTTP_ADAPTER: 'fastify',
@@ -187,6 +189,7 @@ describe('loadStandaloneConfig', () => {
           inboxRetentionDays: 7,
           webhookMaxBodyBytes: 2048,
           migrationsRun: false,
+          preparedStatements: false,
           tuning: DEFAULT_TUNING,
         },
       });
@@ -250,6 +253,7 @@ describe('loadStandaloneConfig', () => {
     ])('reads the boolean %j as %j', (value, expected) => {
       expect(loadStandaloneConfig({ RUN_WORKERS: value }).options.runWorkers).toBe(expected);
       expect(loadStandaloneConfig({ DB_MIGRATIONS_RUN: value }).options.migrationsRun).toBe(expected);
+      expect(loadStandaloneConfig({ DB_PREPARED_STATEMENTS: value }).options.preparedStatements).toBe(expected);
       expect(loadStandaloneConfig({ RUN_HTTP: value }).runHttp).toBe(expected);
     });
 

@@ -123,6 +123,7 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     inboxRetentionDays: integer(env, 'INBOX_RETENTION_DAYS'),
     webhookMaxBodyBytes: integer(env, 'WEBHOOK_MAX_BODY_BYTES'),
     migrationsRun: boolean(env, 'DB_MIGRATIONS_RUN', true),
+    preparedStatements: boolean(env, 'DB_PREPARED_STATEMENTS', true),
     // Advanced: overrides of the tuning knobs (README "Tuning"), as a JSON object.
     tuning: present(env, 'PW_TUNING') === undefined ? undefined : (parseJsonSetting('PW_TUNING', env.PW_TUNING!) as PaymentWebhooksOptions['tuning']),
   };

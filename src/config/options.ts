@@ -124,6 +124,12 @@ export interface PaymentWebhooksOptions {
   adminToken?: string | null;
   /** Run the queue workers, sweepers and relays in this process. Default true. */
   runWorkers?: boolean;
+  /**
+   * Prepare each of the module's statements once per database connection (PostgreSQL parses and
+   * plans it once). Off behind a pooler that cannot keep prepared statements (PgBouncer in
+   * transaction mode before 1.21). Default true.
+   */
+  preparedStatements?: boolean;
   /** Deliveries in a final status older than this many days are purged; at least 7. Default 90. */
   inboxRetentionDays?: number;
   /** Larger webhook bodies answer 413. Default 1 MiB. */
@@ -266,6 +272,7 @@ export interface ResolvedOptions {
   eventMaxAttempts: number;
   adminToken: string | null;
   runWorkers: boolean;
+  preparedStatements: boolean;
   inboxRetentionDays: number;
   webhookMaxBodyBytes: number;
   migrationsRun: boolean;

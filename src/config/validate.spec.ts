@@ -677,6 +677,7 @@ describe('resolveOptions', () => {
       inboxRetentionDays: 90,
       webhookMaxBodyBytes: 1_048_576,
       migrationsRun: true,
+      preparedStatements: true,
       tuning: DEFAULT_TUNING,
     });
   });
@@ -699,6 +700,7 @@ describe('resolveOptions', () => {
       inboxRetentionDays: 7,
       webhookMaxBodyBytes: 1,
       migrationsRun: false,
+      preparedStatements: false,
       tuning: { ingestBatchSize: 10 },
     });
     expect(resolved).toEqual({
@@ -719,6 +721,7 @@ describe('resolveOptions', () => {
       inboxRetentionDays: 7,
       webhookMaxBodyBytes: 1,
       migrationsRun: false,
+      preparedStatements: false,
       tuning: { ...DEFAULT_TUNING, ingestBatchSize: 10 },
     });
   });

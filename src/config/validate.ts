@@ -402,6 +402,7 @@ export function resolveOptions(
     eventMaxAttempts: checkPositiveInteger(name('eventMaxAttempts'), options.eventMaxAttempts, 15),
     adminToken,
     runWorkers: options.runWorkers ?? true,
+    preparedStatements: options.preparedStatements ?? true,
     inboxRetentionDays: checkPositiveInteger(name('inboxRetentionDays'), options.inboxRetentionDays, 90, 7),
     webhookMaxBodyBytes,
     migrationsRun: options.migrationsRun ?? true,

@@ -10,6 +10,7 @@ import { AccountBoundary1765065600000 } from '../../migrations/1765065600000-Acc
 import { PaymentRefunds1765152000000 } from '../../migrations/1765152000000-PaymentRefunds';
 import { TraceContext1765238400000 } from '../../migrations/1765238400000-TraceContext';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
+import { pgClientClass } from './prepared-statements';
 
 /** The module's own TypeORM connection name, so a host's default connection is left alone. */
 export const PW_CONNECTION = 'payment-webhooks';
@@ -43,7 +44,7 @@ export function pgConnection(databaseUrl: string, schema: string): { connectionS
   return { connectionString: databaseUrl, options: `-c search_path=${schema}` };
 }
 
-export function dataSourceOptions(databaseUrl: string, schema: string = DEFAULT_SCHEMA): DataSourceOptions {
+export function dataSourceOptions(databaseUrl: string, schema: string = DEFAULT_SCHEMA, { preparedStatements = true } = {}): DataSourceOptions {
   return {
     type: 'postgres',
     url: databaseUrl,
@@ -61,6 +62,8 @@ export function dataSourceOptions(databaseUrl: string, schema: string = DEFAULT_
       connectionTimeoutMillis: 5_000,
       application_name: 'payment-webhooks',
       options: pgConnection(databaseUrl, schema).options,
+      // pg-pool's client class: one that prepares the module's statements (prepared-statements.ts).
+      Client: pgClientClass(preparedStatements),
     },
   };
 }

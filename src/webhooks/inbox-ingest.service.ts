@@ -5,6 +5,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'pg';
 import type { ResolvedOptions } from '../config/options';
 import { pgConnection } from '../database/data-source';
+import { pgClientClass } from '../database/prepared-statements';
 import { PW_OPTIONS } from '../config/tokens';
 import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import { uuid7 } from '../common/uuid7';
@@ -56,6 +57,7 @@ export class InboxIngestService implements OnApplicationShutdown {
       connectionTimeoutMillis: tuning.ingestTimeoutMs,
       query_timeout: tuning.ingestTimeoutMs,
       application_name: 'payment-webhooks-ingest',
+      Client: pgClientClass(options.preparedStatements),
     });
     // An idle connection dropped by the server must not crash the process; the next query reconnects.
     this.pool.on('error', (err) => this.logger.warn(`idle database connection lost: ${err.message}`));
