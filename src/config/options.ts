@@ -127,7 +127,7 @@ export interface PaymentWebhooksOptions {
   /**
    * Prepare each of the module's statements once per database connection (PostgreSQL parses and
    * plans it once). Off behind a pooler that cannot keep prepared statements (PgBouncer in
-   * transaction mode before 1.21). Default true.
+   * transaction mode, unless it is 1.21 or later with `max_prepared_statements` set). Default true.
    */
   preparedStatements?: boolean;
   /** Deliveries in a final status older than this many days are purged; at least 7. Default 90. */

@@ -23,7 +23,7 @@ function nameOf(text: string): string | undefined {
  * (BEGIN, COMMIT, DDL) run as before.
  *
  * A pooler that cannot keep a connection's prepared statements across transactions (PgBouncer in
- * transaction mode before 1.21) needs it off: `preparedStatements: false` (DB_PREPARED_STATEMENTS).
+ * transaction mode, unless it is 1.21 or later with `max_prepared_statements` set) needs it off: `preparedStatements: false` (DB_PREPARED_STATEMENTS).
  */
 export class PreparedStatementsClient extends Client {}
 

@@ -89,9 +89,12 @@ export class OutboxRelay implements OnApplicationBootstrap, BeforeApplicationShu
 
   private async dispatchInOrder(ids: readonly string[]): Promise<void> {
     for (const id of ids) {
+      // Shutting down: no new call; the rest of the chain is pending, for the sweep of whoever runs next.
+      if (this.stopped) return;
       let release: (() => void) | undefined;
       try {
         release = await this.pressure.slot();
+        if (this.stopped) return;
         const step = await this.dispatcher.dispatch(id);
         if (!step.done) this.enqueue([id]);
       } catch (err) {

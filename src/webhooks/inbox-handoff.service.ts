@@ -28,6 +28,8 @@ import { traced } from './inbox.processor';
 export class InboxHandoff implements BeforeApplicationShutdown {
   private readonly logger = new Logger('InboxHandoff');
   private readonly running = new Set<Promise<void>>();
+  /** The deliveries attempted here now (the sweeper leaves them alone). */
+  private readonly attempting = new Set<string>();
   private stopped = false;
 
   constructor(
@@ -53,10 +55,19 @@ export class InboxHandoff implements BeforeApplicationShutdown {
         left.push(inboxId);
         continue;
       }
-      const run = detached(() => this.attempt(inboxId)).finally(() => this.running.delete(run));
+      this.attempting.add(inboxId);
+      const run = detached(() => this.attempt(inboxId)).finally(() => {
+        this.running.delete(run);
+        this.attempting.delete(inboxId);
+      });
       this.running.add(run);
     }
     return left;
+  }
+
+  /** Whether this process is attempting the delivery now: its row is `received`, and no job is needed. */
+  isAttempting(inboxId: string): boolean {
+    return this.attempting.has(inboxId);
   }
 
   private async attempt(inboxId: string): Promise<void> {
@@ -65,6 +76,8 @@ export class InboxHandoff implements BeforeApplicationShutdown {
     const parkUnmatched = finalAttempt || unmatchedAfterAttempts <= 1;
     const release = await this.pressure.slot();
     try {
+      // Shutting down: the row stays `received`, for the sweeper of whoever runs next.
+      if (this.stopped) return;
       const trace = ProcessingSpan.begin(undefined, 1);
       const submitted = this.processing.submit({ inboxId, finalAttempt, parkUnmatched, trace });
       await (trace ? traced(trace, submitted, finalAttempt) : submitted);

@@ -6,6 +6,7 @@ import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
+import { InboxHandoff } from './inbox-handoff.service';
 import { InboxQueueService } from './inbox-queue.service';
 import { InboxStore } from './inbox.store';
 
@@ -28,6 +29,7 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
     private readonly inbox: InboxStore,
     private readonly inboxQueue: InboxQueueService,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    private readonly handoff: InboxHandoff,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -54,8 +56,10 @@ export class InboxSweeper implements OnApplicationBootstrap, OnApplicationShutdo
       if (!locked) return 0;
       // Rows waiting out a retry backoff keep their place in the backlog; walking it with a cursor
       // means a row whose job was lost is reached however many of those sit before it.
-      const ids = await this.inbox.stillReceived(em, { olderThanMs: sweepAfterMs, afterId: this.cursor, limit: sweepBatchSize });
-      this.cursor = ids.length === sweepBatchSize ? ids[ids.length - 1] : null;
+      const found = await this.inbox.stillReceived(em, { olderThanMs: sweepAfterMs, afterId: this.cursor, limit: sweepBatchSize });
+      this.cursor = found.length === sweepBatchSize ? found[found.length - 1] : null;
+      // A delivery this process is attempting (a slow first attempt, handed off) has its job to come, if it needs one.
+      const ids = found.filter((id) => !this.handoff.isAttempting(id));
       if (ids.length === 0) return 0;
       // A job still waiting or running is left alone; a finished one kept under the same id is
       // replaced (the row says it must run again).

@@ -129,7 +129,7 @@ function backfillAccounts(definition: EndpointDefinition, requested: string[] | 
 
 /** A backfill's row; undefined when there is none. */
 export async function loadBackfill(runner: Runner, id: string): Promise<BackfillRow | undefined> {
-  const [row]: BackfillRow[] = await runner.query(`SELECT * FROM backfills WHERE id = $1`, [id]);
+  const [row]: BackfillRow[] = await runner.query(`SELECT id, endpoint_id, status, since, until, accounts, cursors, listed, accepted, duplicates, refused, error, created_at, updated_at FROM backfills WHERE id = $1`, [id]);
   return row;
 }
 
