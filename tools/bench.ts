@@ -422,9 +422,10 @@ async function measure(
       row.duplicateP99 = dup.p99;
       if (dup.failed) errors.push(`duplicates: ${dup.failed} failed`);
     }
-    if (wants('new')) {
+    /** New deliveries for the load's duration, each paying an order of its own; the orders it paid. */
+    const newDeliveries = async () => {
       const paid: string[] = [];
-      const fresh = await load(url, {
+      const result = await load(url, {
         method: 'POST',
         path: PATH,
         setupRequest: (req) => {
@@ -433,6 +434,10 @@ async function measure(
           return { ...req, ...paidDelivery(id) };
         },
       });
+      return { result, paid };
+    };
+    if (wants('new')) {
+      const { result: fresh, paid } = await newDeliveries();
       row.fresh = fresh.rps;
       row.freshP99 = fresh.p99;
       if (fresh.failed) errors.push(`new deliveries: ${fresh.failed} failed`);
@@ -446,16 +451,7 @@ async function measure(
           if (!r.ok) errors.push(`the purge answered ${r.status}`);
           return { deleted: body.deleted ?? NaN, seconds: (performance.now() - purgeStarted) / 1000 };
         });
-        const during: string[] = [];
-        const load2 = await load(url, {
-          method: 'POST',
-          path: PATH,
-          setupRequest: (req) => {
-            const id = nextOrder();
-            during.push(id);
-            return { ...req, ...paidDelivery(id) };
-          },
-        });
+        const { result: load2, paid: during } = await newDeliveries();
         const done = await purging;
         row.purge = { ...done, intake: load2.rps };
         if (done.seconds < DURATION) errors.push(`the purge ended in ${done.seconds.toFixed(1)} s, before the load did: the intake figure is partly without it`);
