@@ -1228,6 +1228,14 @@ async function main(): Promise<void> {
   );
   const rows: Row[] = [];
   const started = Date.now();
+  /** A system measured since `t`: its line, its CPU per order, and the stand-ins emptied for the next. */
+  const done = (row: Row, t: number) => {
+    console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
+    console.log(cpuLines(row));
+    sim.reset();
+    stripeApi.reset();
+    shipped.clear();
+  };
   try {
     for (const topology of TOPOLOGIES) {
       for (const platform of PLATFORMS) {
@@ -1245,15 +1253,11 @@ async function main(): Promise<void> {
             collector.reset();
           }
           rows.push(row);
-          console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
-          console.log(cpuLines(row));
+          done(row, t);
           if (mode) {
             const base = rows.find((b) => b.platform === platform && b.topology === topology && b.tracing?.mode === 'off') ?? row;
             console.log(tracingLines(row, base));
           }
-          sim.reset();
-          stripeApi.reset();
-          shipped.clear();
         }
       }
     }
@@ -1263,11 +1267,7 @@ async function main(): Promise<void> {
       const t = Date.now();
       const row = await measure('express', 'all-in-one', sim, shipped, stripeApi, { nodeArgs: [], env: {}, seedRows: SEED_ROWS });
       rows.push(row);
-      console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
-      console.log(cpuLines(row));
-      sim.reset();
-      stripeApi.reset();
-      shipped.clear();
+      done(row, t);
     }
     // The baselines after the module, each on a fresh database, against the same carrier simulator.
     if (COMPARE) {
@@ -1277,11 +1277,7 @@ async function main(): Promise<void> {
         const t = Date.now();
         const row = await measure('express', 'all-in-one', sim, shipped, stripeApi, undefined, system);
         rows.push(row);
-        console.log(`done in ${((Date.now() - t) / 1000).toFixed(0)} s${row.errors.length ? ` (${row.errors.length} problem(s): ${row.errors.slice(0, 3).join('; ')})` : ''}`);
-        console.log(cpuLines(row));
-        sim.reset();
-        stripeApi.reset();
-        shipped.clear();
+        done(row, t);
       }
     }
   } finally {
