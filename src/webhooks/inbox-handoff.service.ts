@@ -3,12 +3,12 @@ import { withTimeout } from '../common/with-timeout';
 import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../config/tokens';
 import { JobProducer } from '../jobs/job-producer';
-import { retryAfterBackoff, RETRY_AFTER_BACKOFF } from '../jobs/job-registry';
+import { jobOf, retryAfterBackoff, RETRY_AFTER_BACKOFF } from '../jobs/job-registry';
 import { JobName } from '../jobs/queues';
 import type { ReceivePressure } from '../jobs/receive-pressure';
-import { detached, ProcessingSpan } from '../observability/tracing';
+import { detached } from '../observability/tracing';
 import { DeliveryProcessingService } from './delivery-processing.service';
-import { traced } from './inbox.processor';
+import { attemptDelivery } from './inbox.processor';
 
 /**
  * The first attempt at a delivery, made by the process that recorded it, as soon as its row is
@@ -71,20 +71,18 @@ export class InboxHandoff implements BeforeApplicationShutdown {
   }
 
   private async attempt(inboxId: string): Promise<void> {
-    const { inboxAttempts, unmatchedAfterAttempts, inboxBackoffMs } = this.options.tuning;
-    const finalAttempt = inboxAttempts <= 1;
-    const parkUnmatched = finalAttempt || unmatchedAfterAttempts <= 1;
+    const finalAttempt = this.options.tuning.inboxAttempts <= 1;
     const release = await this.pressure.slot();
     try {
       // Shutting down: the row stays `received`, for the sweeper of whoever runs next.
       if (this.stopped) return;
-      const trace = ProcessingSpan.begin(undefined, 1);
-      const submitted = this.processing.submit({ inboxId, finalAttempt, parkUnmatched, trace });
-      await (trace ? traced(trace, submitted, finalAttempt) : submitted);
+      await attemptDelivery(this.processing, this.options, { inboxId, attempt: 1, finalAttempt });
     } catch (err) {
       // The attempt failed, and is recorded on the row (a final one made it `failed`).
       if (finalAttempt) return;
-      const delayMs = retryAfterBackoff(1, RETRY_AFTER_BACKOFF, err as Error, { opts: { backoff: { type: RETRY_AFTER_BACKOFF, delay: inboxBackoffMs, jitter: 0.5 } } });
+      // The delay a job's first retry would have had: the queue's own backoff for this job.
+      const job = jobOf(JobName.ProcessDelivery, { inboxId }, this.options.tuning);
+      const delayMs = retryAfterBackoff(1, RETRY_AFTER_BACKOFF, err as Error, job);
       await withTimeout(this.jobs.add(JobName.ProcessDelivery, { inboxId, attemptsBefore: 1 }, { delayMs }), this.options.tuning.enqueueTimeoutMs, 'enqueue').catch(
         (e: Error) => this.logger.warn(`delivery ${inboxId} left for the sweeper after its first attempt: ${e.message}`),
       );

@@ -19,10 +19,7 @@ export class InboxProcessor extends ModuleWorker {
       // The delivery's attempt: the job's, after those made before it (see InboxHandoff).
       const attempt = (job.data.attemptsBefore ?? 0) + job.attemptsMade + 1;
       const finalAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      const parkUnmatched = finalAttempt || attempt >= this.options.tuning.unmatchedAfterAttempts;
-      const trace = ProcessingSpan.begin(job.data.trace, attempt);
-      const submitted = this.processing.submit({ inboxId: job.data.inboxId, finalAttempt, parkUnmatched, trace });
-      return trace ? traced(trace, submitted, finalAttempt) : submitted;
+      return attemptDelivery(this.processing, this.options, { inboxId: job.data.inboxId, attempt, finalAttempt, trigger: job.data.trace });
     },
   };
 
@@ -35,8 +32,24 @@ export class InboxProcessor extends ModuleWorker {
   }
 }
 
+/**
+ * One processing attempt at a delivery, whoever makes it (a job of this queue, or InboxHandoff for
+ * the first): parked `unmatched` from `unmatchedAfterAttempts` on, in the attempt's span. Throws as
+ * the processing does.
+ */
+export function attemptDelivery(
+  processing: DeliveryProcessingService,
+  options: ResolvedOptions,
+  { inboxId, attempt, finalAttempt, trigger }: { inboxId: string; attempt: number; finalAttempt: boolean; trigger?: string },
+): Promise<ProcessingResult | null> {
+  const parkUnmatched = finalAttempt || attempt >= options.tuning.unmatchedAfterAttempts;
+  const trace = ProcessingSpan.begin(trigger, attempt);
+  const submitted = processing.submit({ inboxId, finalAttempt, parkUnmatched, trace });
+  return trace ? traced(trace, submitted, finalAttempt) : submitted;
+}
+
 /** Ends an attempt's span with what the attempt came to (null: nothing to do, the row was final already). */
-export async function traced(trace: ProcessingSpan, attempt: Promise<ProcessingResult | null>, finalAttempt: boolean): Promise<ProcessingResult | null> {
+async function traced(trace: ProcessingSpan, attempt: Promise<ProcessingResult | null>, finalAttempt: boolean): Promise<ProcessingResult | null> {
   try {
     const result = await attempt;
     if (result) trace.end(result.status, result.outcome);
