@@ -6,6 +6,37 @@ type Work = () => Promise<unknown> | unknown;
 interface Hooks {
   before: Work[];
   after: Work[];
+  /** Writes waiting to run together, in one statement (see `deferWrites`). */
+  deferred: DeferredWrite[];
+  /** The transaction's own `query`, which runs a statement without flushing the deferred writes first. */
+  query: Queryable['query'];
+}
+
+type Queryable = Pick<EntityManager, 'query'>;
+
+/**
+ * A write a unit of work asks for, whose result no later step of its transaction reads before it
+ * runs (see `deferWrites`).
+ */
+export interface DeferredWrite {
+  /**
+   * The rows it writes, by name: two writes of one key never share a statement (a row written twice
+   * in one statement keeps only one of the two). Writes of different keys must never touch the same
+   * row (each key is one store's table, or a set of its rows disjoint from the others').
+   */
+  key: string;
+  /**
+   * One INSERT, UPDATE or DELETE (with RETURNING when `then` reads its rows), or a SELECT; its
+   * parameters numbered from $1, each cast to its type; no WITH of its own.
+   */
+  sql: string;
+  params: readonly unknown[];
+  /**
+   * Runs once the statement has: given its rows as JSON (ids and text as strings, numbers as
+   * numbers, instants as ISO strings). It may run statements and defer more; a throw rolls the
+   * transaction back.
+   */
+  then?: (rows: Array<Record<string, any>>) => unknown;
 }
 
 const open = new WeakMap<EntityManager, Hooks>();
@@ -21,18 +52,31 @@ const logger = new Logger('Transaction');
  *   the database already, so a sweeper finds whatever it fails to do.
  */
 export async function runTransaction<T>(dataSource: DataSource, work: (em: EntityManager) => Promise<T>): Promise<T> {
-  const hooks: Hooks = { before: [], after: [] };
+  let hooks: Hooks | undefined;
   const result = await dataSource.transaction(async (em) => {
-    open.set(em, hooks);
+    const query = em.query.bind(em);
+    const own: Hooks = (hooks = { before: [], after: [], deferred: [], query });
+    // Every statement of the transaction first runs the writes deferred before it, so that it sees them.
+    em.query = (async (sql: string, params?: unknown[]) => {
+      if (own.deferred.length > 0) await flushDeferred(own);
+      return query(sql, params as any[]);
+    }) as EntityManager['query'];
+    open.set(em, own);
     try {
       const value = await work(em);
-      while (hooks.before.length > 0) await hooks.before.shift()!();
+      // The end's work, in order; the writes deferred meanwhile once nothing else is left (as few statements as can be).
+      for (;;) {
+        if (own.before.length > 0) await own.before.shift()!();
+        else if (own.deferred.length > 0) await flushDeferred(own);
+        else break;
+      }
       return value;
     } finally {
       open.delete(em);
+      delete (em as { query?: unknown }).query;
     }
   });
-  for (const callback of hooks.after) {
+  for (const callback of hooks!.after) {
     try {
       await callback();
     } catch (err) {
@@ -56,6 +100,55 @@ export function beforeCommit(em: EntityManager, callback: Work): void {
 /** Whether `em` belongs to a transaction opened with `runTransaction` (one that takes work for its end). */
 export function takesCommitWork(em: EntityManager): boolean {
   return open.has(em);
+}
+
+/**
+ * Writes for the transaction `em` belongs to, run together with the others deferred before its next
+ * statement (or its commit) in one statement: one round trip, however many stores write. A unit of
+ * work's flush defers its rows' statement instead of running it, so the processing transaction's
+ * writes (the inbox row, the payment, the order, the deliveries it releases, the fulfillment, the
+ * outbox message) are one statement. The writes of one call share a statement whatever their keys
+ * (the caller vouches they touch different rows); a write whose key a pending one has runs after it.
+ * Outside a transaction opened with `runTransaction`, they run at once.
+ */
+export async function deferWrites(em: EntityManager, writes: readonly DeferredWrite[]): Promise<void> {
+  if (writes.length === 0) return;
+  const hooks = open.get(em);
+  if (!hooks) return runWrites(em, writes);
+  if (writes.some((w) => hooks.deferred.some((d) => d.key === w.key))) await flushDeferred(hooks);
+  hooks.deferred.push(...writes);
+}
+
+/** Runs now the writes deferred in the transaction `em` belongs to (nothing outside one, where they ran at once). */
+export async function flushWrites(em: EntityManager): Promise<void> {
+  const hooks = open.get(em);
+  if (hooks && hooks.deferred.length > 0) await flushDeferred(hooks);
+}
+
+async function flushDeferred(hooks: Hooks): Promise<void> {
+  await runWrites({ query: hooks.query }, hooks.deferred.splice(0));
+}
+
+/**
+ * Runs writes as one statement, each a data-modifying WITH of it (`w0`, `w1`, …, their parameters
+ * numbered on), and gives each its rows. PostgreSQL runs every one of them, read or not, on the
+ * same snapshot: none sees another's rows, which is why two of one key never meet here.
+ */
+async function runWrites(db: Queryable, writes: readonly DeferredWrite[]): Promise<void> {
+  const params: unknown[] = [];
+  const withs: string[] = [];
+  const reads: string[] = [];
+  writes.forEach((w, i) => {
+    const offset = params.length;
+    withs.push(`w${i} AS (${offset === 0 ? w.sql : w.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`);
+    params.push(...w.params);
+    if (w.then) reads.push(`SELECT ${i} AS part, to_jsonb(w${i}) AS row FROM w${i}`);
+  });
+  const sql = `WITH ${withs.join(',\n')}\n${reads.length > 0 ? reads.join('\nUNION ALL\n') : 'SELECT NULL::int AS part, NULL::jsonb AS row WHERE false'}`;
+  const rows: Array<{ part: number; row: Record<string, any> }> = await db.query(sql, params as unknown[]);
+  const byPart = writes.map(() => [] as Array<Record<string, any>>);
+  for (const r of rows) byPart[r.part].push(r.row);
+  for (let i = 0; i < writes.length; i++) await writes[i].then?.(byPart[i]);
 }
 
 /** Work for after the commit of the transaction `em` belongs to (opened with `runTransaction`). */

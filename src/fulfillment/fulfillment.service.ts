@@ -25,16 +25,18 @@ export interface FulfillmentDispatchPayload {
 @Injectable()
 export class FulfillmentService implements OnModuleInit {
   /** The transaction's requested fulfillments, inserted at its end in one statement. */
-  private readonly requests = new BeforeCommitBatch<Fulfillment>(async (em, fulfillments) => {
-    const inserted = await this.store.insertRequested(em, fulfillments);
-    if (inserted < fulfillments.length) throw new Error('an order already has its fulfillment: refusing a second one');
-  });
+  private readonly requests = new BeforeCommitBatch<Fulfillment>((em, fulfillments) =>
+    this.store.insertRequested(em, fulfillments, (inserted) => {
+      if (inserted < fulfillments.length) throw new Error('an order already has its fulfillment: refusing a second one');
+    }),
+  );
 
   /** The transaction's moves, written at its end in one statement; each announced only if written. */
-  private readonly moves = new BeforeCommitBatch<FulfillmentMove>(async (em, moves) => {
-    const written = await this.store.saveMoves(em, moves);
-    for (const { fulfillment } of moves) if (written.has(fulfillment.id)) await this.announce(em, fulfillment);
-  });
+  private readonly moves = new BeforeCommitBatch<FulfillmentMove>((em, moves) =>
+    this.store.saveMoves(em, moves, async (written) => {
+      for (const { fulfillment } of moves) if (written.has(fulfillment.id)) await this.announce(em, fulfillment);
+    }),
+  );
 
   constructor(
     private readonly events: TransactionEvents,

@@ -4,7 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import { MicroBatcher } from '../common/micro-batcher';
 import { PW_CONNECTION } from '../database/data-source';
-import { rowsReturned } from '../database/returning';
+import { deferWrites } from '../database/transaction';
 import { Fulfillment, FulfillmentStatus } from './fulfillment.entity';
 
 /** A connection or a transaction: what a read outside a transaction's own work runs on. */
@@ -32,27 +32,31 @@ export class FulfillmentStore {
   }
 
   /**
-   * Inserts requested fulfillments, one statement for all; returns how many were inserted (fewer
-   * than asked: an order already had its one fulfillment, `UNIQUE(order_id)`).
+   * Inserts requested fulfillments, one statement for all, deferred to run with the transaction's
+   * other writes (`deferWrites`); `then` gets how many were inserted (fewer than asked: an order
+   * already had its one fulfillment, `UNIQUE(order_id)`).
    */
-  async insertRequested(em: EntityManager, fulfillments: readonly Fulfillment[]): Promise<number> {
-    const inserted: unknown[] = await em.query(
-      `INSERT INTO fulfillments (id, order_id, order_reference, status, carrier, ship_to, items, created_at, updated_at)
-       SELECT r.id, r.order_id, r.order_reference, r.status, r.carrier, r.ship_to, r.items, r.created_at, r.created_at
-         FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, order_reference text, status text, carrier text,
-              ship_to jsonb, items jsonb, created_at timestamptz)
-       ON CONFLICT (order_id) DO NOTHING
-       RETURNING id`,
-      [
-        JSON.stringify(
-          fulfillments.map((f) => ({
-            id: f.id, order_id: f.orderId, order_reference: f.orderReference, status: f.status, carrier: f.carrier, ship_to: f.shipTo, items: f.items,
-            created_at: f.createdAt,
-          })),
-        ),
-      ],
-    );
-    return inserted.length;
+  async insertRequested(em: EntityManager, fulfillments: readonly Fulfillment[], then: (inserted: number) => unknown): Promise<void> {
+    await deferWrites(em, [
+      {
+        key: 'fulfillments',
+        sql: `INSERT INTO fulfillments (id, order_id, order_reference, status, carrier, ship_to, items, created_at, updated_at)
+              SELECT r.id, r.order_id, r.order_reference, r.status, r.carrier, r.ship_to, r.items, r.created_at, r.created_at
+                FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, order_reference text, status text, carrier text,
+                     ship_to jsonb, items jsonb, created_at timestamptz)
+              ON CONFLICT (order_id) DO NOTHING
+              RETURNING id`,
+        params: [
+          JSON.stringify(
+            fulfillments.map((f) => ({
+              id: f.id, order_id: f.orderId, order_reference: f.orderReference, status: f.status, carrier: f.carrier, ship_to: f.shipTo, items: f.items,
+              created_at: f.createdAt,
+            })),
+          ),
+        ],
+        then: (rows) => then(rows.length),
+      },
+    ]);
   }
 
   /**
@@ -78,26 +82,29 @@ export class FulfillmentStore {
 
   /**
    * Writes moves of status, one statement for all, each only if its row is still in the status the
-   * move started from (whoever moved it first wins); returns the ids written.
+   * move started from (whoever moved it first wins), deferred to run with the transaction's other
+   * writes (`deferWrites`); `then` gets the ids written.
    */
-  async saveMoves(em: EntityManager, moves: readonly FulfillmentMove[]): Promise<Set<string>> {
-    const written = await rowsReturned<{ id: string }>(
-      em,
-      `UPDATE fulfillments f
-          SET status = r.status, shipment_id = r.shipment_id, last_error = r.last_error, dispatched_at = r.dispatched_at, updated_at = r.updated_at
-         FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, "from" text, status text, shipment_id text, last_error text,
-              dispatched_at timestamptz, updated_at timestamptz)
-        WHERE f.id = r.id AND f.status = r."from"
-      RETURNING f.id`,
-      [
-        JSON.stringify(
-          moves.map(({ fulfillment: m, from }) => ({
-            id: m.id, from, status: m.status, shipment_id: m.shipmentId, last_error: m.lastError, dispatched_at: m.dispatchedAt, updated_at: m.updatedAt,
-          })),
-        ),
-      ],
-    );
-    return new Set(written.map((w) => w.id));
+  async saveMoves(em: EntityManager, moves: readonly FulfillmentMove[], then: (written: Set<string>) => unknown): Promise<void> {
+    await deferWrites(em, [
+      {
+        key: 'fulfillments',
+        sql: `UPDATE fulfillments f
+                 SET status = r.status, shipment_id = r.shipment_id, last_error = r.last_error, dispatched_at = r.dispatched_at, updated_at = r.updated_at
+                FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, "from" text, status text, shipment_id text, last_error text,
+                     dispatched_at timestamptz, updated_at timestamptz)
+               WHERE f.id = r.id AND f.status = r."from"
+           RETURNING f.id`,
+        params: [
+          JSON.stringify(
+            moves.map(({ fulfillment: m, from }) => ({
+              id: m.id, from, status: m.status, shipment_id: m.shipmentId, last_error: m.lastError, dispatched_at: m.dispatchedAt, updated_at: m.updatedAt,
+            })),
+          ),
+        ],
+        then: (rows) => then(new Set(rows.map((r) => r.id as string))),
+      },
+    ]);
   }
 
   async find(db: Queryable, id: string): Promise<Fulfillment | null> {

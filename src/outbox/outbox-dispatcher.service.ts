@@ -8,7 +8,7 @@ import { codeOf } from '../common/domain-error';
 import { ItemFailed, MicroBatcher } from '../common/micro-batcher';
 import type { ResolvedOptions } from '../config/options';
 import { PW_CONNECTION } from '../database/data-source';
-import { runTransaction } from '../database/transaction';
+import { flushWrites, runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { DispatchSpan, startDispatch } from '../observability/tracing';
 import { PW_OPTIONS } from '../config/tokens';
@@ -219,22 +219,43 @@ export class OutboxDispatcher {
 
   /**
    * One transaction: one guarded write of every message (only while this worker holds its lease),
-   * then the bookkeeping of each one written, in order. An attempt is counted once it is recorded.
+   * and the bookkeeping of each one written, in order. An attempt is counted once it is recorded.
+   *
+   * The write is deferred (`deferWrites`), so it shares one statement with the bookkeeping's own
+   * writes (the fulfillment's move): the bookkeeping runs before the guard has answered. A message
+   * whose lease lapsed meanwhile (another worker took it over) undoes it all, and the transaction
+   * runs again the guarded way: the write first, then the bookkeeping of only those it wrote.
    */
   private async recordTogether(planned: PlannedRecording[], bookkeeping: Bookkeeping): Promise<DispatchStep[]> {
-    const steps = await runTransaction(this.dataSource, async (em) => {
-      const written = await this.store.recordAttempts(em, this.owner, planned.map(attemptRecord));
-      const out: DispatchStep[] = [];
-      for (const p of planned) {
-        if (!written.has(p.attempt.id)) {
-          out.push(NOTHING_TO_DO);
-          continue;
+    let steps: DispatchStep[];
+    try {
+      steps = await runTransaction(this.dataSource, async (em) => {
+        await this.store.recordAttempts(em, this.owner, planned.map(attemptRecord), (written) => {
+          if (written.size < planned.length) throw new LeaseLapsed();
+        });
+        for (const p of planned) await (p.span ? p.span.within(() => bookkeeping(em, p)) : bookkeeping(em, p));
+        return planned.map((p) => stepOf(p.decision, p.delayMs));
+      });
+    } catch (err) {
+      if (!(err instanceof LeaseLapsed)) throw err;
+      steps = await runTransaction(this.dataSource, async (em) => {
+        let written = new Set<string>();
+        await this.store.recordAttempts(em, this.owner, planned.map(attemptRecord), (ids) => {
+          written = ids;
+        });
+        await flushWrites(em);
+        const out: DispatchStep[] = [];
+        for (const p of planned) {
+          if (!written.has(p.attempt.id)) {
+            out.push(NOTHING_TO_DO);
+            continue;
+          }
+          await (p.span ? p.span.within(() => bookkeeping(em, p)) : bookkeeping(em, p));
+          out.push(stepOf(p.decision, p.delayMs));
         }
-        await (p.span ? p.span.within(() => bookkeeping(em, p)) : bookkeeping(em, p));
-        out.push(stepOf(p.decision, p.delayMs));
-      }
-      return out;
-    });
+        return out;
+      });
+    }
     planned.forEach((p, i) => {
       if (steps[i] !== NOTHING_TO_DO) this.counted(p.attempt, p.decision);
     });
@@ -245,6 +266,13 @@ export class OutboxDispatcher {
     // Counted by what the attempt came to (the one that spends the budget counts as dead).
     this.metrics.outboxAttempts.labels(attempt.type, decision.status === 'dispatched' ? 'done' : decision.status === 'dead' ? 'dead' : 'retry').inc();
     if (decision.status === 'dead') this.logger.warn(`outbox message ${attempt.id} (${attempt.type}) is dead: ${decision.reason}`);
+  }
+}
+
+/** A recorded message's lease had lapsed: the optimistic recording is undone, and done again the guarded way. */
+class LeaseLapsed extends Error {
+  constructor() {
+    super('an outbox message was no longer leased to this worker');
   }
 }
 

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { uuid7 } from '../common/uuid7';
 import { activeTraceparent } from '../observability/tracing';
-import { afterCommit, BeforeCommitBatch, takesCommitWork } from '../database/transaction';
+import { afterCommit, BeforeCommitBatch, flushWrites, takesCommitWork } from '../database/transaction';
 import { OutboxRelay } from './outbox-relay.service';
 import { MessageToWrite, OutboxStore } from './outbox.store';
 
@@ -27,9 +27,7 @@ export interface NewOutboxMessage {
  */
 @Injectable()
 export class OutboxWriter {
-  private readonly atCommit = new BeforeCommitBatch<MessageToWrite>(async (em, messages) => {
-    await this.write(em, messages);
-  });
+  private readonly atCommit = new BeforeCommitBatch<MessageToWrite>((em, messages) => this.write(em, messages));
 
   constructor(
     private readonly store: OutboxStore,
@@ -48,7 +46,12 @@ export class OutboxWriter {
   /** Writes the message now; returns its id, or null when a message with this key already exists. */
   async add(em: EntityManager, message: NewOutboxMessage): Promise<string | null> {
     refuseOutsideTransaction(em, 'OutboxWriter.add');
-    const [written] = await this.write(em, [{ ...message, id: uuid7(), traceContext: activeTraceparent() }]);
+    let written: string | undefined;
+    await this.write(em, [{ ...message, id: uuid7(), traceContext: activeTraceparent() }], (ids) => {
+      written = ids[0];
+    });
+    // Its id is the caller's answer: written now, not with the transaction's other writes.
+    await flushWrites(em);
     return written ?? null;
   }
 
@@ -57,15 +60,16 @@ export class OutboxWriter {
    * takes work for after its commit, they are handed to its relay once committed, unannounced;
    * otherwise the commit announces them (NOTIFY) to the relays of the worker processes.
    */
-  private async write(em: EntityManager, messages: MessageToWrite[]): Promise<string[]> {
+  private async write(em: EntityManager, messages: MessageToWrite[], then?: (written: string[]) => unknown): Promise<void> {
     const here = this.relay.dispatchesHere && takesCommitWork(em);
-    const written = await this.store.write(em, messages, { notify: !here });
-    if (here && written.length > 0) {
-      const ids = new Set(written);
-      const committed = messages.filter((m) => ids.has(m.id)).map((m) => ({ id: m.id, orderingKey: m.orderingKey }));
-      afterCommit(em, () => this.relay.handOff(committed));
-    }
-    return written;
+    await this.store.write(em, messages, { notify: !here }, (written) => {
+      if (here && written.length > 0) {
+        const ids = new Set(written);
+        const committed = messages.filter((m) => ids.has(m.id)).map((m) => ({ id: m.id, orderingKey: m.orderingKey }));
+        afterCommit(em, () => this.relay.handOff(committed));
+      }
+      return then?.(written);
+    });
   }
 }
 

@@ -6,6 +6,7 @@ import { canMove, IllegalMove } from '../common/lifecycle';
 import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
 import { PW_CONNECTION } from '../database/data-source';
 import { rowsReturned } from '../database/returning';
+import { deferWrites } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { OUTBOX_CHANNEL_SQL } from './outbox-channel';
 import { canRetry, OUTBOX_LIFECYCLE, OutboxStatus } from './outbox.state';
@@ -96,36 +97,37 @@ export class OutboxStore implements OnModuleInit {
   }
 
   /**
-   * Writes messages in the caller's transaction, in one statement, in id order; a message whose
-   * idempotency key exists already is not written. Unless `notify` is false (the writer's process
-   * hands them to its own dispatcher once committed), the same statement announces each one
-   * written (pg_notify), which PostgreSQL delivers only if the transaction commits. Returns the ids
-   * written.
+   * Writes messages in the caller's transaction, in one statement, in id order, deferred to run
+   * with the transaction's other writes (`deferWrites`); a message whose idempotency key exists
+   * already is not written. Unless `notify` is false (the writer's process hands them to its own
+   * dispatcher once committed), the same statement announces each one written (pg_notify), which
+   * PostgreSQL delivers only if the transaction commits. `then` gets the ids written.
    */
-  async write(em: EntityManager, messages: readonly MessageToWrite[], { notify = true } = {}): Promise<string[]> {
-    const rows: Array<{ id: string }> = await em.query(
-      `WITH written AS (
-         INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, trace_context, status, attempts, next_attempt_at, created_at)
-         SELECT r.id, r.type, r.payload, r.idempotency_key, r.ordering_key, r.trace_context, '${WRITTEN_STATUS}', 0, now(), now()
-           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, type text, payload jsonb, idempotency_key text, ordering_key text, trace_context text)
-          ORDER BY r.id
-         ON CONFLICT (idempotency_key) DO NOTHING
-         RETURNING id)
-       SELECT id${notify ? `, pg_notify(${OUTBOX_CHANNEL_SQL}, id::text)` : ''} FROM written`,
-      [
-        JSON.stringify(
-          messages.map((m) => ({
-            id: m.id,
-            type: m.type,
-            payload: m.payload,
-            idempotency_key: m.idempotencyKey,
-            ordering_key: m.orderingKey ?? null,
-            trace_context: m.traceContext ?? null,
-          })),
-        ),
-      ],
-    );
-    return rows.map((r) => r.id);
+  async write(em: EntityManager, messages: readonly MessageToWrite[], { notify = true } = {}, then: (written: string[]) => unknown): Promise<void> {
+    await deferWrites(em, [
+      {
+        key: 'outbox_message',
+        sql: `INSERT INTO outbox_message (id, type, payload, idempotency_key, ordering_key, trace_context, status, attempts, next_attempt_at, created_at)
+              SELECT r.id, r.type, r.payload, r.idempotency_key, r.ordering_key, r.trace_context, '${WRITTEN_STATUS}', 0, now(), now()
+                FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, type text, payload jsonb, idempotency_key text, ordering_key text, trace_context text)
+               ORDER BY r.id
+              ON CONFLICT (idempotency_key) DO NOTHING
+              RETURNING id${notify ? `, pg_notify(${OUTBOX_CHANNEL_SQL}, id::text) AS announced` : ''}`,
+        params: [
+          JSON.stringify(
+            messages.map((m) => ({
+              id: m.id,
+              type: m.type,
+              payload: m.payload,
+              idempotency_key: m.idempotencyKey,
+              ordering_key: m.orderingKey ?? null,
+              trace_context: m.traceContext ?? null,
+            })),
+          ),
+        ],
+        then: (rows) => then(rows.map((r) => r.id as string)),
+      },
+    ]);
   }
 
   /**
@@ -174,13 +176,16 @@ export class OutboxStore implements OnModuleInit {
   /**
    * Records attempts in the caller's transaction, in one statement: each message is written only
    * if it is still pending and leased to `owner` (a lease that lapsed may have been taken over:
-   * the other worker records then). Returns the ids written.
+   * the other worker records then). Deferred to run with the transaction's other writes
+   * (`deferWrites`); `then` gets the ids written.
    */
-  async recordAttempts(em: EntityManager, owner: string, records: readonly AttemptRecord[]): Promise<Set<string>> {
+  async recordAttempts(em: EntityManager, owner: string, records: readonly AttemptRecord[], then: (written: Set<string>) => unknown): Promise<void> {
     for (const r of records) if (!canMove(OUTBOX_LIFECYCLE, 'pending', r.status)) throw new IllegalMove(OUTBOX_LIFECYCLE, 'pending', r.status);
-    const written = await rowsReturned<{ id: string }>(
-      em,
-      `UPDATE outbox_message m
+    await deferWrites(em, [
+      {
+        // Rows that exist (and are leased): never those a writer inserts.
+        key: 'outbox_message: leased',
+        sql: `UPDATE outbox_message m
           SET status = r.status, attempts = r.attempts, last_error = r.last_error, lease_owner = NULL, lease_until = NULL,
               dispatched_at = CASE WHEN r.status = 'dispatched' THEN now() ELSE m.dispatched_at END,
               next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + make_interval(secs => r.delay_ms / 1000) ELSE m.next_attempt_at END,
@@ -188,7 +193,7 @@ export class OutboxStore implements OnModuleInit {
          FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, attempts int, last_error text, delay_ms double precision, keep_call_trace boolean)
         WHERE m.id = r.id AND m.status = 'pending' AND m.lease_owner = $2
       RETURNING m.id`,
-      [
+        params: [
         JSON.stringify(
           records.map((r) => ({
             id: r.id,
@@ -199,10 +204,11 @@ export class OutboxStore implements OnModuleInit {
             keep_call_trace: r.keepCallTrace,
           })),
         ),
-        owner,
-      ],
-    );
-    return new Set(written.map((w) => w.id));
+          owner,
+        ],
+        then: (rows) => then(new Set(rows.map((r) => r.id as string))),
+      },
+    ]);
   }
 
   /**

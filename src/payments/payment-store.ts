@@ -6,7 +6,7 @@ import type { PaymentWebhooksEvent } from '../common/host-events';
 import type { OrderSnapshot, PaymentSnapshot } from '../common/order-views';
 import type { FulfillmentChangedEvent } from '../common/internal-events';
 import { uuid7 } from '../common/uuid7';
-import { BeforeCommitBatch, TransactionState } from '../database/transaction';
+import { BeforeCommitBatch, DeferredWrite, deferWrites, TransactionState } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { Order } from './order.entity';
 import type { OrderStatus } from './order.state';
@@ -248,7 +248,10 @@ export class PaymentStore implements OnModuleInit {
     if (published.length > 0) await this.events.publish(em, ...published);
   }
 
-  /** The transaction's writes, at its end, each row once: new payments, changed payments, changed orders. */
+  /**
+   * The transaction's writes, at its end, each row once: new payments, changed payments, changed
+   * orders; deferred to run with the transaction's other writes (`deferWrites`), in one statement.
+   */
   private async write(em: EntityManager, writes: Write[]): Promise<void> {
     const inserts = new Set<Payment>();
     const payments = new Set<Payment>();
@@ -260,38 +263,46 @@ export class PaymentStore implements OnModuleInit {
     }
     const { unwritten } = this.work.of(em);
     for (const p of inserts) unwritten.delete(p);
+    // A payment is inserted or updated, never both in one flush: one statement for the three.
+    const deferred: DeferredWrite[] = [];
     if (inserts.size > 0) {
-      const inserted: unknown[] = await em.query(
-        `INSERT INTO payments (${PAYMENT_COLUMNS})
-         SELECT r.id, r.order_id, r.provider, r.provider_payment_id, r.merchant_account_id, r.status, r.amount_minor::bigint,
-                r.currency, r.refunded_minor::bigint, r.refunds, r.dispute_outcome, r.created_at, r.updated_at
-           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, provider text, provider_payment_id text,
-                merchant_account_id text, status text, amount_minor text, currency text, refunded_minor text,
-                refunds jsonb, dispute_outcome text, created_at timestamptz, updated_at timestamptz)
-         ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
-         RETURNING id`,
-        [JSON.stringify([...inserts].map(paymentRow))],
-      );
-      // Registered meanwhile: the caller decides (the API answers the existing one; a delivery retries).
-      if (inserted.length < inserts.size) throw new PaymentExists();
+      deferred.push({
+        key: 'payments',
+        sql: `INSERT INTO payments (${PAYMENT_COLUMNS})
+              SELECT r.id, r.order_id, r.provider, r.provider_payment_id, r.merchant_account_id, r.status, r.amount_minor::bigint,
+                     r.currency, r.refunded_minor::bigint, r.refunds, r.dispute_outcome, r.created_at, r.updated_at
+                FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, provider text, provider_payment_id text,
+                     merchant_account_id text, status text, amount_minor text, currency text, refunded_minor text,
+                     refunds jsonb, dispute_outcome text, created_at timestamptz, updated_at timestamptz)
+              ON CONFLICT (provider, merchant_account_id, provider_payment_id) DO NOTHING
+              RETURNING id`,
+        params: [JSON.stringify([...inserts].map(paymentRow))],
+        then: (inserted) => {
+          // Registered meanwhile: the caller decides (the API answers the existing one; a delivery retries).
+          if (inserted.length < inserts.size) throw new PaymentExists();
+        },
+      });
     }
     if (payments.size > 0) {
-      await em.query(
-        `UPDATE payments p SET status = r.status, refunded_minor = r.refunded_minor::bigint, refunds = r.refunds, dispute_outcome = r.dispute_outcome,
-                updated_at = r.updated_at
-           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, refunded_minor text, refunds jsonb, dispute_outcome text, updated_at timestamptz)
-          WHERE p.id = r.id`,
-        [JSON.stringify([...payments].map(paymentRow))],
-      );
+      deferred.push({
+        key: 'payments',
+        sql: `UPDATE payments p SET status = r.status, refunded_minor = r.refunded_minor::bigint, refunds = r.refunds, dispute_outcome = r.dispute_outcome,
+                     updated_at = r.updated_at
+                FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, refunded_minor text, refunds jsonb, dispute_outcome text, updated_at timestamptz)
+               WHERE p.id = r.id`,
+        params: [JSON.stringify([...payments].map(paymentRow))],
+      });
     }
     if (orders.size > 0) {
-      await em.query(
-        `UPDATE orders o SET status = r.status, paid_via = r.paid_via, paid_at = r.paid_at, fulfillment = r.fulfillment, updated_at = r.updated_at
-           FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, paid_via jsonb, paid_at timestamptz, fulfillment jsonb, updated_at timestamptz)
-          WHERE o.id = r.id`,
-        [JSON.stringify([...orders].map((o) => ({ id: o.id, status: o.status, paid_via: o.paidVia, paid_at: o.paidAt, fulfillment: o.fulfillment, updated_at: o.updatedAt })))],
-      );
+      deferred.push({
+        key: 'orders',
+        sql: `UPDATE orders o SET status = r.status, paid_via = r.paid_via, paid_at = r.paid_at, fulfillment = r.fulfillment, updated_at = r.updated_at
+                FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, paid_via jsonb, paid_at timestamptz, fulfillment jsonb, updated_at timestamptz)
+               WHERE o.id = r.id`,
+        params: [JSON.stringify([...orders].map((o) => ({ id: o.id, status: o.status, paid_via: o.paidVia, paid_at: o.paidAt, fulfillment: o.fulfillment, updated_at: o.updatedAt })))],
+      });
     }
+    await deferWrites(em, deferred);
   }
 
   private event(

@@ -62,7 +62,13 @@ export class DeliveryReactions implements OnModuleInit {
       payments.set(keyOf(key), entry);
     }
     const inProcess = [...deliveriesInProcess.of(em)];
-    const { reopened, waiting } = await this.inbox.reopenTooEarlyAndFindWaiting(em, [...payments.values()], inProcess);
+    // Run with the transaction's other writes; what they found is followed once they have.
+    await this.inbox.reopenTooEarlyAndFindWaiting(em, [...payments.values()], inProcess, ({ reopened, waiting }) =>
+      this.follow(em, reopened, waiting, inProcess),
+    );
+  }
+
+  private async follow(em: EntityManager, reopened: readonly string[], waiting: readonly ResourceKey[], inProcess: readonly string[]): Promise<void> {
     const toRequeue = [...reopened];
     const toReleaseAfterCommit: ResourceKey[] = [];
     for (const key of waiting) {

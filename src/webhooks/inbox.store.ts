@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Pool } from 'pg';
 import type { EntityManager } from 'typeorm';
+import { DeferredWrite, deferWrites } from '../database/transaction';
 import { DomainError } from '../common/domain-error';
 import { canMove, IllegalMove } from '../common/lifecycle';
 import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
@@ -141,6 +142,11 @@ const REOPENED = `status = '${RECEIVED}', outcome = NULL, processed_at = NULL`;
  * account is what makes the order expect it. Only events keyed in their own account (`key_scope`
  * empty): one its endpoint does not serve stays rejected.
  */
+/** The rows a processing transaction marks: those it processes (and locked), which no reaction of it touches (`deferWrites`' keys). */
+const IN_PROCESS_ROWS = 'webhook_inbox: the deliveries in process';
+/** The rows a processing transaction's reactions reopen: never those it processes. */
+const OTHER_ROWS = 'webhook_inbox: the other deliveries of a payment';
+
 const WAITS_FOR_REGISTRATION = `(w.status = 'unmatched' OR (w.status = 'rejected' AND w.outcome = 'account_mismatch' AND w.key_scope = ''))`;
 
 const INSERT_COLUMNS =
@@ -219,8 +225,9 @@ export class InboxStore {
 
   /**
    * Writes how the processing of locked deliveries ended (status, outcome, processed_at, one more
-   * attempt, no error), in one statement for one row or many. Each move must be one the lifecycle
-   * allows from the status read under the lock.
+   * attempt, no error), in one statement for one row or many, deferred to run with the
+   * transaction's other writes (`deferWrites`). Each move must be one the lifecycle allows from the
+   * status read under the lock.
    */
   async markFinished(
     em: EntityManager,
@@ -232,18 +239,22 @@ export class InboxStore {
     }
     // `resourceId`: the payment a row that did not name it turned out to be about (a thin
     // notification of a charge), so that what waits for that payment finds it; a known one is kept.
-    await em.query(
-      `UPDATE webhook_inbox w
-          SET status = r.status, outcome = r.outcome, processed_at = now(), attempts = w.attempts + 1, last_error = NULL,
-              resource_id = COALESCE(w.resource_id, r.resource)
-         FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, outcome text, resource text)
-        WHERE w.id = r.id`,
-      [
-        JSON.stringify(
-          finished.map(({ delivery, result, resourceId }) => ({ id: delivery.id, status: result.status, outcome: result.outcome, resource: resourceId ?? null })),
-        ),
-      ],
-    );
+    await deferWrites(em, [
+      {
+        // The rows the transaction processes (locked by it), which the reactions never touch.
+        key: IN_PROCESS_ROWS,
+        sql: `UPDATE webhook_inbox w
+                 SET status = r.status, outcome = r.outcome, processed_at = now(), attempts = w.attempts + 1, last_error = NULL,
+                     resource_id = COALESCE(w.resource_id, r.resource)
+                FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, outcome text, resource text)
+               WHERE w.id = r.id`,
+        params: [
+          JSON.stringify(
+            finished.map(({ delivery, result, resourceId }) => ({ id: delivery.id, status: result.status, outcome: result.outcome, resource: resourceId ?? null })),
+          ),
+        ],
+      },
+    ]);
   }
 
   /**
@@ -265,52 +276,67 @@ export class InboxStore {
   }
 
   /**
-   * In one statement, for the payments a transaction touched: opens again their deliveries rejected
-   * as too early (`illegal_transition`: a refund before its capture) where the payment moved, and
-   * looks, without a lock, for deliveries waiting for a payment just registered (nearly always
-   * none). `exceptIds`: the deliveries the transaction is processing itself, left alone. Returns the
-   * ids reopened, and the payments some delivery waits for.
+   * For the payments a transaction touched: opens again their deliveries rejected as too early
+   * (`illegal_transition`: a refund before its capture) where the payment moved, and looks, without
+   * a lock, for deliveries waiting for a payment just registered (nearly always none), deferred to
+   * run with the transaction's other writes (`deferWrites`). `exceptIds`: the deliveries the
+   * transaction is processing itself, left alone. `then` gets the ids reopened, and the payments
+   * some delivery waits for.
    */
   async reopenTooEarlyAndFindWaiting(
     em: EntityManager,
     payments: readonly PaymentFollowUp[],
     exceptIds: readonly string[],
-  ): Promise<{ reopened: string[]; waiting: ResourceKey[] }> {
-    const rows: Array<{ kind: 'reopened' | 'waiting'; id: string; provider: string; account: string; resource: string }> = await em.query(
-      // Each payment's deliveries are looked up by its resource id alone, one probe of the index on
-      // it (`OFFSET 0` keeps the planner from turning the probes into a join), then matched on the
-      // whole key. A join of the list against the table, or a lookup led by provider and account,
-      // is what a planner without fresh statistics picks, and under a backlog of thousands that
-      // scan would cost every processing transaction.
-      `WITH k AS (
-         SELECT * FROM jsonb_to_recordset($1::jsonb) AS k(provider text, account text, resource text, release boolean, reopen boolean)),
-       of_payment AS (
-         SELECT k.provider, k.account, k.resource, k.release, k.reopen, d.id, d.status, d.outcome, d.key_scope
-           FROM k CROSS JOIN LATERAL (
-             SELECT w.id, w.provider, w.merchant_account_id, w.status, w.outcome, w.key_scope FROM webhook_inbox w
-              WHERE w.resource_id = k.resource
-             OFFSET 0) d
-          WHERE d.provider = k.provider AND d.merchant_account_id = k.account AND NOT (d.id = ANY($2::uuid[]))),
-       reopened AS (
-         UPDATE webhook_inbox w SET ${REOPENED}
-          WHERE w.id IN (SELECT id FROM of_payment WHERE reopen AND status = 'rejected' AND outcome = 'illegal_transition')
-         RETURNING w.id)
-       SELECT 'reopened' AS kind, id, NULL AS provider, NULL AS account, NULL AS resource FROM reopened
-       UNION ALL
-       SELECT 'waiting', w.id, w.provider, w.account, w.resource
-         FROM of_payment w
-        WHERE w.release AND (w.status = '${RECEIVED}' OR ${WAITS_FOR_REGISTRATION})`,
-      [
-        JSON.stringify(payments.map((p) => ({ provider: p.provider, account: p.merchantAccountId, resource: p.resourceId, release: p.release, reopen: p.reopen }))),
-        exceptIds,
-      ],
-    );
-    const reopened = rows.filter((r) => r.kind === 'reopened').map((r) => r.id);
-    const waiting = new Map<string, ResourceKey>();
-    for (const r of rows) {
-      if (r.kind === 'waiting') waiting.set(`${r.provider}\u0000${r.account}\u0000${r.resource}`, { provider: r.provider, merchantAccountId: r.account, resourceId: r.resource });
+    then: (found: { reopened: string[]; waiting: ResourceKey[] }) => unknown,
+  ): Promise<void> {
+    // Each payment's deliveries are looked up by its resource id alone, one probe of the index on
+    // it (`OFFSET 0` keeps the planner from turning the probes into a join), then matched on the
+    // whole key. A join of the list against the table, or a lookup led by provider and account,
+    // is what a planner without fresh statistics picks, and under a backlog of thousands that
+    // scan would cost every processing transaction.
+    const ofPayments = (which: 'reopen' | 'release') => `
+         FROM jsonb_to_recordset($1::jsonb) AS k(provider text, account text, resource text, ${which} boolean)
+         CROSS JOIN LATERAL (
+           SELECT w.id, w.provider, w.merchant_account_id, w.status, w.outcome, w.key_scope FROM webhook_inbox w
+            WHERE w.resource_id = k.resource
+           OFFSET 0) d
+        WHERE k.${which} AND d.provider = k.provider AND d.merchant_account_id = k.account AND NOT (d.id = ANY($2::uuid[]))`;
+    const keys = (which: 'reopen' | 'release') =>
+      JSON.stringify(payments.filter((p) => p[which]).map((p) => ({ provider: p.provider, account: p.merchantAccountId, resource: p.resourceId, [which]: true })));
+    const found = { reopened: [] as string[], waiting: [] as ResourceKey[] };
+    const writes: DeferredWrite[] = [];
+    if (payments.some((p) => p.reopen)) {
+      writes.push({
+        key: OTHER_ROWS,
+        sql: `UPDATE webhook_inbox w SET ${REOPENED}
+               WHERE w.id IN (SELECT d.id ${ofPayments('reopen')} AND d.status = 'rejected' AND d.outcome = 'illegal_transition')
+           RETURNING w.id`,
+        params: [keys('reopen'), exceptIds],
+        then: (rows) => {
+          found.reopened = rows.map((r) => r.id as string);
+        },
+      });
     }
-    return { reopened, waiting: [...waiting.values()] };
+    if (payments.some((p) => p.release)) {
+      writes.push({
+        key: OTHER_ROWS,
+        sql: `SELECT DISTINCT k.provider, k.account, k.resource ${ofPayments('release')}
+                AND (d.status = '${RECEIVED}' OR ${WAITS_FOR_REGISTRATION.replace(/\bw\./g, 'd.')})`,
+        params: [keys('release'), exceptIds],
+        then: (rows) => {
+          found.waiting = rows.map((r) => ({ provider: r.provider, merchantAccountId: r.account, resourceId: r.resource }));
+        },
+      });
+    }
+    if (writes.length === 0) return;
+    // The last to run hands over what both found.
+    const last = writes[writes.length - 1];
+    const own = last.then!;
+    last.then = async (rows) => {
+      own(rows);
+      await then(found);
+    };
+    await deferWrites(em, writes);
   }
 
   /**

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { DataSource } from 'typeorm';
 import type { PaymentWebhooksOptions } from '../../src/config/options';
 import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from '../../src/fulfillment/carriers/carrier';
+import { OutboxStore } from '../../src/outbox/outbox.store';
 import { AUTH, createTestApp, eventually, TestApp } from '../support/app';
 import { driver } from '../support/domain';
 
@@ -177,6 +178,40 @@ describe("a host's own carrier adapter", () => {
     });
     expect(adapter.callsFor(orderId).length).toBe(3);
     expect(await fulfillmentRow(orderId)).toMatchObject({ status: 'failed', lastError: 'issuer busy (after 3 attempts)' });
+  });
+
+  it("a worker whose lease was taken over during its call records nothing: its recording is undone, and the other worker's lease stands", async () => {
+    // The recording runs optimistically (the attempt's write and the fulfillment's move in one
+    // statement), and again guarded when the lease turns out lapsed: both are observed here.
+    const store = t.get(OutboxStore);
+    const recordings: number[] = [];
+    const original = store.recordAttempts.bind(store);
+    const spy = jest.spyOn(store, 'recordAttempts').mockImplementation((em, owner, records, then) =>
+      original(em, owner, records, (written) => {
+        recordings.push(written.size);
+        return then(written);
+      }),
+    );
+    try {
+      const orderId = await paidLicenseOrder(async (request) => {
+        // Another worker took the message over while this call ran.
+        await t.dataSource.query(
+          `UPDATE outbox_message SET lease_owner = 'other-worker', lease_until = now() + interval '10 minutes' WHERE payload->>'orderId' = $1`,
+          [request.orderId],
+        );
+        return { ok: true, shipmentId: 'lic_lapsed' };
+      });
+      await eventually(async () => recordings.length === 2, 15_000, 'the optimistic and the guarded recording');
+      expect(recordings).toEqual([0, 0]);
+      expect(await messageOf(orderId)).toEqual({ status: 'pending', attempts: 0, lastError: null, dispatched: false });
+      const [{ owner }] = await t.dataSource.query(`SELECT lease_owner AS owner FROM outbox_message WHERE payload->>'orderId' = $1`, [orderId]);
+      expect(owner).toBe('other-worker');
+      // The fulfillment's move, written in the undone statement, is not kept: the other worker records.
+      expect((await fulfillmentRow(orderId)).status).toBe('requested');
+      expect(await orderStatus(orderId)).toBe('paid');
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('an order naming a carrier that exists nowhere answers 400 validation_failed on `carrier`, and creates nothing', async () => {
