@@ -152,15 +152,26 @@ export class PaymentStore implements OnModuleInit {
    * adds.
    */
   async attachedAccounts(em: EntityManager, orderId: string): Promise<readonly string[]> {
+    await this.readAttachedAccounts(em, [orderId]);
+    return this.work.of(em).accountsByOrder.get(orderId)!;
+  }
+
+  /**
+   * Reads, in one statement, the accounts of the payments of these orders (which this transaction
+   * has locked) where it has not read them yet: a batch of deliveries creating payments reads them
+   * for all its orders at once, after their locks, rather than once per order.
+   */
+  async readAttachedAccounts(em: EntityManager, orderIds: readonly string[]): Promise<void> {
     const work = this.work.of(em);
-    let accounts = work.accountsByOrder.get(orderId);
-    if (!accounts) {
-      const rows: Array<{ merchant_account_id: string }> = await em.query(`SELECT merchant_account_id FROM payments WHERE order_id = $1`, [orderId]);
-      accounts = rows.map((r) => r.merchant_account_id);
-      for (const p of work.unwritten) if (p.orderId === orderId) accounts.push(p.merchantAccountId);
-      work.accountsByOrder.set(orderId, accounts);
-    }
-    return accounts;
+    const missing = [...new Set(orderIds)].filter((id) => !work.accountsByOrder.has(id));
+    if (missing.length === 0) return;
+    const rows: Array<{ order_id: string; merchant_account_id: string }> = await em.query(
+      `SELECT order_id, merchant_account_id FROM payments WHERE order_id = ANY($1::uuid[])`,
+      [missing],
+    );
+    for (const id of missing) work.accountsByOrder.set(id, []);
+    for (const r of rows) work.accountsByOrder.get(r.order_id)!.push(r.merchant_account_id);
+    for (const p of work.unwritten) work.accountsByOrder.get(p.orderId)?.push(p.merchantAccountId);
   }
 
   /** The payment of a provider key, locked (the processing transaction's first look). */

@@ -53,22 +53,26 @@ export class ProviderEventsService {
     });
     await this.store.lockPayments(em, deliveries.map(keyOf));
     const orderIds: string[] = [];
+    // The orders a new payment may be attached to: what their payments' accounts are is read too.
+    const toAttach: string[] = [];
     const named: ProviderEvent[] = [];
     for (const d of deliveries) {
       const payment = await this.store.lockPayment(em, keyOf(d)); // from the identity map, no round trip
       if (payment) orderIds.push(payment.orderId);
       else if (d.event.orderId !== null) {
-        if (UUID.test(d.event.orderId)) orderIds.push(d.event.orderId);
+        if (UUID.test(d.event.orderId)) toAttach.push(d.event.orderId);
       } else if (d.event.orderReference) named.push(d.event);
     }
     if (named.length > 0) {
       const byReference = await this.store.orderIdsByReference(em, named.map((e) => e.orderReference as string));
       for (const e of named) {
         const id = await this.orderIdOf(em, e, byReference);
-        if (id !== null) orderIds.push(id);
+        if (id !== null) toAttach.push(id);
       }
     }
-    await this.store.lockOrders(em, orderIds);
+    await this.store.lockOrders(em, [...orderIds, ...toAttach]);
+    // After the locks, so that a payment another transaction attached before letting go is seen.
+    await this.store.readAttachedAccounts(em, toAttach);
   }
 
   /**
