@@ -54,7 +54,8 @@ export function requestPath(req: unknown): string {
   return q < 0 ? url : url.slice(0, q);
 }
 
-const HIDDEN_TYPE = Symbol('pw-hidden-content-type');
+/** The content type of each webhook request whose body is hidden (absent: it had none). */
+const hiddenTypes = new WeakMap<IncomingMessage, string | undefined>();
 /** The content type Fastify sees on a webhook route; its parser leaves the bytes unread. */
 export const RAW_WEBHOOK_CONTENT_TYPE = 'application/x-payment-webhooks-raw';
 
@@ -62,23 +63,40 @@ export const RAW_WEBHOOK_CONTENT_TYPE = 'application/x-payment-webhooks-raw';
  * Hides a webhook delivery's body from the app's body parsers, whatever they are configured to
  * parse: body-parser (Express) skips a request without a content type, and Fastify hands the one
  * it gets here to a parser that reads nothing. The signature guard reads the bytes itself, then
- * gives the header back with `restoreContentType`.
+ * gives the header back with `restoreContentType`. The header is set to undefined rather than
+ * deleted (a delete turns the headers object into a slow dictionary for the rest of the request),
+ * and what it was is kept aside rather than on the request (a new property changes its shape).
  */
 export function hideBodyFromParsers(req: IncomingMessage, platform: 'express' | 'fastify'): void {
-  const holder = req as IncomingMessage & { [HIDDEN_TYPE]?: string | undefined };
-  if (HIDDEN_TYPE in holder) return;
-  holder[HIDDEN_TYPE] = req.headers['content-type'];
-  if (platform === 'fastify') req.headers['content-type'] = RAW_WEBHOOK_CONTENT_TYPE;
-  else delete req.headers['content-type'];
+  if (hiddenTypes.has(req)) return;
+  hiddenTypes.set(req, req.headers['content-type']);
+  req.headers['content-type'] = platform === 'fastify' ? RAW_WEBHOOK_CONTENT_TYPE : undefined;
 }
 
 export function restoreContentType(req: IncomingMessage): void {
-  const holder = req as IncomingMessage & { [HIDDEN_TYPE]?: string | undefined };
-  if (!(HIDDEN_TYPE in holder)) return;
-  const original = holder[HIDDEN_TYPE];
-  delete holder[HIDDEN_TYPE];
+  if (!hiddenTypes.has(req)) return;
+  const original = hiddenTypes.get(req);
+  hiddenTypes.delete(req);
   if (original === undefined) delete req.headers['content-type'];
   else req.headers['content-type'] = original;
+}
+
+/**
+ * Answers `status` with `body` as it is, of `contentType`, on either platform, without the
+ * framework's serialisation (a webhook's answer is a few bytes, written by the module itself:
+ * no ETag to hash, no freshness to check).
+ */
+export function sendText(res: unknown, status: number, contentType: string, body: string): void {
+  if (isFastifyReply(res)) {
+    res.header('Content-Type', contentType);
+    res.code(status).send(body);
+    return;
+  }
+  const node = rawResponse(res);
+  node.statusCode = status;
+  node.setHeader('Content-Type', contentType);
+  node.setHeader('Content-Length', Buffer.byteLength(body));
+  node.end(body);
 }
 
 /** `application/json` or a `+json` type such as `application/merge-patch+json`, parameters allowed. */
