@@ -4,6 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import { MicroBatcher } from '../common/micro-batcher';
 import { PW_CONNECTION } from '../database/data-source';
+import { idsOfRows } from '../database/bulk-sql';
 import { deferWrites } from '../database/transaction';
 import { Fulfillment, FulfillmentStatus } from './fulfillment.entity';
 
@@ -93,7 +94,7 @@ export class FulfillmentStore {
                  SET status = r.status, shipment_id = r.shipment_id, last_error = r.last_error, dispatched_at = r.dispatched_at, updated_at = r.updated_at
                 FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, "from" text, status text, shipment_id text, last_error text,
                      dispatched_at timestamptz, updated_at timestamptz)
-               WHERE f.id = r.id AND f.status = r."from"
+               WHERE f.id = r.id AND f.id = ${idsOfRows('$1::jsonb')} AND f.status = r."from"
            RETURNING f.id`,
         params: [
           JSON.stringify(

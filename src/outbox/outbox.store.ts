@@ -6,6 +6,7 @@ import { canMove, IllegalMove } from '../common/lifecycle';
 import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
 import { PW_CONNECTION } from '../database/data-source';
 import { rowsReturned } from '../database/returning';
+import { idsOfRows } from '../database/bulk-sql';
 import { deferWrites } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { OUTBOX_CHANNEL_SQL } from './outbox-channel';
@@ -191,7 +192,7 @@ export class OutboxStore implements OnModuleInit {
               next_attempt_at = CASE WHEN r.status = 'pending' THEN now() + make_interval(secs => r.delay_ms / 1000) ELSE m.next_attempt_at END,
               last_call_at = CASE WHEN r.keep_call_trace THEN m.last_call_at ELSE NULL END
          FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, attempts int, last_error text, delay_ms double precision, keep_call_trace boolean)
-        WHERE m.id = r.id AND m.status = 'pending' AND m.lease_owner = $2
+        WHERE m.id = r.id AND m.id = ${idsOfRows('$1::jsonb')} AND m.status = 'pending' AND m.lease_owner = $2
       RETURNING m.id`,
         params: [
         JSON.stringify(

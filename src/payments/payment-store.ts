@@ -6,6 +6,7 @@ import type { PaymentWebhooksEvent } from '../common/host-events';
 import type { OrderSnapshot, PaymentSnapshot } from '../common/order-views';
 import type { FulfillmentChangedEvent } from '../common/internal-events';
 import { uuid7 } from '../common/uuid7';
+import { idsOfRows } from '../database/bulk-sql';
 import { BeforeCommitBatch, DeferredWrite, deferWrites, TransactionState } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { Order } from './order.entity';
@@ -166,7 +167,9 @@ export class PaymentStore implements OnModuleInit {
     const missing = [...new Set(orderIds)].filter((id) => !work.accountsByOrder.has(id));
     if (missing.length === 0) return;
     const rows: Array<{ order_id: string; merchant_account_id: string }> = await em.query(
-      `SELECT order_id, merchant_account_id FROM payments WHERE order_id = ANY($1::uuid[])`,
+      // One probe of the order's index per order, whatever the table's size (see database/bulk-sql.ts).
+      `SELECT x.* FROM unnest($1::uuid[]) AS k(id)
+         CROSS JOIN LATERAL (SELECT order_id, merchant_account_id FROM payments p WHERE p.order_id = k.id OFFSET 0) x`,
       [missing],
     );
     for (const id of missing) work.accountsByOrder.set(id, []);
@@ -188,12 +191,13 @@ export class PaymentStore implements OnModuleInit {
     if (missing.size === 0) return;
     const sorted = [...missing.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, k]) => k);
     const rows = await em.query(
-      `SELECT ${PAYMENT_COLUMNS.split(', ').map((c) => `p.${c}`).join(', ')}
-         FROM payments p
-         JOIN jsonb_to_recordset($1::jsonb) AS k(provider text, account text, payment text)
-           ON p.provider = k.provider AND p.merchant_account_id = k.account AND p.provider_payment_id = k.payment
-        ORDER BY p.provider, p.merchant_account_id, p.provider_payment_id
-          FOR UPDATE OF p`,
+      // One probe of the key's index per key, in the keys' order (the order every transaction locks
+      // payments in), whatever the table's size (see database/bulk-sql.ts).
+      `SELECT x.* FROM jsonb_to_recordset($1::jsonb) AS k(provider text, account text, payment text)
+         CROSS JOIN LATERAL (
+           SELECT ${PAYMENT_COLUMNS} FROM payments p
+            WHERE p.provider = k.provider AND p.merchant_account_id = k.account AND p.provider_payment_id = k.payment
+              FOR UPDATE OF p) x`,
       [JSON.stringify(sorted.map((k) => ({ provider: k.provider, account: k.merchantAccountId, payment: k.providerPaymentId })))],
     );
     for (const k of missing.keys()) payments.set(k, null);
@@ -300,7 +304,7 @@ export class PaymentStore implements OnModuleInit {
         sql: `UPDATE payments p SET status = r.status, refunded_minor = r.refunded_minor::bigint, refunds = r.refunds, dispute_outcome = r.dispute_outcome,
                      updated_at = r.updated_at
                 FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, refunded_minor text, refunds jsonb, dispute_outcome text, updated_at timestamptz)
-               WHERE p.id = r.id`,
+               WHERE p.id = r.id AND p.id = ${idsOfRows('$1::jsonb')}`,
         params: [JSON.stringify([...payments].map(paymentRow))],
       });
     }
@@ -309,7 +313,7 @@ export class PaymentStore implements OnModuleInit {
         key: 'orders',
         sql: `UPDATE orders o SET status = r.status, paid_via = r.paid_via, paid_at = r.paid_at, fulfillment = r.fulfillment, updated_at = r.updated_at
                 FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, paid_via jsonb, paid_at timestamptz, fulfillment jsonb, updated_at timestamptz)
-               WHERE o.id = r.id`,
+               WHERE o.id = r.id AND o.id = ${idsOfRows('$1::jsonb')}`,
         params: [JSON.stringify([...orders].map((o) => ({ id: o.id, status: o.status, paid_via: o.paidVia, paid_at: o.paidAt, fulfillment: o.fulfillment, updated_at: o.updatedAt })))],
       });
     }

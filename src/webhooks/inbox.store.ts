@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Pool } from 'pg';
 import type { EntityManager } from 'typeorm';
+import { idsOfRows } from '../database/bulk-sql';
 import { DeferredWrite, deferWrites } from '../database/transaction';
 import { DomainError } from '../common/domain-error';
 import { canMove, IllegalMove } from '../common/lifecycle';
@@ -247,7 +248,7 @@ export class InboxStore {
                  SET status = r.status, outcome = r.outcome, processed_at = now(), attempts = w.attempts + 1, last_error = NULL,
                      resource_id = COALESCE(w.resource_id, r.resource)
                 FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, outcome text, resource text)
-               WHERE w.id = r.id`,
+               WHERE w.id = r.id AND w.id = ${idsOfRows('$1::jsonb')}`,
         params: [
           JSON.stringify(
             finished.map(({ delivery, result, resourceId }) => ({ id: delivery.id, status: result.status, outcome: result.outcome, resource: resourceId ?? null })),
