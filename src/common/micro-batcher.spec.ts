@@ -13,6 +13,23 @@ describe('MicroBatcher', () => {
     await expect(Promise.all(calls)).resolves.toEqual(['a', 'b', 'c']);
   });
 
+  it('asks a limit given as a function each time a batch could start', async () => {
+    const flush = new ControlledFlush<number, number>();
+    let limit = 1;
+    const batcher = new MicroBatcher(flush.fn, { maxBatch: 1, maxInFlight: () => limit });
+    const calls = [1, 2, 3].map((n) => batcher.submit(n));
+    await tick();
+    expect(flush.batches).toEqual([[1]]);
+    // The limit rises: the next batch to start sees it, two run at once.
+    limit = 2;
+    flush.pending[0].resolve([10]);
+    await tick();
+    expect(flush.batches).toEqual([[1], [2], [3]]);
+    flush.pending[1].resolve([20]);
+    flush.pending[2].resolve([30]);
+    await expect(Promise.all(calls)).resolves.toEqual([10, 20, 30]);
+  });
+
   it('maps results back to calls in order', async () => {
     const batcher = new MicroBatcher(async (inputs: number[]) => inputs.map((n) => n * 10), { maxBatch: 100, maxInFlight: 1 });
     const results = await Promise.all([5, 1, 4, 2].map((n) => batcher.submit(n)));

@@ -7,8 +7,8 @@
 export interface MicroBatcherOptions<In> {
   /** Most calls in one batch. */
   maxBatch: number;
-  /** Batches running at once. */
-  maxInFlight: number;
+  /** Batches running at once: a number, or asked each time a batch could start. */
+  maxInFlight: number | (() => number);
   /** A call still waiting for its batch after this long fails (its caller answers at once, not late). */
   maxWaitMs?: number;
   /** The size of a call, and the most a batch may hold (a batch always takes at least one call). */
@@ -97,9 +97,10 @@ export class MicroBatcher<In, Out> {
   }
 
   private drain(): void {
-    const { maxBatch, maxInFlight, weigh, maxWeight } = this.options;
+    const { maxBatch, weigh, maxWeight } = this.options;
+    const limit = this.options.maxInFlight;
     this.expire();
-    while (this.pending.length > 0 && this.inFlight < maxInFlight) {
+    while (this.pending.length > 0 && this.inFlight < Math.max(1, typeof limit === 'number' ? limit : limit())) {
       let take = Math.min(maxBatch, this.pending.length);
       if (weigh && maxWeight !== undefined) {
         let weight = 0;

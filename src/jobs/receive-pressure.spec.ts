@@ -11,6 +11,14 @@ describe('ReceivePressure (ingest before drain)', () => {
     expect(pressure.state.running).toBe(0);
   });
 
+  it('knows whether the process receives webhooks: from its first delivery on, for good', () => {
+    const pressure = new ReceivePressure(2, 10_000);
+    expect(pressure.receivesHere).toBe(false);
+    const done = pressure.receive();
+    done();
+    expect(pressure.receivesHere).toBe(true);
+  });
+
   it('holds jobs past the busy slots while a delivery is in flight, and lets them go when it ends', async () => {
     const pressure = new ReceivePressure(2, 10_000);
     const done = pressure.receive();

@@ -13,6 +13,7 @@ const LAG_PROBE_MS = 10;
 export class ReceivePressure {
   private receiving = 0;
   private running = 0;
+  private receivedAny = false;
   private readonly waiters: Array<{ grant: () => void; timer: NodeJS.Timeout }> = [];
   /** How late the lag probe last fired (ms), while deliveries are in flight. */
   private lagMs = 0;
@@ -38,8 +39,17 @@ export class ReceivePressure {
     return this.receiving > 0 && (this.receiving >= this.backlog || this.lagMs >= this.maxLagMs);
   }
 
+  /**
+   * Whether this process receives webhooks (it has received one): then its workers share the event
+   * loop with the HTTP side. A worker-only process never does.
+   */
+  get receivesHere(): boolean {
+    return this.receivedAny;
+  }
+
   /** A delivery began (the receive path); call the returned function when its answer has gone out. */
   receive(): () => void {
+    this.receivedAny = true;
     this.receiving++;
     this.watchLag();
     let ended = false;

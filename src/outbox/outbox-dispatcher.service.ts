@@ -11,7 +11,8 @@ import { PW_CONNECTION } from '../database/data-source';
 import { flushWrites, runTransaction } from '../database/transaction';
 import { MetricsService } from '../observability/metrics.service';
 import { DispatchSpan, startDispatch } from '../observability/tracing';
-import { PW_OPTIONS } from '../config/tokens';
+import { PW_OPTIONS, PW_RECEIVE_PRESSURE } from '../config/tokens';
+import type { ReceivePressure } from '../jobs/receive-pressure';
 import { OutboxAttempt, OutboxHandlers } from './outbox-handler';
 import { AttemptDecision, decideAttempt, HandlerOutcome } from './outbox.state';
 import { AttemptRecord, ClaimedMessage, OutboxStore } from './outbox.store';
@@ -73,8 +74,12 @@ export class OutboxDispatcher {
     private readonly handlers: OutboxHandlers,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     private readonly metrics: MetricsService,
+    @Inject(PW_RECEIVE_PRESSURE) pressure: ReceivePressure,
   ) {
-    const { processingBatchSize: maxBatch, processingBatchesInFlight: maxInFlight } = options.tuning;
+    const { processingBatchSize: maxBatch, processingBatchesInFlight } = options.tuning;
+    // Ingest before drain, as the processing transactions: one claim and one recording at a time
+    // while this process's receive path is behind (their batches grow instead).
+    const maxInFlight = () => (pressure.behind ? 1 : processingBatchesInFlight);
     this.claims = new MicroBatcher((ids) => this.claimMany(ids), { maxBatch, maxInFlight });
     this.recordings = new MicroBatcher((recordings) => this.recordMany(recordings), { maxBatch, maxInFlight });
   }
