@@ -30,6 +30,31 @@ describe('MicroBatcher', () => {
     await expect(Promise.all(calls)).resolves.toEqual([10, 20, 30]);
   });
 
+  it('with a limit given as a function, calls waiting behind a running batch are looked at again every recheckMs', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+    try {
+      const flush = new ControlledFlush<number, number>();
+      let limit = 1;
+      const batcher = new MicroBatcher(flush.fn, { maxBatch: 1, maxInFlight: () => limit, recheckMs: 50 });
+      const calls = [1, 2].map((n) => batcher.submit(n));
+      await tick();
+      expect(flush.batches).toEqual([[1]]);
+      // The first batch still runs, nothing is submitted: only time passes, and the limit changed.
+      limit = 2;
+      jest.advanceTimersByTime(49);
+      await tick();
+      expect(flush.batches).toEqual([[1]]);
+      jest.advanceTimersByTime(1);
+      await tick();
+      expect(flush.batches).toEqual([[1], [2]]);
+      flush.pending[0].resolve([10]);
+      flush.pending[1].resolve([20]);
+      await expect(Promise.all(calls)).resolves.toEqual([10, 20]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('maps results back to calls in order', async () => {
     const batcher = new MicroBatcher(async (inputs: number[]) => inputs.map((n) => n * 10), { maxBatch: 100, maxInFlight: 1 });
     const results = await Promise.all([5, 1, 4, 2].map((n) => batcher.submit(n)));

@@ -7,8 +7,12 @@
 export interface MicroBatcherOptions<In> {
   /** Most calls in one batch. */
   maxBatch: number;
-  /** Batches running at once: a number, or asked each time a batch could start. */
+  /**
+   * Batches running at once: a number, or asked each time a batch could start (and, while calls
+   * wait behind running batches, again every `recheckMs`, since the answer may change with time).
+   */
   maxInFlight: number | (() => number);
+  recheckMs?: number;
   /** A call still waiting for its batch after this long fails (its caller answers at once, not late). */
   maxWaitMs?: number;
   /** The size of a call, and the most a batch may hold (a batch always takes at least one call). */
@@ -50,6 +54,7 @@ export class MicroBatcher<In, Out> {
   private scheduled = false;
   /** One timer at a time while calls wait, so a call past its wait fails even if nothing else happens. */
   private expiry: NodeJS.Timeout | undefined;
+  private recheck: NodeJS.Timeout | undefined;
 
   constructor(
     /**
@@ -134,5 +139,12 @@ export class MicroBatcher<In, Out> {
         });
     }
     this.watchWaits();
+    if (typeof limit === 'function' && this.pending.length > 0 && !this.recheck) {
+      this.recheck = setTimeout(() => {
+        this.recheck = undefined;
+        this.drain();
+      }, this.options.recheckMs ?? 50);
+      this.recheck.unref();
+    }
   }
 }

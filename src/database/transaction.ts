@@ -27,7 +27,8 @@ export interface DeferredWrite {
   key: string;
   /**
    * One INSERT, UPDATE or DELETE (with RETURNING when `then` reads its rows), or a SELECT; its
-   * parameters numbered from $1, each cast to its type; no WITH of its own.
+   * parameters numbered from $1, each cast to its type; no WITH of its own, and no `$<digit>` in a
+   * string literal or dollar quote (the parameters are renumbered by text).
    */
   sql: string;
   params: readonly unknown[];
@@ -109,7 +110,9 @@ export function takesCommitWork(em: EntityManager): boolean {
  * writes (the inbox row, the payment, the order, the deliveries it releases, the fulfillment, the
  * outbox message) are one statement. The writes of one call share a statement whatever their keys
  * (the caller vouches they touch different rows); a write whose key a pending one has runs after it.
- * Outside a transaction opened with `runTransaction`, they run at once.
+ * Outside a transaction opened with `runTransaction`, they run at once. Only `em.query` runs them
+ * first: a repository or query builder on the same transaction would not see them (the module uses
+ * neither).
  */
 export async function deferWrites(em: EntityManager, writes: readonly DeferredWrite[]): Promise<void> {
   if (writes.length === 0) return;

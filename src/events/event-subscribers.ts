@@ -3,6 +3,7 @@ import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { EntityManager } from 'typeorm';
 import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType, type PaymentWebhooksEvent } from '../common/host-events';
 import type { ResolvedOptions } from '../config/options';
+import { flushWrites } from '../database/transaction';
 import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-handler';
 import type { HandlerOutcome } from '../outbox/outbox.state';
 import { EventMessagePayload, eventMessageType, TransactionEvents } from '../outbox/transaction-events';
@@ -42,6 +43,8 @@ export class EventSubscribers implements OnModuleInit, OutboxHandler<EventMessag
       const types = metadata.types === '*' ? '*' : (metadata.types as PaymentEventType[]);
       if (metadata.options.inTransaction) {
         const call = async (event: PaymentWebhooksEvent, em: EntityManager) => {
+          // The transaction's deferred writes run first, so a failure of theirs is not blamed on the subscriber.
+          await flushWrites(em);
           try {
             return await (instance[method] as Function).call(instance, event, em);
           } catch (err) {

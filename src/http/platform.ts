@@ -81,24 +81,6 @@ export function restoreContentType(req: IncomingMessage): void {
   else req.headers['content-type'] = original;
 }
 
-/**
- * Answers `status` with `body` as it is, of `contentType`, on either platform, without the
- * framework's serialisation (a webhook's answer is a few bytes, written by the module itself:
- * no ETag to hash, no freshness to check).
- */
-export function sendText(res: unknown, status: number, contentType: string, body: string): void {
-  if (isFastifyReply(res)) {
-    res.header('Content-Type', contentType);
-    res.code(status).send(body);
-    return;
-  }
-  const node = rawResponse(res);
-  node.statusCode = status;
-  node.setHeader('Content-Type', contentType);
-  node.setHeader('Content-Length', Buffer.byteLength(body));
-  node.end(body);
-}
-
 /** `application/json` or a `+json` type such as `application/merge-patch+json`, parameters allowed. */
 export function isJsonContentType(value: string | undefined): boolean {
   return value !== undefined && /^\s*application\/(?:[a-z0-9!#$&^_.-]+\+)?json\s*(?:;|$)/i.test(value);

@@ -174,7 +174,9 @@ export class PaymentStore implements OnModuleInit {
     );
     for (const id of missing) work.accountsByOrder.set(id, []);
     for (const r of rows) work.accountsByOrder.get(r.order_id)!.push(r.merchant_account_id);
-    for (const p of work.unwritten) work.accountsByOrder.get(p.orderId)?.push(p.merchantAccountId);
+    // Payments registered in this transaction and not written yet: only the orders read here (the
+    // others' lists already hold theirs).
+    for (const p of work.unwritten) if (missing.includes(p.orderId)) work.accountsByOrder.get(p.orderId)!.push(p.merchantAccountId);
   }
 
   /** The payment of a provider key, locked (the processing transaction's first look). */

@@ -20,6 +20,9 @@ import type { ProcessingSpan } from '../observability/tracing';
 
 export type { ProcessingResult } from './inbox.state';
 
+/** How long one processing transaction may hold a receiving process's one slot before others start beside it. */
+const STALLED_MS = 200;
+
 /** The key a delivery's payment is locked by: a batch decides its deliveries in this order. */
 function resourceOrder(d: DeliveryToProcess): string {
   return `${d.provider}\u0000${d.merchantAccountId}\u0000${d.resourceId ?? ''}`;
@@ -112,10 +115,14 @@ export class DeliveryProcessingService {
     this.batcher = new MicroBatcher((requests) => this.processBatch(requests), {
       maxBatch: options.tuning.processingBatchSize,
       // Ingest before drain: a process that also receives webhooks runs one transaction at a time
-      // (its batch grows instead, which costs less per delivery), so the HTTP side keeps the event
-      // loop; a worker-only process runs as many as configured. Measured (docs/benchmarks.md): new
-      // deliveries 1,140 -> 1,760-1,820/s at the same drain, one process on 2 cores.
-      maxInFlight: () => (pressure.receivesHere ? 1 : options.tuning.processingBatchesInFlight),
+      // (batches fill up to processingBatchSize instead, which costs less per delivery), so the HTTP
+      // side keeps the event loop; a worker-only process runs as many as configured. Measured
+      // (docs/benchmarks.md): new deliveries 1,140 -> 1,760-1,960/s at the same drain, one process
+      // on 2 cores. A transaction that holds the one slot past STALLED_MS (a lock wait, a slow
+      // in-transaction subscriber) no longer holds up the others: then the configured number run.
+      maxInFlight: () =>
+        !pressure.receivesHere || this.oldestRunningSince() < performance.now() - STALLED_MS ? options.tuning.processingBatchesInFlight : 1,
+      recheckMs: STALLED_MS / 2,
     });
   }
 
@@ -132,7 +139,26 @@ export class DeliveryProcessingService {
     return second instanceof NeedsFetch ? null : second;
   }
 
+  /** When each running batch started (performance.now()). */
+  private readonly running = new Set<{ since: number }>();
+
+  private oldestRunningSince(): number {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const r of this.running) oldest = Math.min(oldest, r.since);
+    return oldest;
+  }
+
   private async processBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | NeedsFetch | null | ItemFailed>> {
+    const entry = { since: performance.now() };
+    this.running.add(entry);
+    try {
+      return await this.runBatch(requests);
+    } finally {
+      this.running.delete(entry);
+    }
+  }
+
+  private async runBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | NeedsFetch | null | ItemFailed>> {
     const processAlone = (r: ProcessingRequest) =>
       this.processOnce(r.inboxId, r.finalAttempt, r.parkUnmatched, r.state, r.trace).catch((err: unknown) => new ItemFailed(err));
     const fetched: FetchedStates = new Map(requests.flatMap((r) => (r.state === undefined ? [] : [[r.inboxId, r.state] as const])));

@@ -136,6 +136,11 @@ if (!INBOX_LIFECYCLE.initial.includes(RECEIVED)) throw new Error(`a delivery can
 /** What a delivery opened again looks like: `received`, its last end forgotten (its attempts kept). */
 const REOPENED = `status = '${RECEIVED}', outcome = NULL, processed_at = NULL`;
 
+/** The rows a processing transaction marks: those it processes (and locked), which no reaction of it touches (`deferWrites`' keys). */
+const IN_PROCESS_ROWS = 'webhook_inbox: the deliveries in process';
+/** The rows a processing transaction's reactions reopen: never those it processes. */
+const OTHER_ROWS = 'webhook_inbox: the other deliveries of a payment';
+
 /**
  * What a registration of a delivery's payment lets through, as a condition on a row (`w.` columns):
  * a delivery parked `unmatched` (no payment to apply it to yet), or one `rejected` as
@@ -143,11 +148,6 @@ const REOPENED = `status = '${RECEIVED}', outcome = NULL, processed_at = NULL`;
  * account is what makes the order expect it. Only events keyed in their own account (`key_scope`
  * empty): one its endpoint does not serve stays rejected.
  */
-/** The rows a processing transaction marks: those it processes (and locked), which no reaction of it touches (`deferWrites`' keys). */
-const IN_PROCESS_ROWS = 'webhook_inbox: the deliveries in process';
-/** The rows a processing transaction's reactions reopen: never those it processes. */
-const OTHER_ROWS = 'webhook_inbox: the other deliveries of a payment';
-
 const WAITS_FOR_REGISTRATION = `(w.status = 'unmatched' OR (w.status = 'rejected' AND w.outcome = 'account_mismatch' AND w.key_scope = ''))`;
 
 const INSERT_COLUMNS =

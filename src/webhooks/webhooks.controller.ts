@@ -1,13 +1,11 @@
 import { Controller, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { sendText } from '../http/platform';
+import { setHeader } from '../http/platform';
 import { DeliveryObserver } from './delivery-observer';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
 import { WebhookErrorFilter } from './webhook-error.filter';
 import { WebhookError } from './webhook.errors';
-
-const JSON_TYPE = 'application/json; charset=utf-8';
 
 @ApiTags('webhooks')
 @Controller('webhooks')
@@ -55,7 +53,11 @@ export class WebhooksController {
   @ApiResponse({ status: 413, description: 'Body over WEBHOOK_MAX_BODY_BYTES', schema: { example: { error: 'payload_too_large' } } })
   @ApiResponse({ status: 503, description: 'Not recorded (database down or slow): retry', schema: { example: { error: 'unavailable' } } })
   @UseGuards(WebhookSignatureGuard)
-  async receive(@Param('endpointId') _endpointId: string, @Req() req: WebhookRequest, @Res() res: unknown): Promise<void> {
+  async receive(
+    @Param('endpointId') _endpointId: string,
+    @Req() req: WebhookRequest,
+    @Res({ passthrough: true }) res: unknown,
+  ): Promise<IngestAnswer | string> {
     const { endpoint, events } = req.verifiedDelivery!;
     this.observer.note(req, { eventId: events[0].eventId });
     const receipts = this.observer.startReceipts(req, endpoint, events);
@@ -69,10 +71,10 @@ export class WebhooksController {
     receipts?.forEach((r, i) => r?.end(recorded[i].status));
     // Every event of the delivery is committed: the delivery's answer, `accepted` if any was new.
     this.observer.note(req, { answer: recorded.some((r) => r.status === 'accepted') ? 'accepted' : 'duplicate' });
-    // Written here rather than handed to the framework: a few bytes, on the path every resend takes.
-    if (!endpoint.provider.answer) return sendText(res, 200, JSON_TYPE, JSON.stringify(recorded[0]));
+    if (!endpoint.provider.answer) return recorded[0];
     const answer = endpoint.provider.answer(recorded);
-    sendText(res, 200, answer.contentType, answer.body);
+    setHeader(res, 'Content-Type', answer.contentType);
+    return answer.body;
   }
 
   /**
