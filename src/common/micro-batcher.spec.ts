@@ -55,6 +55,35 @@ describe('MicroBatcher', () => {
     }
   });
 
+  it('gives a limit function how long the oldest running batch has run: one held up long enough lets others start', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+    try {
+      const flush = new ControlledFlush<number, number>();
+      const asked: number[] = [];
+      const batcher = new MicroBatcher(flush.fn, {
+        maxBatch: 1,
+        maxInFlight: (oldestRunningMs) => (asked.push(oldestRunningMs), oldestRunningMs >= 200 ? 2 : 1),
+        recheckMs: 100,
+      });
+      const calls = [1, 2].map((n) => batcher.submit(n));
+      await tick();
+      expect(flush.batches).toEqual([[1]]);
+      expect(asked[0]).toBe(0); // nothing ran yet
+      jest.advanceTimersByTime(100);
+      await tick();
+      expect(flush.batches).toEqual([[1]]);
+      jest.advanceTimersByTime(100);
+      await tick();
+      expect(flush.batches).toEqual([[1], [2]]);
+      expect(Math.max(...asked)).toBeGreaterThanOrEqual(200);
+      flush.pending[0].resolve([10]);
+      flush.pending[1].resolve([20]);
+      await expect(Promise.all(calls)).resolves.toEqual([10, 20]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('maps results back to calls in order', async () => {
     const batcher = new MicroBatcher(async (inputs: number[]) => inputs.map((n) => n * 10), { maxBatch: 100, maxInFlight: 1 });
     const results = await Promise.all([5, 1, 4, 2].map((n) => batcher.submit(n)));

@@ -8,10 +8,11 @@ export interface MicroBatcherOptions<In> {
   /** Most calls in one batch. */
   maxBatch: number;
   /**
-   * Batches running at once: a number, or asked each time a batch could start (and, while calls
-   * wait behind running batches, again every `recheckMs`, since the answer may change with time).
+   * Batches running at once: a number, or asked each time a batch could start, given how long the
+   * oldest running batch has run (ms; 0 when none runs), and, while calls wait behind running
+   * batches, again every `recheckMs`, since the answer may change with time.
    */
-  maxInFlight: number | (() => number);
+  maxInFlight: number | ((oldestRunningMs: number) => number);
   recheckMs?: number;
   /** A call still waiting for its batch after this long fails (its caller answers at once, not late). */
   maxWaitMs?: number;
@@ -51,6 +52,8 @@ interface Pending<In, Out> {
 export class MicroBatcher<In, Out> {
   private pending: Array<Pending<In, Out>> = [];
   private inFlight = 0;
+  /** When each running batch started (performance.now()), oldest first. */
+  private readonly started: number[] = [];
   private scheduled = false;
   /** One timer at a time while calls wait, so a call past its wait fails even if nothing else happens. */
   private expiry: NodeJS.Timeout | undefined;
@@ -105,7 +108,8 @@ export class MicroBatcher<In, Out> {
     const { maxBatch, weigh, maxWeight } = this.options;
     const limit = this.options.maxInFlight;
     this.expire();
-    while (this.pending.length > 0 && this.inFlight < Math.max(1, typeof limit === 'number' ? limit : limit())) {
+    const allowed = () => Math.max(1, typeof limit === 'number' ? limit : limit(this.started.length > 0 ? performance.now() - this.started[0] : 0));
+    while (this.pending.length > 0 && this.inFlight < allowed()) {
       let take = Math.min(maxBatch, this.pending.length);
       if (weigh && maxWeight !== undefined) {
         let weight = 0;
@@ -119,6 +123,8 @@ export class MicroBatcher<In, Out> {
       }
       const batch = this.pending.splice(0, take);
       this.inFlight++;
+      const startedAt = performance.now();
+      this.started.push(startedAt);
       // Through a promise, so even a flush that throws synchronously settles its batch.
       Promise.resolve()
         .then(() => this.flush(batch.map((entry) => entry.input)))
@@ -135,6 +141,7 @@ export class MicroBatcher<In, Out> {
         .catch((err) => batch.forEach((entry) => entry.reject(err)))
         .finally(() => {
           this.inFlight--;
+          this.started.splice(this.started.indexOf(startedAt), 1);
           this.drain();
         });
     }

@@ -120,8 +120,7 @@ export class DeliveryProcessingService {
       // (docs/benchmarks.md): new deliveries 1,140 -> 1,760-1,960/s at the same drain, one process
       // on 2 cores. A transaction that holds the one slot past STALLED_MS (a lock wait, a slow
       // in-transaction subscriber) no longer holds up the others: then the configured number run.
-      maxInFlight: () =>
-        !pressure.receivesHere || this.oldestRunningSince() < performance.now() - STALLED_MS ? options.tuning.processingBatchesInFlight : 1,
+      maxInFlight: (oldestRunningMs) => (!pressure.receivesHere || oldestRunningMs > STALLED_MS ? options.tuning.processingBatchesInFlight : 1),
       recheckMs: STALLED_MS / 2,
     });
   }
@@ -139,26 +138,7 @@ export class DeliveryProcessingService {
     return second instanceof NeedsFetch ? null : second;
   }
 
-  /** When each running batch started (performance.now()). */
-  private readonly running = new Set<{ since: number }>();
-
-  private oldestRunningSince(): number {
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const r of this.running) oldest = Math.min(oldest, r.since);
-    return oldest;
-  }
-
   private async processBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | NeedsFetch | null | ItemFailed>> {
-    const entry = { since: performance.now() };
-    this.running.add(entry);
-    try {
-      return await this.runBatch(requests);
-    } finally {
-      this.running.delete(entry);
-    }
-  }
-
-  private async runBatch(requests: ProcessingRequest[]): Promise<Array<ProcessingResult | NeedsFetch | null | ItemFailed>> {
     const processAlone = (r: ProcessingRequest) =>
       this.processOnce(r.inboxId, r.finalAttempt, r.parkUnmatched, r.state, r.trace).catch((err: unknown) => new ItemFailed(err));
     const fetched: FetchedStates = new Map(requests.flatMap((r) => (r.state === undefined ? [] : [[r.inboxId, r.state] as const])));
