@@ -1,6 +1,16 @@
 import { MicroBatcher } from './micro-batcher';
 import { ControlledFlush, tick, track } from '../../test/support/controlled';
 
+/** Runs `fn` with faked timers (setImmediate and nextTick left real, for `tick`), and puts the real ones back. */
+async function withFakeTimers(fn: () => Promise<void>): Promise<void> {
+  jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+  try {
+    await fn();
+  } finally {
+    jest.useRealTimers();
+  }
+}
+
 describe('MicroBatcher', () => {
   it('puts calls made in the same tick into one batch', async () => {
     const flush = new ControlledFlush<number, string>();
@@ -30,9 +40,8 @@ describe('MicroBatcher', () => {
     await expect(Promise.all(calls)).resolves.toEqual([10, 20, 30]);
   });
 
-  it('with a limit given as a function, calls waiting behind a running batch are looked at again every recheckMs', async () => {
-    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
-    try {
+  it('with a limit given as a function, calls waiting behind a running batch are looked at again every recheckMs', () =>
+    withFakeTimers(async () => {
       const flush = new ControlledFlush<number, number>();
       let limit = 1;
       const batcher = new MicroBatcher(flush.fn, { maxBatch: 1, maxInFlight: () => limit, recheckMs: 50 });
@@ -50,14 +59,10 @@ describe('MicroBatcher', () => {
       flush.pending[0].resolve([10]);
       flush.pending[1].resolve([20]);
       await expect(Promise.all(calls)).resolves.toEqual([10, 20]);
-    } finally {
-      jest.useRealTimers();
-    }
-  });
+    }));
 
-  it('gives a limit function how long the oldest running batch has run: one held up long enough lets others start', async () => {
-    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
-    try {
+  it('gives a limit function how long the oldest running batch has run: one held up long enough lets others start', () =>
+    withFakeTimers(async () => {
       const flush = new ControlledFlush<number, number>();
       const asked: number[] = [];
       const batcher = new MicroBatcher(flush.fn, {
@@ -79,10 +84,7 @@ describe('MicroBatcher', () => {
       flush.pending[0].resolve([10]);
       flush.pending[1].resolve([20]);
       await expect(Promise.all(calls)).resolves.toEqual([10, 20]);
-    } finally {
-      jest.useRealTimers();
-    }
-  });
+    }));
 
   it('maps results back to calls in order', async () => {
     const batcher = new MicroBatcher(async (inputs: number[]) => inputs.map((n) => n * 10), { maxBatch: 100, maxInFlight: 1 });

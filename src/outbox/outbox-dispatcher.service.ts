@@ -232,26 +232,18 @@ export class OutboxDispatcher {
    * runs again the guarded way: the write first, then the bookkeeping of only those it wrote.
    */
   private async recordTogether(planned: PlannedRecording[], bookkeeping: Bookkeeping): Promise<DispatchStep[]> {
-    let steps: DispatchStep[];
-    try {
-      steps = await runTransaction(this.dataSource, async (em) => {
-        await this.store.recordAttempts(em, this.owner, planned.map(attemptRecord), (written) => {
-          if (written.size < planned.length) throw new LeaseLapsed();
-        });
-        for (const p of planned) await (p.span ? p.span.within(() => bookkeeping(em, p)) : bookkeeping(em, p));
-        return planned.map((p) => stepOf(p.decision, p.delayMs));
-      });
-    } catch (err) {
-      if (!(err instanceof LeaseLapsed)) throw err;
-      steps = await runTransaction(this.dataSource, async (em) => {
+    const inOneTransaction = (guarded: boolean) =>
+      runTransaction(this.dataSource, async (em) => {
         let written = new Set<string>();
         await this.store.recordAttempts(em, this.owner, planned.map(attemptRecord), (ids) => {
+          if (!guarded && ids.size < planned.length) throw new LeaseLapsed();
           written = ids;
         });
-        await flushWrites(em);
+        // Guarded: the write answers first, and only what it wrote gets its bookkeeping.
+        if (guarded) await flushWrites(em);
         const out: DispatchStep[] = [];
         for (const p of planned) {
-          if (!written.has(p.attempt.id)) {
+          if (guarded && !written.has(p.attempt.id)) {
             out.push(NOTHING_TO_DO);
             continue;
           }
@@ -260,6 +252,12 @@ export class OutboxDispatcher {
         }
         return out;
       });
+    let steps: DispatchStep[];
+    try {
+      steps = await inOneTransaction(false);
+    } catch (err) {
+      if (!(err instanceof LeaseLapsed)) throw err;
+      steps = await inOneTransaction(true);
     }
     planned.forEach((p, i) => {
       if (steps[i] !== NOTHING_TO_DO) this.counted(p.attempt, p.decision);
