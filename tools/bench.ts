@@ -501,6 +501,12 @@ async function measure(
       const times = ids.map((id) => shipped.get(id)).filter((t): t is number => t !== undefined).sort((a, b) => a - b);
       if (times.length > 1) row.drain = (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
       row.memory.drain = watch.stop();
+      if (times.length > 0) {
+        // Where the drain's time goes: how much ships while the deliveries still arrive, and after.
+        const sentAt = started + sendSeconds * 1000;
+        const at = (ms: number) => `${((ms - started) / 1000).toFixed(2)} s`;
+        process.stdout.write(`[drain: sent in ${at(sentAt)}, ${times.filter((t) => t <= sentAt).length} shipped by then, the last at ${at(times[times.length - 1])}] `);
+      }
     }
     if (wants('adyen')) {
       const paid: string[] = [];

@@ -9,6 +9,7 @@ import { Backfill1764979300000 } from '../../migrations/1764979300000-Backfill';
 import { AccountBoundary1765065600000 } from '../../migrations/1765065600000-AccountBoundary';
 import { PaymentRefunds1765152000000 } from '../../migrations/1765152000000-PaymentRefunds';
 import { TraceContext1765238400000 } from '../../migrations/1765238400000-TraceContext';
+import { InboxWriteIndexes1765324800000 } from '../../migrations/1765324800000-InboxWriteIndexes';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 import { pgClientClass } from './prepared-statements';
 
@@ -30,6 +31,7 @@ export const MIGRATIONS = [
   AccountBoundary1765065600000,
   PaymentRefunds1765152000000,
   TraceContext1765238400000,
+  InboxWriteIndexes1765324800000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

@@ -185,6 +185,11 @@ export class BeforeCommitBatch<T> {
 
   constructor(private readonly flush: (em: EntityManager, items: T[]) => Promise<void>) {}
 
+  /** The items added in the transaction `em` belongs to and not flushed yet (the same objects: a change to one is written). */
+  pendingIn(em: EntityManager): readonly T[] {
+    return this.pending.of(em).items;
+  }
+
   add(em: EntityManager, item: T): void {
     const state = this.pending.of(em);
     state.items.push(item);

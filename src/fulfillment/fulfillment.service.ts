@@ -72,11 +72,18 @@ export class FulfillmentService implements OnModuleInit {
   }
 
   /**
-   * A requested fulfillment of an order whose money went back never ships. The row is taken
-   * without waiting: a dispatch recording its answer holds it and then the order (the other lock
-   * order), so rather than risk a deadlock this transaction fails and is retried.
+   * A requested fulfillment of an order whose money went back never ships. One this transaction
+   * requested (the order paid and refunded in one batch) is not written yet: it is stopped before it
+   * is, and written with its stop. Otherwise the row is taken without waiting: a dispatch recording
+   * its answer holds it and then the order (the other lock order), so rather than risk a deadlock
+   * this transaction fails and is retried.
    */
   private async stop(em: EntityManager, orderId: string, reason: string): Promise<void> {
+    const requested = this.requests.pendingIn(em).find((f) => f.orderId === orderId);
+    if (requested) {
+      requested.stop(reason);
+      return;
+    }
     const fulfillment = await this.store.lockOfOrder(em, orderId);
     if (fulfillment?.stop(reason)) await this.store.saveStop(em, fulfillment);
   }

@@ -33,7 +33,8 @@ export class FulfillmentStore {
   }
 
   /**
-   * Inserts requested fulfillments, one statement for all, deferred to run with the transaction's
+   * Inserts requested fulfillments (with a stop already, when their order's money went back in the
+   * same transaction), one statement for all, deferred to run with the transaction's
    * other writes (`deferWrites`); `then` gets how many were inserted (fewer than asked: an order
    * already had its one fulfillment, `UNIQUE(order_id)`).
    */
@@ -41,17 +42,18 @@ export class FulfillmentStore {
     await deferWrites(em, [
       {
         key: 'fulfillments',
-        sql: `INSERT INTO fulfillments (id, order_id, order_reference, status, carrier, ship_to, items, created_at, updated_at)
-              SELECT r.id, r.order_id, r.order_reference, r.status, r.carrier, r.ship_to, r.items, r.created_at, r.created_at
+        sql: `INSERT INTO fulfillments (id, order_id, order_reference, status, carrier, ship_to, items, stop_reason, created_at, updated_at)
+              SELECT r.id, r.order_id, r.order_reference, r.status, r.carrier, r.ship_to, r.items, r.stop_reason, r.created_at, r.updated_at
                 FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, order_id uuid, order_reference text, status text, carrier text,
-                     ship_to jsonb, items jsonb, created_at timestamptz)
+                     ship_to jsonb, items jsonb, stop_reason text, created_at timestamptz, updated_at timestamptz)
               ON CONFLICT (order_id) DO NOTHING
               RETURNING id`,
         params: [
           JSON.stringify(
             fulfillments.map((f) => ({
               id: f.id, order_id: f.orderId, order_reference: f.orderReference, status: f.status, carrier: f.carrier, ship_to: f.shipTo, items: f.items,
-              created_at: f.createdAt,
+              // A fulfillment stopped in the transaction that requested it (the order paid and refunded in one batch).
+              stop_reason: f.stopReason, created_at: f.createdAt, updated_at: f.updatedAt,
             })),
           ),
         ],

@@ -18,6 +18,7 @@ const MIGRATIONS = [
   'AccountBoundary1765065600000',
   'PaymentRefunds1765152000000',
   'TraceContext1765238400000',
+  'InboxWriteIndexes1765324800000',
 ];
 
 function run(args: string[], env: Record<string, string>) {

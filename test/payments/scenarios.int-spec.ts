@@ -300,6 +300,36 @@ describe('payment-order scenarios (signed webhooks, workers on)', () => {
     expect(view.status).toBe('paid');
   });
 
+  it('paid and fully refunded in one processing transaction: the fulfillment is written stopped, never to ship', async () => {
+    const noWorkers = await createTestApp({ runWorkers: false });
+    try {
+      const dn = driver(noWorkers);
+      await truncateAll(noWorkers.dataSource);
+      const order = await dn.createOrder();
+      const payment = uniqueId('pay');
+      const ids: string[] = [];
+      for (const [type, refunded] of [['payment.succeeded', undefined], ['payment.refunded', 4990]] as const) {
+        const e = bodies.standard(type, payment, { orderId: order.id, refunded });
+        await dn.send('standard-main', 'standard', e.body, { eventId: e.eventId });
+        ids.push((await noWorkers.dataSource.query(`SELECT id FROM webhook_inbox WHERE event_id = $1`, [e.eventId]))[0].id);
+      }
+      const processing = noWorkers.get(DeliveryProcessingService);
+      // Submitted in one event-loop turn: one batch, one transaction, the payment's events in order.
+      const results = await Promise.all(ids.map((inboxId) => processing.submit({ inboxId, finalAttempt: false, parkUnmatched: false })));
+      expect(results).toEqual([
+        { status: 'processed', outcome: 'applied' },
+        { status: 'processed', outcome: 'applied' },
+      ]);
+      // One transaction wrote both rows.
+      expect(await noWorkers.dataSource.query(`SELECT DISTINCT xmin::text FROM webhook_inbox WHERE id = ANY($1::uuid[])`, [ids])).toHaveLength(1);
+      expect((await dn.getOrder(order.id)).status).toBe('refunded');
+      const fulfillments = await noWorkers.dataSource.query(`SELECT status, stop_reason FROM fulfillments WHERE order_id = $1`, [order.id]);
+      expect(fulfillments).toEqual([{ status: 'requested', stop_reason: 'order refunded' }]);
+    } finally {
+      await noWorkers.close();
+    }
+  });
+
   it('a full refund refunds the order; money for a canceled order is recorded and not fulfilled', async () => {
     const order = await d.createOrder();
     const payment = uniqueId('pay');

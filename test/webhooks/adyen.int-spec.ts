@@ -237,4 +237,29 @@ describe.each(PLATFORMS)('%s: Adyen notifications, end to end (workers on)', (pl
     expect(row.refunds).toEqual({ [first.pspReference as string]: '2000', [second.pspReference as string]: '2990' });
     expect(shipmentsFor(order.id)).toHaveLength(1);
   });
+
+  it('the payment and its full refund in one batch: the order ends refunded and nothing ships, whichever transaction each lands in', async () => {
+    // The carrier refuses every call until the refund is in, so a shipment can only come from a
+    // fulfillment the refund failed to stop (not from a dispatch that beat the refund).
+    sim.fault('fail', 1_000);
+    const reference = uniqueId('ORD');
+    const order = await d.createOrder('49.90', 'EUR', { reference });
+    const auth = item({ merchantReference: reference });
+    const refund = item({ eventCode: 'REFUND', originalReference: auth.pspReference, merchantReference: reference, amount: { value: 4990, currency: 'EUR' } });
+    await deliver('adyen-main', [auth, refund]);
+    expect(await d.processed(eventIdOf(auth))).toMatchObject({ status: 'processed', outcome: 'applied' });
+    await eventually(async () => (await d.getOrder(order.id)).status === 'refunded', 15_000, `order ${order.id} refunded`);
+
+    // The order's one fulfillment carries the refund's stop, and its dispatch ends dead, not shipped.
+    const [fulfillment] = await t.dataSource.query(`SELECT id, status, stop_reason FROM fulfillments WHERE order_id = $1`, [order.id]);
+    expect(fulfillment.stop_reason).toBe('order refunded');
+    sim.reset();
+    await eventually(
+      async () => (await d.count(`SELECT 1 FROM outbox_message WHERE idempotency_key = $1 AND status = 'dead'`, [fulfillment.id])) === 1,
+      15_000,
+      'the dispatch dead',
+    );
+    expect(shipmentsFor(order.id)).toHaveLength(0);
+    expect(await fulfillmentsOf(order.id)).toBe(1);
+  });
 });
