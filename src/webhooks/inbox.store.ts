@@ -419,8 +419,8 @@ export class InboxStore {
 
   /**
    * One page of the archive, newest first, keyset on the time-ordered id. Every filter has an index
-   * (status, endpoint, event type, event id, resource id with the id; provider through the indexes
-   * led by provider; a time window through the primary key).
+   * (status, endpoint, event type, event id, resource id with the id; provider through the unique
+   * event key, which it leads; a time window through the primary key).
    */
   async archivePage(runner: Runner, filter: ArchiveFilter, page: PageQuery): Promise<Page<ArchivedDelivery>> {
     const { receivedFrom: from, receivedBefore: to } = filter;

@@ -1,4 +1,5 @@
-import { DataSource } from 'typeorm';
+import { DataSource, QueryRunner } from 'typeorm';
+import { InboxWriteIndexes1765324800000 } from '../../migrations/1765324800000-InboxWriteIndexes';
 import { dataSourceOptions, runMigrationsLocked } from '../../src/database/data-source';
 import { TEST_DATABASE_URL } from '../support/env';
 
@@ -43,9 +44,21 @@ describe('webhook_inbox indexes', () => {
   });
 
   it('the migration that dropped the unused one goes down and up again', async () => {
-    await ds.undoLastMigration({ transaction: 'each' });
+    const migration = new InboxWriteIndexes1765324800000();
+    const inTransaction = async (step: (runner: QueryRunner) => Promise<void>) => {
+      const runner = ds.createQueryRunner();
+      await runner.connect();
+      try {
+        await runner.startTransaction();
+        await step(runner);
+        await runner.commitTransaction();
+      } finally {
+        await runner.release();
+      }
+    };
+    await inTransaction((runner) => migration.down(runner));
     expect(await indexes()).toContain('webhook_inbox_resource_key_idx');
-    await runMigrationsLocked(ds);
+    await inTransaction((runner) => migration.up(runner));
     expect(await indexes()).not.toContain('webhook_inbox_resource_key_idx');
     expect(await indexes()).toHaveLength(9);
   });

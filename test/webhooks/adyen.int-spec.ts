@@ -250,8 +250,9 @@ describe.each(PLATFORMS)('%s: Adyen notifications, end to end (workers on)', (pl
     expect(await d.processed(eventIdOf(auth))).toMatchObject({ status: 'processed', outcome: 'applied' });
     await eventually(async () => (await d.getOrder(order.id)).status === 'refunded', 15_000, `order ${order.id} refunded`);
 
-    // The order's one fulfillment carries the refund's stop, and its dispatch ends dead, not shipped.
-    const [fulfillment] = await t.dataSource.query(`SELECT id, status, stop_reason FROM fulfillments WHERE order_id = $1`, [order.id]);
+    // The order's one fulfillment carries the refund's stop, and its dispatch ends dead for it (the
+    // carrier works again meanwhile): never called with the fulfillment's key once it could ship.
+    const [fulfillment] = await t.dataSource.query(`SELECT id, stop_reason FROM fulfillments WHERE order_id = $1`, [order.id]);
     expect(fulfillment.stop_reason).toBe('order refunded');
     sim.reset();
     await eventually(
@@ -259,7 +260,12 @@ describe.each(PLATFORMS)('%s: Adyen notifications, end to end (workers on)', (pl
       15_000,
       'the dispatch dead',
     );
+    const [message] = await t.dataSource.query(`SELECT last_error FROM outbox_message WHERE idempotency_key = $1`, [fulfillment.id]);
+    expect(message.last_error).toMatch(/^order refunded/);
+    expect(sim.calls.filter((c) => c.idempotencyKey === fulfillment.id)).toEqual([]);
     expect(shipmentsFor(order.id)).toHaveLength(0);
+    const [after] = await t.dataSource.query(`SELECT status, stop_reason FROM fulfillments WHERE order_id = $1`, [order.id]);
+    expect(after).toEqual({ status: 'failed', stop_reason: 'order refunded' });
     expect(await fulfillmentsOf(order.id)).toBe(1);
   });
 });
