@@ -33,6 +33,17 @@ describe('payment-order scenarios (signed webhooks, workers on)', () => {
     ),
   });
 
+  /** A second app whose workers are off, for a test that drives processing itself; truncated first, closed after. */
+  async function withoutWorkers(test: (app: TestApp, dn: ReturnType<typeof driver>) => Promise<void>): Promise<void> {
+    const app = await createTestApp({ runWorkers: false });
+    try {
+      await truncateAll(app.dataSource);
+      await test(app, driver(app));
+    } finally {
+      await app.close();
+    }
+  }
+
   it('the same event arriving twice makes one business change', async () => {
     const order = await d.createOrder();
     const { eventId, body } = bodies.paymos('invoice.paid', uniqueId('inv'), { orderId: order.id });
@@ -47,10 +58,7 @@ describe('payment-order scenarios (signed webhooks, workers on)', () => {
   });
 
   it('two workers processing the same event at once: the database arbitrates, one change', async () => {
-    const noWorkers = await createTestApp({ runWorkers: false });
-    try {
-      const dn = driver(noWorkers);
-      await truncateAll(noWorkers.dataSource);
+    await withoutWorkers(async (noWorkers, dn) => {
       const order = await dn.createOrder();
       const { eventId, body } = bodies.standard('payment.succeeded', uniqueId('pay'), { orderId: order.id });
       await dn.send('standard-main', 'standard', body, { eventId });
@@ -61,9 +69,7 @@ describe('payment-order scenarios (signed webhooks, workers on)', () => {
       expect(await dn.count(`SELECT 1 FROM fulfillments WHERE order_id = $1`, [order.id])).toBe(1);
       expect(await dn.count(`SELECT 1 FROM payments WHERE order_id = $1`, [order.id])).toBe(1);
       expect((await dn.getOrder(order.id)).status).toBe('paid');
-    } finally {
-      await noWorkers.close();
-    }
+    });
   });
 
   it('processing that fails before commit rolls back, and the retry applies the change', async () => {
@@ -301,10 +307,7 @@ describe('payment-order scenarios (signed webhooks, workers on)', () => {
   });
 
   it('paid and fully refunded in one processing transaction: the fulfillment is written stopped, never to ship', async () => {
-    const noWorkers = await createTestApp({ runWorkers: false });
-    try {
-      const dn = driver(noWorkers);
-      await truncateAll(noWorkers.dataSource);
+    await withoutWorkers(async (noWorkers, dn) => {
       const order = await dn.createOrder();
       const payment = uniqueId('pay');
       const ids: string[] = [];
@@ -325,9 +328,7 @@ describe('payment-order scenarios (signed webhooks, workers on)', () => {
       expect((await dn.getOrder(order.id)).status).toBe('refunded');
       const fulfillments = await noWorkers.dataSource.query(`SELECT status, stop_reason FROM fulfillments WHERE order_id = $1`, [order.id]);
       expect(fulfillments).toEqual([{ status: 'requested', stop_reason: 'order refunded' }]);
-    } finally {
-      await noWorkers.close();
-    }
+    });
   });
 
   it('a full refund refunds the order; money for a canceled order is recorded and not fulfilled', async () => {
