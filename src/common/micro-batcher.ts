@@ -51,8 +51,7 @@ interface Pending<In, Out> {
 
 export class MicroBatcher<In, Out> {
   private pending: Array<Pending<In, Out>> = [];
-  private inFlight = 0;
-  /** When each running batch started (performance.now()), oldest first. */
+  /** When each running batch started (performance.now()), oldest first: as many as run. */
   private readonly started: number[] = [];
   private scheduled = false;
   /** One timer at a time while calls wait, so a call past its wait fails even if nothing else happens. */
@@ -109,7 +108,7 @@ export class MicroBatcher<In, Out> {
     const limit = this.options.maxInFlight;
     this.expire();
     const allowed = () => Math.max(1, typeof limit === 'number' ? limit : limit(this.started.length > 0 ? performance.now() - this.started[0] : 0));
-    while (this.pending.length > 0 && this.inFlight < allowed()) {
+    while (this.pending.length > 0 && this.started.length < allowed()) {
       let take = Math.min(maxBatch, this.pending.length);
       if (weigh && maxWeight !== undefined) {
         let weight = 0;
@@ -122,7 +121,6 @@ export class MicroBatcher<In, Out> {
         }
       }
       const batch = this.pending.splice(0, take);
-      this.inFlight++;
       const startedAt = performance.now();
       this.started.push(startedAt);
       // Through a promise, so even a flush that throws synchronously settles its batch.
@@ -140,7 +138,6 @@ export class MicroBatcher<In, Out> {
         })
         .catch((err) => batch.forEach((entry) => entry.reject(err)))
         .finally(() => {
-          this.inFlight--;
           this.started.splice(this.started.indexOf(startedAt), 1);
           this.drain();
         });
