@@ -372,6 +372,16 @@ export class PaymentStore implements OnModuleInit {
     return row ? paymentFromRow(row) : null;
   }
 
+  /** Whether a payment of `provider` with this provider id is registered under one of `accounts` (one index probe each). */
+  async hasPayment(db: Queryable, { provider, accounts, providerPaymentId }: { provider: string; accounts: readonly string[]; providerPaymentId: string }): Promise<boolean> {
+    if (accounts.length === 0) return false;
+    const rows: unknown[] = await db.query(
+      `SELECT 1 FROM payments WHERE provider = $1 AND merchant_account_id = ANY($2::text[]) AND provider_payment_id = $3 LIMIT 1`,
+      [provider, accounts, providerPaymentId],
+    );
+    return rows.length > 0;
+  }
+
   /** The payments of these orders, in one statement, oldest first. */
   async paymentsOfOrders(db: Queryable, orderIds: readonly string[]): Promise<Payment[]> {
     const rows: Array<Record<string, unknown>> = await db.query(

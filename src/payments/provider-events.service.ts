@@ -6,7 +6,7 @@ import { Payment } from './payment.entity';
 import type { RejectionReason } from './payment.state';
 import type { ProviderEvent } from '../common/provider-event';
 import { toPaymentChange } from './payment-change';
-import { PaymentStore } from './payment-store';
+import { PaymentStore, Queryable } from './payment-store';
 
 export interface DeliveryContext {
   /** The provider's event id: the `sourceEventId` of whatever this changes (docs/events.md#the-body). */
@@ -39,6 +39,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 @Injectable()
 export class ProviderEventsService {
   constructor(private readonly store: PaymentStore) {}
+
+  /**
+   * Whether a provider's payment is registered for an order under one of `accounts` (outside any
+   * transaction: the receive path asks it of an unsigned delivery's payment id).
+   */
+  isRegistered(db: Queryable, query: { provider: string; accounts: readonly string[]; providerPaymentId: string }): Promise<boolean> {
+    return this.store.hasPayment(db, query);
+  }
 
   /**
    * Locks, for a batch of deliveries about to be applied in one transaction, every payment and

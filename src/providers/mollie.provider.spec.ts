@@ -52,14 +52,39 @@ function setup(answer: (id: string) => Promise<object>, options: MollieProviderO
   const settings: ProviderEndpoint = { id: 'mollie-main', merchantAccountId: PROFILE, apiKey: KEY, apiBaseUrl: 'https://api.mollie.test', settings: {} };
   const endpoint: ReceivingEndpoint = { provider, toleranceSeconds: 300, settings, merchantAccountId: PROFILE, merchantAccountIds: null };
   let nowMs = 1_764_000_000_000;
-  const deliver = (body: string) => receiveDelivery(endpoint, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from(body) }, [], nowMs);
+  /** Payments the service knows (registered, or in an event), and every id it was asked about. */
+  const known = new Set<string>();
+  const asked: string[] = [];
+  const knowsPayment = async (id: string) => {
+    asked.push(id);
+    return known.has(id);
+  };
+  const deliver = (body: string, sender = '192.0.2.1') =>
+    receiveDelivery(endpoint, { headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: Buffer.from(body) }, [], nowMs, { sender, knowsPayment });
   return {
     ...fake,
     provider,
     deliver,
+    known,
+    asked,
     advance: (ms: number) => (nowMs += ms),
   };
 }
+
+/** A client answer held until the test releases it: `answer` runs then, with the payment asked for. */
+function heldAnswers() {
+  const held: Array<{ id: string; release: () => void }> = [];
+  // The answer is what the payment is when the call arrives, sent when released.
+  const answer = (reply: (id: string) => Promise<object>) => (id: string) => {
+    const now = reply(id);
+    now.catch(() => undefined);
+    return new Promise<object>((resolve, reject) => held.push({ id, release: () => void now.then(resolve, reject) }));
+  };
+  return { held, answer };
+}
+
+/** Lets every promise chain that can move, move (no timer involved). */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('mollie: the hint', () => {
   it.each([
@@ -230,6 +255,65 @@ describe('mollie: the business fact is the event', () => {
   });
 });
 
+describe('mollie: a hint is answered by a fetch that began after it', () => {
+  it('hints while a fetch runs share one fetch that starts when it ends, and see what changed meanwhile', async () => {
+    let status = 'paid';
+    const { held, answer } = heldAnswers();
+    const t = setup(answer(async (id) => payment(id, { status })));
+    const first = t.deliver('id=tr_WDqYK6vllg');
+    await settle();
+    expect(t.gets).toHaveLength(1);
+    // The payment changes at Mollie after the first fetch began; three hints arrive meanwhile.
+    status = 'failed';
+    const later = [t.deliver('id=tr_WDqYK6vllg'), t.deliver('id=tr_WDqYK6vllg', '192.0.2.2'), t.deliver('id=tr_WDqYK6vllg')];
+    await settle();
+    expect(t.gets).toHaveLength(1);
+    held[0].release();
+    expect(await first).toMatchObject({ ok: true, events: [{ eventId: 'tr_WDqYK6vllg:paid:0:0' }] });
+    await settle();
+    // One more fetch for the three, begun after each of them.
+    expect(t.gets).toHaveLength(2);
+    held[1].release();
+    for (const outcome of await Promise.all(later)) expect(outcome).toMatchObject({ ok: true, events: [{ eventId: 'tr_WDqYK6vllg:failed:0:0' }] });
+  });
+
+  it('two changes one after the other: each hint fetches, and each change is its own event', async () => {
+    let refunded = '0.00';
+    const t = setup(async (id) => payment(id, { status: 'paid', amountRefunded: { value: refunded, currency: 'EUR' } }));
+    expect(await t.deliver('id=tr_WDqYK6vllg')).toMatchObject({ ok: true, events: [{ eventId: 'tr_WDqYK6vllg:paid:0.00:0' }] });
+    refunded = '10.00';
+    // No time passes on the module's clock: nothing of the first answer is reused.
+    expect(await t.deliver('id=tr_WDqYK6vllg')).toMatchObject({ ok: true, events: [{ eventId: 'tr_WDqYK6vllg:paid:10.00:0' }] });
+    expect(t.gets).toHaveLength(2);
+  });
+
+  it('a failure answers only the hints that shared its fetch: the next hint asks again', async () => {
+    let status = 503;
+    const t = setup(async (id) => {
+      if (status === 200) return payment(id, { status: 'paid' });
+      throw apiError(status);
+    });
+    await expect(t.deliver('id=tr_WDqYK6vllg')).rejects.toThrow('Mollie answered 503 for payment tr_WDqYK6vllg');
+    status = 429;
+    await expect(t.deliver('id=tr_WDqYK6vllg')).rejects.toThrow('Mollie answered 429 for payment tr_WDqYK6vllg');
+    status = 200;
+    expect(await t.deliver('id=tr_WDqYK6vllg')).toMatchObject({ ok: true, events: [{ eventId: 'tr_WDqYK6vllg:paid:0:0' }] });
+    expect(t.gets).toHaveLength(3);
+  });
+
+  it('a hint waits at most the fetch timeout, even behind a fetch that never answers', async () => {
+    const t = setup(() => new Promise<never>(() => undefined), { fetchTimeoutMs: 50 });
+    const first = t.deliver('id=tr_WDqYK6vllg');
+    const behind = t.deliver('id=tr_WDqYK6vllg');
+    const started = Date.now();
+    await expect(first).rejects.toThrow('within 50 ms');
+    await expect(behind).rejects.toThrow('Mollie did not answer for payment tr_WDqYK6vllg within 50 ms');
+    expect(Date.now() - started).toBeLessThan(1_000);
+    // The one behind started once the first was given up on, and was given up on in turn.
+    expect(t.gets).toHaveLength(2);
+  });
+});
+
 describe('mollie: what a flood of hints can make it fetch', () => {
   it('200 concurrent hints for one unknown payment: one fetch, all 400', async () => {
     let release!: () => void;
@@ -245,39 +329,93 @@ describe('mollie: what a flood of hints can make it fetch', () => {
     expect(new Set(settled.map((o) => JSON.stringify(o)))).toEqual(new Set([JSON.stringify({ ok: false, error: 'malformed_payload', detail: "Mollie has no payment tr_bogus0001 for this endpoint's API key" })]));
   });
 
-  it('a result (a 404, a failure, a payment) is reused for the rest of the window, then fetched again', async () => {
-    let status = 404;
-    const t = setup(async (id) => {
-      if (status === 200) return payment(id, { status: 'paid' });
-      throw apiError(status);
+  it('a 404 is remembered for a minute, for every sender: not asked again until then', async () => {
+    const t = setup(async () => {
+      throw apiError(404);
     });
-    await t.deliver('id=tr_bogus0001');
-    t.advance(999);
-    await t.deliver('id=tr_bogus0001');
+    const notFound = { ok: false, error: 'malformed_payload', detail: "Mollie has no payment tr_bogus0001 for this endpoint's API key" };
+    expect(await t.deliver('id=tr_bogus0001')).toEqual(notFound);
+    t.advance(59_999);
+    expect(await t.deliver('id=tr_bogus0001', '192.0.2.9')).toEqual(notFound);
     expect(t.gets).toHaveLength(1);
     t.advance(1);
-    status = 503;
-    await expect(t.deliver('id=tr_bogus0001')).rejects.toThrow('503');
-    await expect(t.deliver('id=tr_bogus0001')).rejects.toThrow('503');
+    expect(await t.deliver('id=tr_bogus0001')).toEqual(notFound);
     expect(t.gets).toHaveLength(2);
-    t.advance(1_000);
-    status = 200;
-    expect(await t.deliver('id=tr_bogus0001')).toMatchObject({ ok: true, events: [{ eventId: 'tr_bogus0001:paid:0:0' }] });
-    expect(t.gets).toHaveLength(3);
   });
 
-  it('many distinct bogus ids: each fetched once', async () => {
+  it('many distinct bogus ids, from many senders: each fetched once', async () => {
     const t = setup(async () => {
       throw apiError(404);
     });
     const ids = Array.from({ length: 300 }, (_, i) => `tr_bogus${i}`);
-    // In waves under the cap of fetches at once (64), each id hinted twice at once and once after.
-    for (let wave = 0; wave < ids.length; wave += 60) {
-      const some = ids.slice(wave, wave + 60);
-      await Promise.all(some.flatMap((id) => [t.deliver(`id=${id}`), t.deliver(`id=${id}`)]));
-      await Promise.all(some.map((id) => t.deliver(`id=${id}`)));
+    // In waves, each from an address of its own and within its share, each id hinted twice at once and once after.
+    for (let wave = 0; wave < ids.length; wave += 8) {
+      const some = ids.slice(wave, wave + 8);
+      const sender = `198.51.100.${wave / 8}`;
+      await Promise.all(some.flatMap((id) => [t.deliver(`id=${id}`, sender), t.deliver(`id=${id}`, sender)]));
+      await Promise.all(some.map((id) => t.deliver(`id=${id}`, sender)));
     }
     expect(t.gets.map((g) => g.id).sort()).toEqual([...ids].sort());
+  });
+
+  it('an address that named more than 60 ids Mollie has not: 429 rate_limited without a call, for a minute; other addresses, and payments the service knows, are not refused', async () => {
+    const t = setup(async (id) => {
+      if (id.startsWith('tr_real')) return payment(id, { status: 'paid' });
+      throw apiError(404);
+    });
+    for (let i = 0; i < 61; i++) expect(await t.deliver(`id=tr_guess${i}`)).toMatchObject({ ok: false, error: 'malformed_payload' });
+    expect(t.gets).toHaveLength(61);
+    // The 61st made it more than 60: from now on, refused unasked (a known id too, once forgotten as not found).
+    expect(await t.deliver('id=tr_guess61')).toEqual({ ok: false, error: 'rate_limited' });
+    expect(await t.deliver('id=tr_guess0')).toEqual({ ok: false, error: 'rate_limited' });
+    expect(t.gets).toHaveLength(61);
+    // Another address is asked for.
+    expect(await t.deliver('id=tr_guess62', '192.0.2.2')).toMatchObject({ ok: false, error: 'malformed_payload' });
+    expect(t.gets).toHaveLength(62);
+    // A payment the service knows is fetched, even from the refused address.
+    t.known.add('tr_realPaid1');
+    expect(await t.deliver('id=tr_realPaid1')).toMatchObject({ ok: true, events: [{ eventId: 'tr_realPaid1:paid:0:0' }] });
+    expect(await t.deliver('id=tr_realUnknown1')).toEqual({ ok: false, error: 'rate_limited' });
+    // A minute after the ids it named, it is asked for again.
+    t.advance(60_000);
+    expect(await t.deliver('id=tr_guess63')).toMatchObject({ ok: false, error: 'malformed_payload' });
+    expect(t.gets.map((g) => g.id).slice(-2)).toEqual(['tr_realPaid1', 'tr_guess63']);
+  });
+
+  it('one address holds at most its share of the fetches for unknown ids; another address, and known payments, still fetch', async () => {
+    const { held, answer } = heldAnswers();
+    const t = setup(answer(async (id) => payment(id, { status: 'paid' })), { maxUnknownFetchesInFlight: 6, senderLimits: { inFlight: 4 } });
+    const flood = Array.from({ length: 10 }, (_, i) => t.deliver(`id=tr_flood${i}`, '203.0.113.66'));
+    await settle();
+    // Four fetched; the six past its share refused unfetched (503), the service asked about each.
+    expect(t.gets).toHaveLength(4);
+    const refused = await Promise.allSettled(flood.slice(4));
+    expect(refused.map((r) => r.status)).toEqual(Array(6).fill('rejected'));
+    expect(t.asked).toHaveLength(6);
+    // Another address fills the rest of the lane: two more; then the lane is full for everyone.
+    const others = [t.deliver('id=tr_other1', '192.0.2.7'), t.deliver('id=tr_other2', '192.0.2.8')];
+    await settle();
+    expect(t.gets).toHaveLength(6);
+    await expect(t.deliver('id=tr_other3', '192.0.2.9')).rejects.toThrow('fetches from Mollie are unanswered');
+    // A payment the service knows has a lane of its own.
+    t.known.add('tr_registered1');
+    const known = t.deliver('id=tr_registered1', '192.0.2.9');
+    await settle();
+    expect(t.gets.map((g) => g.id)).toContain('tr_registered1');
+    for (const h of held) h.release();
+    expect(await known).toMatchObject({ ok: true, events: [{ eventId: 'tr_registered1:paid:0:0' }] });
+    await Promise.all([...flood.slice(0, 4), ...others]);
+    // Answered, the shares are given back: the address fetches again.
+    const again = t.deliver('id=tr_flood10', '203.0.113.66');
+    await settle();
+    held[held.length - 1].release();
+    expect(await again).toMatchObject({ ok: true });
+  });
+
+  it('the service is asked whether it knows a payment only when that decides something', async () => {
+    const t = setup(async (id) => payment(id, { status: 'paid' }));
+    for (let i = 0; i < 5; i++) await t.deliver(`id=tr_quiet${i}`);
+    expect(t.asked).toEqual([]);
   });
 
   it('fetches unanswered at once are capped: past the cap a hint fails at once, Mollie not called', async () => {

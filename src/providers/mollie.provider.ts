@@ -11,6 +11,7 @@ import {
   ReceiveResult,
   text,
 } from './provider';
+import { ExpiringSet, SenderBudgets, SenderLimits } from './call-out';
 
 /** The npm package of Mollie's official client, an optional peer dependency of this module. */
 export const MOLLIE_PACKAGE = '@mollie/api-client';
@@ -28,26 +29,42 @@ export interface MollieClientPackage {
 /** Loads the client package (throws `MODULE_NOT_FOUND` when it is not installed). */
 export type MollieClientLoader = () => MollieClientPackage;
 
-/** How a Mollie endpoint fetches what a hint names, and how hard a flood of hints may make it fetch. */
+/** How a Mollie endpoint fetches what a hint names, and how much a flood of hints may make it fetch. */
 export interface MollieProviderOptions {
   /** Loads `@mollie/api-client`; called at most once, when the first Mollie endpoint is checked. */
   loadClient?: MollieClientLoader;
   /**
-   * Longest wait for Mollie's answer before the delivery answers 503 (default 4000 ms). With the
+   * Longest wait of a hint for Mollie's answer before it answers 503 (default 4000 ms). With the
    * receive path's own bounds after it (3 s to record, 1 s to enqueue) the answer stays under 8 s,
    * inside the 10 s every webhook answer keeps; it is many times Mollie's usual answer time, and
    * leaves room for the client's own retry of a 5xx, 2 s after the first attempt.
    */
   fetchTimeoutMs?: number;
-  /** A payment is fetched at most once in this window per endpoint; hints inside it share the result (default 1000 ms). */
-  hintWindowMs?: number;
   /** Fetches one endpoint has unanswered at once, abandoned ones included; past it a hint answers 503 unfetched (default 64). */
   maxFetchesInFlight?: number;
-  /** Results one endpoint remembers for the window (least recently fetched dropped first; default 1000). */
+  /**
+   * Of those, the most that may be for payments the service does not know (never registered, never
+   * in an event): what is left is kept for the payments it knows (default 32).
+   */
+  maxUnknownFetchesInFlight?: number;
+  /** What one sender address may make an endpoint fetch for payments the service does not know. */
+  senderLimits?: Partial<SenderLimits>;
+  /** How long a payment Mollie answered 404 for is not asked for again (default 60000 ms). */
+  notFoundMemoryMs?: number;
+  /** Payment ids one endpoint remembers as found, and as not found, each (least recently seen dropped first; default 10000). */
   maxRememberedPayments?: number;
 }
 
-const DEFAULTS = { fetchTimeoutMs: 4_000, hintWindowMs: 1_000, maxFetchesInFlight: 64, maxRememberedPayments: 1_000 };
+const DEFAULTS = {
+  fetchTimeoutMs: 4_000,
+  maxFetchesInFlight: 64,
+  maxUnknownFetchesInFlight: 32,
+  notFoundMemoryMs: 60_000,
+  maxRememberedPayments: 10_000,
+};
+/** How long a payment Mollie answered for stays known without a new answer (a day: a payment's life in hints). */
+const KNOWN_MEMORY_MS = 86_400_000;
+const SENDER_DEFAULTS: SenderLimits = { inFlight: 8, notFound: 60, windowMs: 60_000, maxSenders: 10_000 };
 
 /** A payment id as Mollie writes it: `tr_` and letters and digits (bounded, so a hint can never name a huge key). */
 const PAYMENT_ID_CHARS = 'tr_[A-Za-z0-9]{1,64}';
@@ -143,22 +160,51 @@ export function paymentEvent(paymentId: string, payment: object): ReceivedEvent 
 /** What one fetch of a payment found: the payment's event, or that Mollie has no such payment for the key. */
 type Fetched = { found: true; event: ReceivedEvent } | { found: false };
 
-interface Remembered {
-  startedAtMs: number;
-  settled: boolean;
+const NOT_FOUND: Fetched = { found: false };
+
+/**
+ * One fetch of a payment. A hint joins a fetch that has not started yet, never one that has, so
+ * what Mollie answers it is at least as new as the hint; a failure answers only the hints that
+ * joined the fetch that failed.
+ */
+interface Fetch {
+  /** When it called Mollie, in the adapter's sequence of hints and calls; null while it waits for the one before it. */
+  startedAt: number | null;
+  /** The answer (a 404 included) or the failure; settles by the fetch timeout at the latest. */
   result: Promise<Fetched>;
+}
+
+/**
+ * A call's share of the budgets: `known` for a payment the service knows, `unknown` for any other
+ * id, which is also charged to the address that named it. Given back when Mollie answers the call,
+ * or never will: an abandoned (timed out) call keeps its share until then.
+ */
+interface Share {
+  lane: 'known' | 'unknown';
+  sender: string;
 }
 
 type MollieClient = ReturnType<MollieClientPackage['createMollieClient']>;
 
-/** One endpoint's client and what it fetched lately. */
+/** One endpoint's client, its fetches, and what Mollie answered it lately. */
 interface EndpointFetches {
   client: MollieClient;
   apiKey: string;
-  /** By payment id, least recently fetched first. */
-  recent: Map<string, Remembered>;
-  /** Client calls not answered yet, abandoned ones (timed out) included. */
+  /** By payment id: the fetch running now, and the one that starts when it ends. */
+  running: Map<string, Fetch>;
+  next: Map<string, Fetch>;
+  /** Payments Mollie answered for this endpoint's key, or that the service knows: hints for them take the known lane. */
+  known: ExpiringSet;
+  /** Payments Mollie answered 404 for lately: not asked for again until forgotten. */
+  notFound: ExpiringSet;
+  /** Client calls not answered yet, abandoned ones included: in all, and for payments the service does not know. */
   inFlight: number;
+  unknownInFlight: number;
+  /**
+   * What each sender address has in flight, and which ids it named that Mollie answered 404 for
+   * (with this endpoint's key: an id unknown to one key may be another's payment).
+   */
+  senders: SenderBudgets;
 }
 
 class FetchTimeout extends Error {}
@@ -167,11 +213,21 @@ class FetchTimeout extends Error {}
 function classify(err: unknown, paymentId: string, apiKey: string, timeoutMs: number): Fetched {
   if (err instanceof FetchTimeout) throw new Error(`Mollie did not answer for payment ${paymentId} within ${timeoutMs} ms`);
   const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;
-  if (statusCode === 404) return { found: false };
+  if (statusCode === 404) return NOT_FOUND;
   if (typeof statusCode === 'number') throw new Error(`Mollie answered ${statusCode} for payment ${paymentId}`);
   // A network failure: the client's message names the URL and the reason; never the key, and made sure of.
   const message = String((err as Error | null)?.message ?? err).split(apiKey).join('[redacted]').slice(0, 200);
   throw new Error(`Mollie could not be reached for payment ${paymentId}: ${message}`);
+}
+
+/** `promise`, or a FetchTimeout after `ms`. */
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new FetchTimeout()), ms);
+    timer.unref?.();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -180,12 +236,20 @@ function classify(err: unknown, paymentId: string, apiKey: string, timeoutMs: nu
  * (through the official `@mollie/api-client`, its refunds and chargebacks embedded) before the
  * answer; what is recorded is the payment Mollie returned. The package is loaded once, when a Mollie
  * endpoint is first checked: a host with no such endpoint needs none.
+ *
+ * What hints can make it fetch is bounded (docs/security.md#what-an-unsigned-sender-can-make-the-service-spend):
+ * hints for one payment share a fetch that starts after each of them; payments the service knows
+ * have a lane that ids it has never seen cannot fill; each address has a share of the other lane; a
+ * 404 is remembered for a minute, and an address that names many such ids is refused without a call.
  */
 export function createMollieProvider(options: MollieProviderOptions = {}): ProviderAdapter {
   const settings = { ...DEFAULTS, ...options };
+  const senderLimits = { ...SENDER_DEFAULTS, ...options.senderLimits };
   const load = options.loadClient ?? (() => require(MOLLIE_PACKAGE) as MollieClientPackage);
   let loaded: { pkg: MollieClientPackage } | { missing: true } | undefined;
   const byEndpoint = new WeakMap<ProviderEndpoint, EndpointFetches>();
+  /** Orders hints and calls: a hint may share a fetch that started after it arrived, never before. */
+  let sequence = 0;
 
   /** The client package, loaded once; null when it is not installed. */
   function clientPackage(): MollieClientPackage | null {
@@ -208,62 +272,150 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
     const { apiKey, apiBaseUrl } = endpoint;
     if (!apiKey || !apiBaseUrl) throw new Error(`endpoint "${endpoint.id}" has no Mollie API key`);
     const client = pkg.createMollieClient({ apiKey, apiEndpoint: `${apiBaseUrl.replace(/\/+$/, '')}/v2/` });
-    fetches = { client, apiKey, recent: new Map(), inFlight: 0 };
+    fetches = {
+      client,
+      apiKey,
+      running: new Map(),
+      next: new Map(),
+      known: new ExpiringSet(settings.maxRememberedPayments, KNOWN_MEMORY_MS),
+      notFound: new ExpiringSet(settings.maxRememberedPayments, settings.notFoundMemoryMs),
+      inFlight: 0,
+      unknownInFlight: 0,
+      senders: new SenderBudgets(senderLimits),
+    };
     byEndpoint.set(endpoint, fetches);
     return fetches;
   }
 
-  /** Whether a fetch started inside the window around `nowMs` (a clock set back does not make it fresh for long). */
-  function within(entry: Remembered, nowMs: number): boolean {
-    return Math.abs(nowMs - entry.startedAtMs) < settings.hintWindowMs;
+  /** Whether one more call for an id nobody vouched for fits the endpoint's lane and the sender's share. */
+  function unknownRoom(fetches: EndpointFetches, sender: string): boolean {
+    return (
+      fetches.inFlight < settings.maxFetchesInFlight &&
+      fetches.unknownInFlight < settings.maxUnknownFetchesInFlight &&
+      fetches.senders.inFlightOf(sender) < senderLimits.inFlight
+    );
   }
 
-  /** Drops what the window no longer needs, and the least recently fetched past the cap (never a fetch still running). */
-  function forget(fetches: EndpointFetches, nowMs: number): void {
-    for (const [id, entry] of fetches.recent) {
-      const expired = entry.settled && !within(entry, nowMs);
-      if (fetches.recent.size <= settings.maxRememberedPayments && !expired) break;
-      if (entry.settled) fetches.recent.delete(id);
-    }
+  /** Whether the service knows the payment (registered, or in an event); false when it cannot tell. */
+  async function knows(fetches: EndpointFetches, paymentId: string, context: ReceiveContext): Promise<boolean> {
+    const known = await Promise.resolve()
+      .then(() => context.knowsPayment(paymentId))
+      .then(
+      (answer) => answer === true,
+      () => false,
+    );
+    if (known) fetches.known.add(paymentId, context.nowMs);
+    return known;
   }
 
   /**
-   * The payment, fetched at most once per window: a hint while a fetch of the same payment runs
-   * shares it, and one inside the window after it shares its result (a 404 and a failure too).
+   * The share a new call for `paymentId` takes now, or why there is none: the sender named too many
+   * payments Mollie does not have (`rate_limited`), or the lane is full (`busy`); `ask` when the
+   * service must first say whether it knows the payment (`known`: what it said).
    */
-  function fetchPayment(fetches: EndpointFetches, paymentId: string, nowMs: number): Promise<Fetched> {
-    const known = fetches.recent.get(paymentId);
-    if (known && (!known.settled || within(known, nowMs))) return known.result;
-    if (fetches.inFlight >= settings.maxFetchesInFlight) {
-      return Promise.reject(new Error(`${fetches.inFlight} fetches from Mollie are unanswered: payment ${paymentId} is not fetched now`));
+  function admit(fetches: EndpointFetches, paymentId: string, context: ReceiveContext, known?: boolean): Share | 'rate_limited' | 'busy' | 'ask' {
+    const { sender, nowMs } = context;
+    const limited = fetches.senders.limited(sender, nowMs);
+    const knownHere = fetches.known.has(paymentId, nowMs) || known === true;
+    if (!knownHere && known === undefined && (limited || !unknownRoom(fetches, sender))) return 'ask';
+    if (knownHere) {
+      if (fetches.inFlight >= settings.maxFetchesInFlight) return 'busy';
+      fetches.inFlight++;
+      return { lane: 'known', sender };
     }
-    const call = fetches.client.payments.get(paymentId, { embed: ['refunds', 'chargebacks'] });
+    if (limited) return 'rate_limited';
+    if (!unknownRoom(fetches, sender) || !fetches.senders.take(sender)) return 'busy';
     fetches.inFlight++;
-    const answered = () => {
-      fetches.inFlight--;
-    };
+    fetches.unknownInFlight++;
+    return { lane: 'unknown', sender };
+  }
+
+  function give(fetches: EndpointFetches, share: Share): void {
+    fetches.inFlight--;
+    if (share.lane === 'known') return;
+    fetches.unknownInFlight--;
+    fetches.senders.give(share.sender);
+  }
+
+  /** Calls Mollie for the payment now; the fetch is the payment's running one until it settles. */
+  function start(fetches: EndpointFetches, paymentId: string, share: Share, nowMs: number, fetch: Fetch): Promise<Fetched> {
+    fetch.startedAt = ++sequence;
+    const call = fetches.client.payments.get(paymentId, { embed: ['refunds', 'chargebacks'] });
+    const answered = () => give(fetches, share);
     call.then(answered, answered);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new FetchTimeout()), settings.fetchTimeoutMs);
-      timer.unref?.();
-    });
-    const result = Promise.race([call, timeout])
+    const result = within(call, settings.fetchTimeoutMs).then(
+      (payment): Fetched => {
+        const event = paymentEvent(paymentId, payment);
+        fetches.known.add(paymentId, nowMs);
+        return { found: true, event };
+      },
+      (err) => {
+        const fetched = classify(err, paymentId, fetches.apiKey, settings.fetchTimeoutMs);
+        fetches.notFound.add(paymentId, nowMs);
+        return fetched;
+      },
+    );
+    fetches.running.set(paymentId, fetch);
+    const ended = () => {
+      if (fetches.running.get(paymentId) === fetch) fetches.running.delete(paymentId);
+    };
+    result.then(ended, ended);
+    return result;
+  }
+
+  /**
+   * A fetch of the payment that starts now, or when the one running ends (one waits at most: hints
+   * that come meanwhile join it). Mollie is not asked again when the running one found no payment.
+   */
+  function launch(fetches: EndpointFetches, paymentId: string, share: Share, nowMs: number): Fetch {
+    const fetch: Fetch = { startedAt: null, result: Promise.resolve(NOT_FOUND) };
+    const running = fetches.running.get(paymentId);
+    if (!running) {
+      fetch.result = start(fetches, paymentId, share, nowMs, fetch);
+      return fetch;
+    }
+    fetch.result = running.result
       .then(
-        (payment): Fetched => ({ found: true, event: paymentEvent(paymentId, payment) }),
-        (err) => classify(err, paymentId, fetches.apiKey, settings.fetchTimeoutMs),
+        (before) => before,
+        () => null,
       )
-      .finally(() => {
-        clearTimeout(timer);
-        entry.settled = true;
+      .then((before) => {
+        if (fetches.next.get(paymentId) === fetch) fetches.next.delete(paymentId);
+        if (before !== null && !before.found) {
+          give(fetches, share);
+          return NOT_FOUND;
+        }
+        return start(fetches, paymentId, share, nowMs, fetch);
       });
-    const entry: Remembered = { startedAtMs: nowMs, settled: false, result };
-    // Every waiter handles the result; this keeps an unwaited failure from being reported as unhandled.
-    result.catch(() => undefined);
-    fetches.recent.delete(paymentId);
-    fetches.recent.set(paymentId, entry);
-    forget(fetches, nowMs);
-    return entry.result;
+    fetches.next.set(paymentId, fetch);
+    return fetch;
+  }
+
+  /** A fetch of the payment that began after `arrival`, or has not begun: one a hint of then may share. */
+  function joinable(fetches: EndpointFetches, paymentId: string, arrival: number): Fetch | undefined {
+    const running = fetches.running.get(paymentId);
+    if (running && running.startedAt !== null && running.startedAt > arrival) return running;
+    return fetches.next.get(paymentId);
+  }
+
+  /** The fetch that answers a hint arriving now, or why the hint is refused unfetched. */
+  async function fetchFor(fetches: EndpointFetches, paymentId: string, context: ReceiveContext): Promise<Fetch | 'rate_limited' | 'busy'> {
+    const arrival = ++sequence;
+    const shared = joinable(fetches, paymentId, arrival);
+    if (shared) return shared;
+    const limited = fetches.senders.limited(context.sender, context.nowMs);
+    if (!limited && fetches.notFound.has(paymentId, context.nowMs)) return { startedAt: null, result: Promise.resolve(NOT_FOUND) };
+    let share = admit(fetches, paymentId, context);
+    if (share === 'ask') {
+      const known = await knows(fetches, paymentId, context);
+      // Asking took turns of the event loop: another hint may have set up a fetch this one can share.
+      const sharedSince = joinable(fetches, paymentId, arrival);
+      if (sharedSince) return sharedSince;
+      share = admit(fetches, paymentId, context, known);
+    }
+    if (share === 'ask') throw new Error('unreachable: the service has answered');
+    if (typeof share === 'string') return share;
+    return launch(fetches, paymentId, share, context.nowMs);
   }
 
   return {
@@ -293,8 +445,19 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
 
     async receive(delivery: RawDelivery, context: ReceiveContext): Promise<ReceiveResult> {
       const paymentId = readHint(delivery.body);
-      const fetched = await fetchPayment(fetchesOf(context.endpoint), paymentId, context.nowMs);
-      if (!fetched.found) throw new MalformedPayloadError(`Mollie has no payment ${paymentId} for this endpoint's API key`);
+      const fetches = fetchesOf(context.endpoint);
+      const fetch = await fetchFor(fetches, paymentId, context);
+      if (fetch === 'rate_limited') return { ok: false, error: 'rate_limited' };
+      if (fetch === 'busy') throw new Error(`${fetches.inFlight} fetches from Mollie are unanswered: payment ${paymentId} is not fetched now`);
+      // Each hint waits its own bound, whether its fetch started at once or after the one before it.
+      const fetched = await within(fetch.result, settings.fetchTimeoutMs).catch((err: unknown) => {
+        if (err instanceof FetchTimeout) throw new Error(`Mollie did not answer for payment ${paymentId} within ${settings.fetchTimeoutMs} ms`);
+        throw err;
+      });
+      if (!fetched.found) {
+        fetches.senders.notFound(context.sender, paymentId, context.nowMs);
+        throw new MalformedPayloadError(`Mollie has no payment ${paymentId} for this endpoint's API key`);
+      }
       return { ok: true, secretIndex: null, events: [fetched.event] };
     },
 

@@ -42,7 +42,7 @@ export interface ReceivedEvent extends EnvelopeIdentity {
 }
 
 /** Why a delivery is refused, as the receive path answers it (docs/webhooks.md#checks-and-answers). */
-export const DELIVERY_REFUSALS = ['missing_signature', 'invalid_signature', 'timestamp_out_of_tolerance', 'malformed_payload', 'unavailable'] as const;
+export const DELIVERY_REFUSALS = ['missing_signature', 'invalid_signature', 'timestamp_out_of_tolerance', 'malformed_payload', 'unavailable', 'rate_limited'] as const;
 export type DeliveryRefusal = (typeof DELIVERY_REFUSALS)[number];
 
 /** What an adapter made of a delivery: its events (one or many, all authentic), or why it is refused. */
@@ -82,6 +82,18 @@ export interface ReceiveContext {
   nowMs: number;
   /** The clock skew accepted on a signed timestamp, both directions; 0: not checked. */
   toleranceSeconds: number;
+  /**
+   * The address of the client that sent the delivery: its connection's, or behind a trusted proxy
+   * the client the proxy names. An adapter that calls out for an unsigned delivery keeps its
+   * per-sender budgets by it (docs/providers.md#adapters-that-call-out).
+   */
+  sender: string;
+  /**
+   * Whether the service knows a payment of this endpoint by the provider's id: registered for an
+   * order, or named by an event recorded before. False when it cannot tell (the database away).
+   * One index probe: ask only when the answer decides something.
+   */
+  knowsPayment(resourceId: string): Promise<boolean>;
 }
 
 /** The 2xx answer of a delivery whose every event is recorded (now or before). */

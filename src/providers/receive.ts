@@ -1,4 +1,4 @@
-import { lenientId, LiveKey, MalformedPayloadError, optionalId, requireId, ProviderAdapter, ProviderEndpoint, RawDelivery, ReceivedEvent, ReceiveResult } from './provider';
+import { lenientId, LiveKey, MalformedPayloadError, optionalId, requireId, ProviderAdapter, ProviderEndpoint, RawDelivery, ReceiveContext, ReceivedEvent, ReceiveResult } from './provider';
 
 /** Which accounts an endpoint serves: its one account, or many (`'*'`: any). */
 export interface AccountScope {
@@ -81,15 +81,26 @@ export type DeliveryOutcome =
   | { ok: true; secretIndex: number | null; events: KeyedEvent[] }
   | { ok: false; error: Exclude<ReceiveResult, { ok: true }>['error']; detail?: string };
 
+/** Outside the service (the testing kit): no payment is known. */
+const NOTHING_KNOWN = async (): Promise<boolean> => false;
+
 /**
  * Checks 3–6 of docs/webhooks.md#checks-and-answers for one delivery, the same for every provider:
  * the adapter's own checks in its order, then what the receive path requires of every event. A
  * MalformedPayloadError is a refusal with its detail; any other throw (a provider's API away) is
  * left to the caller, which answers 503.
  */
-export async function receiveDelivery(endpoint: ReceivingEndpoint, delivery: RawDelivery, keys: readonly LiveKey[], nowMs: number): Promise<DeliveryOutcome> {
+export async function receiveDelivery(
+  endpoint: ReceivingEndpoint,
+  delivery: RawDelivery,
+  keys: readonly LiveKey[],
+  nowMs: number,
+  from: Partial<Pick<ReceiveContext, 'sender' | 'knowsPayment'>> = {},
+): Promise<DeliveryOutcome> {
+  const sender = from.sender ?? '';
+  const knowsPayment = from.knowsPayment ?? NOTHING_KNOWN;
   try {
-    const result = await endpoint.provider.receive(delivery, { endpoint: endpoint.settings, keys, nowMs, toleranceSeconds: endpoint.toleranceSeconds });
+    const result = await endpoint.provider.receive(delivery, { endpoint: endpoint.settings, keys, nowMs, toleranceSeconds: endpoint.toleranceSeconds, sender, knowsPayment });
     if (!result.ok) return result;
     return { ok: true, secretIndex: result.secretIndex, events: keyEvents(endpoint, result.events) };
   } catch (err) {

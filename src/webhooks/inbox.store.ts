@@ -475,6 +475,18 @@ export class InboxStore {
   }
 
   /**
+   * Whether an event of `provider` recorded before names the resource (`webhook_inbox_resource_id_idx`),
+   * for one of `accounts` (null: any account).
+   */
+  async namesResource(runner: Runner, { provider, accounts, resourceId }: { provider: string; accounts: readonly string[] | null; resourceId: string }): Promise<boolean> {
+    const rows: unknown[] = await runner.query(
+      `SELECT 1 FROM webhook_inbox WHERE resource_id = $1 AND provider = $2 AND ($3::text[] IS NULL OR merchant_account_id = ANY($3::text[])) LIMIT 1`,
+      [resourceId, provider, accounts],
+    );
+    return rows.length > 0;
+  }
+
+  /**
    * Reconciliation: which of `eventIds` the account's inbox holds. An event recorded by an endpoint
    * that does not serve the account (its key scoped to that endpoint) was never that account's.
    */

@@ -5,6 +5,7 @@ import { rawRequest, restoreContentType, setHeader } from '../http/platform';
 import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
+import { InboxIngestService } from './inbox-ingest.service';
 import { DELIVERY_REFUSALS, KeyedEvent, receiveDelivery } from '../providers';
 import { liveKeys, ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
@@ -120,6 +121,7 @@ export class WebhookSignatureGuard implements CanActivate {
     @Inject(PW_OPTIONS) options: ResolvedOptions,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly observer: DeliveryObserver,
+    private readonly ingest: InboxIngestService,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
     this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes, options.tuning.unverifiedBodyClientShareBytes);
@@ -138,7 +140,8 @@ export class WebhookSignatureGuard implements CanActivate {
 
     // One share per remote address: behind a proxy every sender is the proxy
     // (docs/design.md#what-an-outsider-can-make-the-process-hold).
-    const taken = this.unverified.begin(raw.socket?.remoteAddress ?? '');
+    const sender = raw.socket?.remoteAddress ?? '';
+    const taken = this.unverified.begin(sender);
     try {
       const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, taken);
       if (rawBody === TOO_LARGE || rawBody === OVER_BUDGET) {
@@ -147,18 +150,21 @@ export class WebhookSignatureGuard implements CanActivate {
         // Over the budget or the client's share of unverified bytes: transient, the sender retries.
         throw new WebhookError(rawBody === TOO_LARGE ? 'payload_too_large' : 'unavailable');
       }
-      return await this.verified(req, endpoint, rawBody);
+      return await this.verified(req, endpoint, rawBody, sender);
     } finally {
       this.unverified.end(taken);
     }
   }
 
   /** Checks 3–6, the provider's own way (docs/providers.md), then what every event must be. */
-  private async verified(req: WebhookRequest, endpoint: ResolvedEndpoint, rawBody: Buffer): Promise<boolean> {
+  private async verified(req: WebhookRequest, endpoint: ResolvedEndpoint, rawBody: Buffer, sender: string): Promise<boolean> {
     const nowMs = this.clock.now();
     let result;
     try {
-      result = await receiveDelivery(endpoint, { headers: req.headers, body: rawBody }, liveKeys(endpoint, nowMs), nowMs);
+      result = await receiveDelivery(endpoint, { headers: req.headers, body: rawBody }, liveKeys(endpoint, nowMs), nowMs, {
+        sender,
+        knowsPayment: (resourceId) => this.ingest.knowsPayment(endpoint, resourceId),
+      });
     } catch (err) {
       // The adapter could not tell (a provider's API away, slow or refusing): transient, the sender retries.
       this.logger.warn(`delivery to ${endpoint.id} not checked: ${(err as Error)?.message ?? String(err)}`);

@@ -9,6 +9,7 @@ export const WEBHOOK_ERROR_STATUS = {
   timestamp_out_of_tolerance: 401,
   malformed_payload: 400,
   unavailable: 503,
+  rate_limited: 429,
 } as const;
 
 export type WebhookErrorCode = keyof typeof WEBHOOK_ERROR_STATUS;

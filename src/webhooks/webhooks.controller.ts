@@ -51,6 +51,11 @@ export class WebhooksController {
   @ApiResponse({ status: 401, description: 'missing_signature, invalid_signature or timestamp_out_of_tolerance', schema: { example: { error: 'invalid_signature' } } })
   @ApiResponse({ status: 404, description: 'Unknown endpoint', schema: { example: { error: 'unknown_endpoint' } } })
   @ApiResponse({ status: 413, description: 'Body over WEBHOOK_MAX_BODY_BYTES', schema: { example: { error: 'payload_too_large' } } })
+  @ApiResponse({
+    status: 429,
+    description: 'An unsigned hint (Mollie) from an address that named too many payments the provider does not have: not checked, retry later',
+    schema: { example: { error: 'rate_limited' } },
+  })
   @ApiResponse({ status: 503, description: 'Not recorded (database down or slow): retry', schema: { example: { error: 'unavailable' } } })
   @UseGuards(WebhookSignatureGuard)
   async receive(

@@ -16,7 +16,7 @@ export interface Answer {
  * and these bytes, on a connection of its own: what supertest cannot send (repeated headers,
  * header order, a body that is not text).
  */
-export function post(port: number, path: string, headers: HeaderLine[], body: Buffer, chunked: boolean, timeoutMs = 10_000): Promise<Answer> {
+export function post(port: number, path: string, headers: HeaderLine[], body: Buffer, chunked: boolean, timeoutMs = 10_000, localAddress?: string): Promise<Answer> {
   const raw: string[] = ['Host', `127.0.0.1:${port}`];
   for (const [k, v] of headers) raw.push(k, v);
   if (chunked) raw.push('Transfer-Encoding', 'chunked');
@@ -29,7 +29,7 @@ export function post(port: number, path: string, headers: HeaderLine[], body: Bu
         resolve(a);
       }
     };
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path, headers: raw as unknown as Record<string, string>, agent: false, setHost: false }, (res) => {
+    const req = request({ host: '127.0.0.1', port, localAddress, method: 'POST', path, headers: raw as unknown as Record<string, string>, agent: false, setHost: false }, (res) => {
       readAnswer(res, finish);
       res.on('error', (err) => finish({ status: res.statusCode ?? 0, body: null, error: err.message }));
     });

@@ -208,11 +208,18 @@ export function buildMollie(spec: MollieCase, world: MollieWorld, failing: boole
   }
   // A path the contract does not name (an alias, a query) may be refused before anything is read.
   fetches = r.extra.length === 0 ? true : undefined;
-  if (own === BAD_KEY_ENDPOINT || failing) {
-    why.push(own === BAD_KEY_ENDPOINT ? 'Mollie answers 401 to the key' : 'Mollie fails (429 or 5xx)');
+  if (own === BAD_KEY_ENDPOINT) {
+    why.push('Mollie answers 401 to the key');
     allowed.add(503);
     errors[503] = ['unavailable'];
     return done();
+  }
+  if (failing) {
+    // Mollie fails the next fetch only: a second send fetches again, and a failure is never reused.
+    why.push('Mollie fails (429 or 5xx) once');
+    allowed.add(503);
+    errors[503] = ['unavailable'];
+    if (spec.transport.sends === 1) return done();
   }
   const payment = world.payment(id);
   if (!payment) {
@@ -267,4 +274,52 @@ export function mollieCaseArb(): fc.Arbitrary<MollieCase> {
       concurrent: fc.boolean(),
     }),
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequences: what a minute remembers of the hints of several addresses
+
+/** One hint of a sequence: from one of a few addresses, of a payment of the pool or of an id Mollie does not have. */
+export interface SequencedHint {
+  from: number;
+  hint: { kind: 'payment'; index: number } | { kind: 'unknown'; n: number };
+}
+
+/** Addresses a sequence sends from, and how many distinct ids Mollie does not have it draws on (enough to pass 60 from one address). */
+export const SEQUENCE_SENDERS = 3;
+const UNKNOWN_POOL = 200;
+
+export function hintSequenceArb(): fc.Arbitrary<SequencedHint[]> {
+  const hint = fc.record({
+    // Most from the first address, so that it passes its limit in some runs.
+    from: fc.oneof(w(6, fc.constant(0)), w(1, fc.integer({ min: 1, max: SEQUENCE_SENDERS - 1 }))),
+    hint: fc.oneof(
+      w(1, fc.record({ kind: fc.constant('payment' as const), index: fc.nat() })),
+      w(5, fc.record({ kind: fc.constant('unknown' as const), n: fc.nat({ max: UNKNOWN_POOL - 1 }) })),
+    ),
+  });
+  return fc.array(hint, { minLength: 60, maxLength: 180, size: 'max' });
+}
+
+/**
+ * What the contract says of a sequence sent within one minute, one hint at a time, to an endpoint
+ * whose payments the service already knows: a payment is fetched and answered 200 whoever sends it;
+ * an id Mollie does not have is fetched once a minute (then answered 400 from memory), and an
+ * address that named more than 60 such ids is answered 429 without a call (for such an id).
+ */
+export class HintSequenceModel {
+  private readonly notFound = new Set<string>();
+  private readonly named = new Map<number, Set<string>>();
+
+  /** The answer's status, and whether Mollie is asked. */
+  expect(hint: SequencedHint, id: string, isPayment: boolean): { status: number; calls: boolean } {
+    if (isPayment) return { status: 200, calls: true };
+    const named = this.named.get(hint.from) ?? new Set<string>();
+    this.named.set(hint.from, named);
+    if (named.size > 60) return { status: 429, calls: false };
+    const calls = !this.notFound.has(id);
+    this.notFound.add(id);
+    named.add(id);
+    return { status: 400, calls };
+  }
 }

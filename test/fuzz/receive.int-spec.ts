@@ -13,7 +13,11 @@
  *   recorded before, once), a `duplicate` adds none, an event is accepted once (the dedup model),
  *   and the row holds the id the answer named and the bytes that were sent (an Adyen item as
  *   parsed, the payment Mollie returned); the archive reads it back;
- * - Mollie is never asked about a hint the service refuses unasked;
+ * - Mollie is never asked about a hint the service refuses unasked, and a second send of a hint
+ *   asks again (a failure is never reused);
+ * - sequences of Mollie hints from several addresses within one minute answer as the model of what
+ *   a minute remembers says (mollie.ts `HintSequenceModel`): a payment is always fetched, an id
+ *   Mollie does not have is asked once a minute, an address past 60 such ids gets 429 unasked;
  * - the process stays healthy: /health and /health/ready answer 200 at the end.
  *
  * Replay: the seed is in each test's name and printed; `FUZZ_SEED=<n> npx jest test/fuzz` replays
@@ -31,7 +35,7 @@ import { MollieStub } from '../support/mollie-stub';
 import { AdyenCase, adyenCaseArb, AdyenItemSpec, buildAdyen } from './adyen';
 import { caseArb } from './arbitraries';
 import { Answer, get, post } from './client';
-import { MOLLIE_PAYMENTS, MollieCase, mollieCaseArb, mollieTarget, buildMollie, StubPayment } from './mollie';
+import { buildMollie, hintSequenceArb, HintSequenceModel, MOLLIE_PAYMENTS, MollieCase, mollieCaseArb, mollieTarget, SEQUENCE_SENDERS, StubPayment } from './mollie';
 import { build, Built, CaseSpec, FuzzProvider, fuzzEndpoints, HeaderProvider, MAX_BODY, MOLLIE_API_KEY, MOLLIE_PROFILE, PROVIDER_NAMES } from './model';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 0x7fffffff);
@@ -136,8 +140,9 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing POST /webhooks/:endpointId', (platfor
   function buildCase(spec: AnyCase): Built {
     if (spec.provider === 'adyen') return buildAdyen(spec);
     if (spec.provider === 'mollie') {
-      // Past the window in which a payment is fetched at most once: each case asks Mollie afresh.
-      t.clock.setSeconds(Math.floor(t.clock.now() / 1000) + 2);
+      // A minute on: what Mollie answered 404 for, and what each address named, is forgotten, so
+      // each case stands alone (the sequences below fuzz what a minute remembers).
+      t.clock.setSeconds(Math.floor(t.clock.now() / 1000) + 61);
       const failing = prepareMollie(spec);
       return buildMollie(spec, { payment: (id) => payments.get(id) }, failing);
     }
@@ -393,6 +398,43 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing POST /webhooks/:endpointId', (platfor
       if (provider === 'mollie') expect(stats.statuses['503'] ?? 0).toBeGreaterThan(0);
       else expect(stats.statuses['401'] ?? 0).toBeGreaterThan(runs / 20);
     }
+    await healthy();
+  }, 300_000);
+
+  it(`mollie: sequences of hints from ${SEQUENCE_SENDERS} addresses within a minute, seed ${SEED}`, async () => {
+    const runs = Math.max(1, Math.round(RUNS / 40));
+    const mainPayments = MOLLIE_PAYMENTS.map((p) => p.id);
+    const hint = (id: string, from: string) => post(port, '/webhooks/mollie-main', [['Content-Type', 'application/x-www-form-urlencoded']], Buffer.from(`id=${id}`), false, 10_000, from);
+    // Every payment of the pool is one the service knows (fetched, or recorded before).
+    for (const id of mainPayments) expect((await hint(id, '127.0.76.1')).status).toBe(200);
+    let sequence = 0;
+    const answered: Record<number, number> = {};
+    await fc.assert(
+      fc.asyncProperty(hintSequenceArb(), async (hints) => {
+        sequence++;
+        // A new minute: nothing of the last sequence is remembered.
+        t.clock.setSeconds(Math.floor(t.clock.now() / 1000) + 61);
+        const model = new HintSequenceModel();
+        for (const [i, h] of hints.entries()) {
+          const id = h.hint.kind === 'payment' ? mainPayments[h.hint.index % mainPayments.length] : `tr_seq${sequence}x${h.hint.n}`;
+          const expected = model.expect(h, id, h.hint.kind === 'payment');
+          const asked = stub.requests.length;
+          const answer = await hint(id, `127.0.77.${h.from + 1}`);
+          const calls = stub.requests.length - asked;
+          answered[answer.status] = (answered[answer.status] ?? 0) + 1;
+          const seen = { status: answer.status, calls: calls > 0, error: (answer.body as { error?: string } | null)?.error ?? null };
+          const want = { status: expected.status, calls: expected.calls, error: expected.status === 200 ? null : expected.status === 429 ? 'rate_limited' : 'malformed_payload' };
+          if (JSON.stringify(seen) !== JSON.stringify(want)) {
+            throw new Error(`hint ${i + 1} of ${hints.length} (id=${id} from address #${h.from}): ${JSON.stringify(seen)}, the model says ${JSON.stringify(want)}`);
+          }
+        }
+      }),
+      { seed: SEED, numRuns: runs, path: PATH, interruptAfterTimeLimit: 120_000, markInterruptAsFailure: true },
+    );
+    // eslint-disable-next-line no-console
+    console.log(`fuzz ${platform}/mollie sequences: ${sequence} sequences, answers ${JSON.stringify(answered)}`);
+    // Not vacuous: some address passed its limit, and payments were answered beside it.
+    if (!PATH && RUNS >= 200) expect([(answered[429] ?? 0) > 0, (answered[200] ?? 0) > 0, (answered[400] ?? 0) > 0]).toEqual([true, true, true]);
     await healthy();
   }, 300_000);
 

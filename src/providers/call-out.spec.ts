@@ -1,0 +1,52 @@
+import { ExpiringSet, SenderBudgets } from './call-out';
+
+describe('ExpiringSet', () => {
+  it('forgets a key its time after it was last added, and the least recently added past the cap', () => {
+    const set = new ExpiringSet(2, 1_000);
+    set.add('a', 0);
+    expect(set.has('a', 999)).toBe(true);
+    expect(set.has('a', 1_000)).toBe(false);
+    set.add('a', 2_000);
+    set.add('b', 2_000);
+    set.add('a', 2_001);
+    set.add('c', 2_002);
+    expect([set.has('a', 2_003), set.has('b', 2_003), set.has('c', 2_003)]).toEqual([true, false, true]);
+    expect(set.size).toBe(2);
+  });
+});
+
+describe('SenderBudgets', () => {
+  const limits = { inFlight: 2, notFound: 3, windowMs: 60_000, maxSenders: 3 };
+
+  it('an address holds at most its share of calls in flight, and gets each back once answered', () => {
+    const budgets = new SenderBudgets(limits);
+    expect([budgets.take('a'), budgets.take('a'), budgets.take('a')]).toEqual([true, true, false]);
+    expect(budgets.take('b')).toBe(true);
+    budgets.give('a');
+    expect(budgets.inFlightOf('a')).toBe(1);
+    expect(budgets.take('a')).toBe(true);
+  });
+
+  it('more than the limit of distinct not-found ids within the window: limited until they age out', () => {
+    const budgets = new SenderBudgets(limits);
+    for (const id of ['x1', 'x2', 'x3', 'x3', 'x2']) budgets.notFound('a', id, 1_000);
+    expect(budgets.limited('a', 1_000)).toBe(false);
+    budgets.notFound('a', 'x4', 2_000);
+    expect(budgets.limited('a', 2_000)).toBe(true);
+    expect(budgets.limited('b', 2_000)).toBe(false);
+    // The first three age out a window after they were named.
+    expect(budgets.limited('a', 60_999)).toBe(true);
+    expect(budgets.limited('a', 61_000)).toBe(false);
+  });
+
+  it('tracks a bounded number of addresses, never dropping one with a call in flight', () => {
+    const budgets = new SenderBudgets(limits);
+    budgets.take('busy');
+    for (const id of ['x1', 'x2', 'x3', 'x4']) budgets.notFound('guesser', id, 0);
+    budgets.notFound('c', 'y', 0);
+    budgets.notFound('d', 'y', 0);
+    // 'guesser' was the least recently seen idle address: forgotten; 'busy' kept its call.
+    expect(budgets.limited('guesser', 0)).toBe(false);
+    expect(budgets.inFlightOf('busy')).toBe(1);
+  });
+});
