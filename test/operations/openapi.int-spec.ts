@@ -384,12 +384,14 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
 
   it('the webhook route documents the receive answers of CONTRACT §2', () => {
     const op = doc.paths['/webhooks/{endpointId}'].post;
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '413', '503']);
+    // 429: an unsigned hint from an address that named too many payments the provider does not have.
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '401', '404', '413', '429', '503']);
     const codes = (s: string) => examplesOf(op.responses[s].content?.['application/json']).map((e) => (e as { error?: string }).error);
     expect(codes('404')).toContain('unknown_endpoint');
     expect(codes('413')).toContain('payload_too_large');
     expect(codes('400')).toContain('malformed_payload');
     expect(codes('503')).toContain('unavailable');
+    expect(codes('429')).toContain('rate_limited');
   });
 
   it('/health/ready documents its 503', () => {
