@@ -2,6 +2,7 @@ import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nest
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ResolvedOptions } from '../config/options';
 import { rawRequest, restoreContentType, setHeader } from '../http/platform';
+import { ClientAddresses } from '../http/client-address';
 import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
@@ -120,6 +121,7 @@ export class WebhookSignatureGuard implements CanActivate {
     @Inject(PW_OPTIONS) options: ResolvedOptions,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly observer: DeliveryObserver,
+    private readonly clients: ClientAddresses,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
     this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes, options.tuning.unverifiedBodyClientShareBytes);
@@ -136,9 +138,9 @@ export class WebhookSignatureGuard implements CanActivate {
     restoreContentType(raw);
     if (!endpoint) throw new WebhookError('unknown_endpoint');
 
-    // One share per remote address: behind a proxy every sender is the proxy
+    // One share per client: behind a trusted proxy, the address it forwards for
     // (docs/design.md#what-an-outsider-can-make-the-process-hold).
-    const taken = this.unverified.begin(raw.socket?.remoteAddress ?? '');
+    const taken = this.unverified.begin(this.clients.clientAddress(raw));
     try {
       const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, taken);
       if (rawBody === TOO_LARGE || rawBody === OVER_BUDGET) {
