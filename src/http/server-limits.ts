@@ -102,8 +102,7 @@ const CAP_LOGGED = Symbol('pw-connection-cap-logged');
  * it to that (`'lower'`: a host's own lower setting stays). Says so in one line, once per value,
  * when the open-file limit lowered it.
  */
-export function capConnections(server: Server, configured: number, mode: 'set' | 'lower'): void {
-  const openFiles = readOpenFileLimit();
+export function capConnections(server: Server, configured: number, mode: 'set' | 'lower', openFiles: number | null = readOpenFileLimit()): void {
   const capacity = connectionCapacity(configured, openFiles);
   const current = server.maxConnections;
   server.maxConnections = mode === 'lower' && current !== undefined && current !== null && current < capacity ? current : capacity;
