@@ -35,21 +35,21 @@ export function unmappedAddress(address: string): string {
 
 /**
  * An address or a CIDR range (`10.0.0.0/8`, `2001:db8::/32`, `127.0.0.1`), or what is wrong with
- * it. An IPv4-mapped IPv6 range of at least 96 bits is the IPv4 range it carries. Bits past the
+ * it (to follow the text quoted). An IPv4-mapped IPv6 range of at least 96 bits is the IPv4 range it carries. Bits past the
  * prefix are ignored (`10.1.2.3/8` is `10.0.0.0/8`).
  */
 export function parseAddressRange(text: string): AddressRange | string {
   const slash = text.indexOf('/');
   const addressText = slash === -1 ? text : text.slice(0, slash);
   const prefixText = slash === -1 ? undefined : text.slice(slash + 1);
-  if (addressText.includes('%')) return `"${text}" has a zone (%…); give the address without it`;
+  if (addressText.includes('%')) return 'has a zone (%…); give the address without it';
   const canonical = canonicalAddress(addressText);
-  if (!canonical) return `"${text}" is not an IP address or a CIDR range`;
+  if (!canonical) return 'is not an IP address or a CIDR range';
   const written: AddressFamily = isIPv4(addressText) ? 'ipv4' : 'ipv6';
   const bits = written === 'ipv4' ? 32 : 128;
   let prefix = bits;
   if (prefixText !== undefined) {
-    if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits) return `"${text}" has a prefix length that is not 0–${bits}`;
+    if (!/^\d{1,3}$/.test(prefixText) || Number(prefixText) > bits) return `has a prefix length that is not 0–${bits}`;
     prefix = Number(prefixText);
   }
   if (written === 'ipv6' && canonical.family === 'ipv4') {

@@ -335,9 +335,9 @@ describe('loadStandaloneConfig', () => {
         expect(configError({ ...SECRET_ENV, EVENT_MAX_ATTEMPTS: '0' }).message).toBe('EVENT_MAX_ATTEMPTS: must be a positive integer');
       });
       it.each([
-        ['proxy.internal', 'TRUSTED_PROXIES: entry #1: "proxy.internal" is not an IP address or a CIDR range'],
-        ['10.0.0.1,10.0.0.300', 'TRUSTED_PROXIES: entry #2: "10.0.0.300" is not an IP address or a CIDR range'],
-        ['10.0.0.0/33', 'TRUSTED_PROXIES: entry #1: "10.0.0.0/33" has a prefix length that is not 0–32'],
+        ['proxy.internal', 'TRUSTED_PROXIES: entry #1 "proxy.internal" is not an IP address or a CIDR range'],
+        ['10.0.0.1,10.0.0.300', 'TRUSTED_PROXIES: entry #2 "10.0.0.300" is not an IP address or a CIDR range'],
+        ['10.0.0.0/33', 'TRUSTED_PROXIES: entry #1 "10.0.0.0/33" has a prefix length that is not 0–32'],
         ['10.0.0.1,', 'TRUSTED_PROXIES: entry #2 is empty or not a string'],
         ['10.0.0.1,,::1', 'TRUSTED_PROXIES: entry #2 is empty or not a string'],
       ])('TRUSTED_PROXIES=%j', (value, message) => {

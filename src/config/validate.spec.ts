@@ -731,8 +731,8 @@ describe('resolveOptions', () => {
 
   it.each<[string, unknown, string]>([
     ['a string, not a list', '10.0.0.0/8', 'trustedProxies: must be a list of addresses and CIDR ranges, such as 10.0.0.0/8,::1'],
-    ['a host name', ['10.0.0.1', 'lb.internal'], 'trustedProxies: entry #2: "lb.internal" is not an IP address or a CIDR range'],
-    ['a prefix too long', ['2001:db8::/129'], 'trustedProxies: entry #1: "2001:db8::/129" has a prefix length that is not 0–128'],
+    ['a host name', ['10.0.0.1', 'lb.internal'], 'trustedProxies: entry #2 "lb.internal" is not an IP address or a CIDR range'],
+    ['a prefix too long', ['2001:db8::/129'], 'trustedProxies: entry #1 "2001:db8::/129" has a prefix length that is not 0–128'],
     ['an empty entry', ['10.0.0.1', ' '], 'trustedProxies: entry #2 is empty or not a string'],
   ])('refuses trustedProxies with %s, naming the option', (_label, trustedProxies, message) => {
     expect(() => resolveOptions({ ...base, trustedProxies: trustedProxies as string[] })).toThrow(new ConfigurationError('trustedProxies', message.slice('trustedProxies: '.length)));

@@ -492,7 +492,7 @@ export function checkTrustedProxies(setting: string, value: unknown): string[] {
   const ranges = value.map((entry, i) => {
     if (typeof entry !== 'string' || entry.trim() === '') throw new ConfigurationError(setting, `entry #${i + 1} is empty or not a string`);
     const range = parseAddressRange(entry.trim());
-    if (typeof range === 'string') throw new ConfigurationError(setting, `entry #${i + 1}: ${range}`);
+    if (typeof range === 'string') throw new ConfigurationError(setting, `entry #${i + 1} ${JSON.stringify(entry.trim().slice(0, 60))} ${range}`);
     return formatAddressRange(range);
   });
   return [...new Set(ranges)];

@@ -28,7 +28,7 @@ export class ClientAddresses {
   constructor(options: Pick<ResolvedOptions, 'trustedProxies'>) {
     for (const text of options.trustedProxies) {
       const range = parseAddressRange(text);
-      if (typeof range === 'string') throw new Error(`trustedProxies: ${range}`);
+      if (typeof range === 'string') throw new Error(`trustedProxies: ${JSON.stringify(text)} ${range}`);
       this.trusted.addSubnet(range.address, range.prefix, range.family);
     }
     this.anyTrusted = options.trustedProxies.length > 0;
