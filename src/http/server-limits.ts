@@ -145,7 +145,7 @@ export function shareConnections(server: Server, isTrustedProxy?: (address: stri
   }
   const shares: ConnectionShares = { open: new Map(), isTrustedProxy: isTrustedProxy ?? (() => false) };
   holder[SHARES] = shares;
-  // First in line: a connection over its share is gone before the HTTP parser is set up for it.
+  // First in line: a connection over its share is reset before the HTTP server reads from it.
   server.prependListener('connection', (socket: Socket) => {
     const remote = socket.remoteAddress;
     if (remote === undefined) return;
@@ -165,11 +165,6 @@ export function shareConnections(server: Server, isTrustedProxy?: (address: stri
       else shares.open.set(address, left);
     });
   });
-}
-
-/** Open connections of one address on a server with shares (for the tests and the metrics). */
-export function connectionsOf(server: Server, address: string): number {
-  return (server as Server & { [SHARES]?: ConnectionShares })[SHARES]?.open.get(address) ?? 0;
 }
 
 /**
