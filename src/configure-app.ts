@@ -8,6 +8,8 @@ import { AdminAuthGuard } from './http/admin-auth.guard';
 import { toApiError } from './http/api-errors';
 import type { ResolvedOptions } from './config/options';
 import { HttpSurface } from './http/http-surface';
+import { ClientAddresses } from './http/client-address';
+import { capConnections, shareConnections } from './http/server-limits';
 import { hideBodyFromParsers, RAW_WEBHOOK_CONTENT_TYPE, requestPath, sendJson, setHeader } from './http/platform';
 import { PW_ADMIN_GUARD, PW_OPTIONS } from './config/tokens';
 import { DeliveryObserver } from './webhooks/delivery-observer';
@@ -42,6 +44,10 @@ interface FastifyRouteOptions {
  * unauthenticated request answers 401 whatever its body or query (the guard checks again). The
  * docs, and on Fastify the guarded routes, get their check through the router, so every spelling
  * it serves them by (case, slashes, percent escapes) is checked.
+ *
+ * It also bounds the connections of the app's server: at most `httpMaxConnections` (fewer when
+ * the open-file limit allows fewer; a lower maximum of the host's own stays), and one address (but
+ * a trusted proxy) at most a quarter of them (docs/design.md#what-an-outsider-can-make-the-process-hold).
  */
 export function configurePaymentWebhooksApp(app: INestApplication, options: ConfigureAppOptions = {}): void {
   const platform = app.getHttpAdapter().getType() as Platform;
@@ -51,11 +57,20 @@ export function configurePaymentWebhooksApp(app: INestApplication, options: Conf
   // One line saying what to install, through the app's logger, where Node.js is older than supported.
   const engine = unsupportedNode();
   if (engine) new Logger('PaymentWebhooks').warn(engine);
+  limitConnections(app);
   const checks = new RequestChecks(app, platform, options.docs ?? true);
   // Which requests are the docs, or a guarded route, is decided by the app's own router, never by
   // a second comparison of the path: any spelling the router serves them by gets the check.
   const beforeDocsRoutes = platform === 'express' ? onExpress(app, checks) : onFastify(app, checks);
   checks.surface.attach(app, checks.docs, DOCUMENTED_MODULES, beforeDocsRoutes);
+}
+
+/** The connection cap and one address's share of it, on the app's Node server, before it listens. */
+function limitConnections(app: INestApplication): void {
+  const server = app.getHttpServer();
+  const clients = app.get(ClientAddresses);
+  capConnections(server, app.get<ResolvedOptions>(PW_OPTIONS).tuning.httpMaxConnections, 'lower');
+  shareConnections(server, (address) => clients.isTrustedProxy(address));
 }
 
 /** The checks the request hooks of both platforms make, before any body parser reads a request. */

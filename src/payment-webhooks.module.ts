@@ -22,6 +22,7 @@ import { ObservabilityModule } from './observability/observability.module';
 import { PaymentsModule } from './payments/payments.module';
 import { WebhooksModule } from './webhooks/webhooks.module';
 import { HttpSurface } from './http/http-surface';
+import { ClientAddresses } from './http/client-address';
 import { applyRoutePrefix } from './http/route-prefix';
 import { RouteCollisions } from './http/route-collisions';
 import { QueuePrefixOwnership } from './jobs/queue-owner';
@@ -93,6 +94,12 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
       },
       { provide: CLOCK, useValue: systemClock },
       {
+        // Who a request's client is, behind the trusted proxies (trustedProxies).
+        provide: ClientAddresses,
+        inject: [PW_OPTIONS],
+        useFactory: (o: ResolvedOptions) => new ClientAddresses(o),
+      },
+      {
         provide: PW_RECEIVE_PRESSURE,
         inject: [PW_OPTIONS],
         useFactory: (o: ResolvedOptions) => new ReceivePressure(o.tuning.busyWorkerSlots, o.tuning.workerYieldMs, o.tuning.receiveBacklog, o.tuning.receiveLagMs),
@@ -106,7 +113,7 @@ function optionsModule(rawProvider: Provider, imports: ModuleMetadata['imports']
         },
       },
     ],
-    exports: [PW_OPTIONS, PW_PROVIDERS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK, PW_RECEIVE_PRESSURE, PW_BULL_CONNECTION],
+    exports: [PW_OPTIONS, PW_PROVIDERS, PW_CARRIER_ADAPTERS, PW_CARRIER_NAMES, PW_ADMIN_GUARD, PW_LOGGER, CLOCK, ClientAddresses, PW_RECEIVE_PRESSURE, PW_BULL_CONNECTION],
   };
 }
 

@@ -79,6 +79,7 @@ describe('loadStandaloneConfig', () => {
           webhookMaxBodyBytes: 1_048_576,
           migrationsRun: true,
           preparedStatements: true,
+          trustedProxies: [],
           tuning: DEFAULT_TUNING,
         },
       });
@@ -110,6 +111,7 @@ describe('loadStandaloneConfig', () => {
           INBOX_RETENTION_DAYS: '',
           WEBHOOK_MAX_BODY_BYTES: '',
           DB_MIGRATIONS_RUN: '',
+          TRUSTED_PROXIES: ' ',
         }),
       ).toEqual(loadStandaloneConfig({}));
     });
@@ -164,6 +166,7 @@ describe('loadStandaloneConfig', () => {
         HTTP_ADAPTER: 'fastify',
         EVENT_SINKS: JSON.stringify([{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luay1zZWNyZXQtMTYtYnl0ZXM=', types: ['order.paid'] }]),
         EVENT_MAX_ATTEMPTS: '4',
+        TRUSTED_PROXIES: '10.0.0.0/8, ::1,::ffff:192.168.0.10',
       });
       expect(config).toEqual({
         port: 8080,
@@ -190,6 +193,7 @@ describe('loadStandaloneConfig', () => {
           webhookMaxBodyBytes: 2048,
           migrationsRun: false,
           preparedStatements: false,
+          trustedProxies: ['10.0.0.0/8', '::1/128', '192.168.0.10/32'],
           tuning: DEFAULT_TUNING,
         },
       });
@@ -329,6 +333,16 @@ describe('loadStandaloneConfig', () => {
       });
       it('EVENT_MAX_ATTEMPTS=0', () => {
         expect(configError({ ...SECRET_ENV, EVENT_MAX_ATTEMPTS: '0' }).message).toBe('EVENT_MAX_ATTEMPTS: must be a positive integer');
+      });
+      it.each([
+        ['proxy.internal', 'TRUSTED_PROXIES: entry #1 "proxy.internal" is not an IP address or a CIDR range'],
+        ['10.0.0.1,10.0.0.300', 'TRUSTED_PROXIES: entry #2 "10.0.0.300" is not an IP address or a CIDR range'],
+        ['10.0.0.0/33', 'TRUSTED_PROXIES: entry #1 "10.0.0.0/33" has a prefix length that is not 0–32'],
+        ['10.0.0.1,', 'TRUSTED_PROXIES: entry #2 is empty or not a string'],
+        ['10.0.0.1,,::1', 'TRUSTED_PROXIES: entry #2 is empty or not a string'],
+      ])('TRUSTED_PROXIES=%j', (value, message) => {
+        const err = expectError({ TRUSTED_PROXIES: value }, message);
+        expect(err.setting).toBe('TRUSTED_PROXIES');
       });
       it.each(['koa', 'hapi', 'express5'])('HTTP_ADAPTER=%j', (value) => {
         const err = expectError({ HTTP_ADAPTER: value }, 'HTTP_ADAPTER: must be express or fastify');

@@ -124,6 +124,8 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     webhookMaxBodyBytes: integer(env, 'WEBHOOK_MAX_BODY_BYTES'),
     migrationsRun: boolean(env, 'DB_MIGRATIONS_RUN', true),
     preparedStatements: boolean(env, 'DB_PREPARED_STATEMENTS', true),
+    // A comma-separated list; an empty entry (`a,,b`, a trailing comma) is reported, not skipped.
+    trustedProxies: present(env, 'TRUSTED_PROXIES')?.split(','),
     // Advanced: overrides of the tuning knobs (README "Tuning"), as a JSON object.
     tuning: present(env, 'PW_TUNING') === undefined ? undefined : (parseJsonSetting('PW_TUNING', env.PW_TUNING!) as PaymentWebhooksOptions['tuning']),
   };
@@ -143,6 +145,7 @@ export function loadStandaloneConfig(env: Env = process.env): StandaloneConfig {
     eventMaxAttempts: 'EVENT_MAX_ATTEMPTS',
     inboxRetentionDays: 'INBOX_RETENTION_DAYS',
     webhookMaxBodyBytes: 'WEBHOOK_MAX_BODY_BYTES',
+    trustedProxies: 'TRUSTED_PROXIES',
     tuning: 'PW_TUNING',
   });
   return { port, ...(host === undefined || host === '' ? {} : { host }), runHttp, httpAdapter, options: resolved };

@@ -136,6 +136,14 @@ export interface PaymentWebhooksOptions {
   webhookMaxBodyBytes?: number;
   /** Apply pending migrations when the module starts. Default true. */
   migrationsRun?: boolean;
+  /**
+   * The reverse proxies in front of the service (nginx, an ingress, a cloud load balancer): addresses
+   * and CIDR ranges, IPv4 or IPv6 (`['10.0.0.0/8', '::1']`). For a request from one of them the
+   * client is the last address of `X-Forwarded-For` that is not itself one of them, and the
+   * per-client limits apply to that client; their own connections are not held to one address's
+   * share. `X-Forwarded-For` from any other address is ignored. Default none.
+   */
+  trustedProxies?: string[];
   /** Tuning knobs; the defaults suit production. */
   tuning?: Partial<TuningOptions>;
   /**
@@ -212,7 +220,8 @@ export interface TuningOptions {
   httpHeadersTimeoutMs: number;
   /** The standalone HTTP server: how long an idle keep-alive connection is kept (Node's keepAliveTimeout). */
   httpKeepAliveTimeoutMs: number;
-  /** The standalone HTTP server: most connections open at once; more are refused (Node's maxConnections). */
+  /** Most connections the HTTP server holds at once; more are refused (Node's maxConnections). Lowered to
+   * what the process's open-file limit allows; one address (but a trusted proxy) holds at most a quarter. */
   httpMaxConnections: number;
   /** Most bytes of webhook bodies that arrived but are not verified yet, in one process, at once
    * (declared lengths count for nothing): past it a delivery answers 503 `unavailable` at once, the
@@ -276,5 +285,7 @@ export interface ResolvedOptions {
   inboxRetentionDays: number;
   webhookMaxBodyBytes: number;
   migrationsRun: boolean;
+  /** Validated ranges, written `address/prefix` (IPv4-mapped IPv6 as IPv4); empty: none. */
+  trustedProxies: string[];
   tuning: TuningOptions;
 }

@@ -678,6 +678,7 @@ describe('resolveOptions', () => {
       webhookMaxBodyBytes: 1_048_576,
       migrationsRun: true,
       preparedStatements: true,
+      trustedProxies: [],
       tuning: DEFAULT_TUNING,
     });
   });
@@ -701,6 +702,7 @@ describe('resolveOptions', () => {
       webhookMaxBodyBytes: 1,
       migrationsRun: false,
       preparedStatements: false,
+      trustedProxies: ['10.0.0.0/8', '::ffff:172.16.0.1', 'fd00::/8'],
       tuning: { ingestBatchSize: 10 },
     });
     expect(resolved).toEqual({
@@ -722,8 +724,18 @@ describe('resolveOptions', () => {
       webhookMaxBodyBytes: 1,
       migrationsRun: false,
       preparedStatements: false,
+      trustedProxies: ['10.0.0.0/8', '172.16.0.1/32', 'fd00::/8'],
       tuning: { ...DEFAULT_TUNING, ingestBatchSize: 10 },
     });
+  });
+
+  it.each<[string, unknown, string]>([
+    ['a string, not a list', '10.0.0.0/8', 'trustedProxies: must be a list of addresses and CIDR ranges, such as 10.0.0.0/8,::1'],
+    ['a host name', ['10.0.0.1', 'lb.internal'], 'trustedProxies: entry #2 "lb.internal" is not an IP address or a CIDR range'],
+    ['a prefix too long', ['2001:db8::/129'], 'trustedProxies: entry #1 "2001:db8::/129" has a prefix length that is not 0–128'],
+    ['an empty entry', ['10.0.0.1', ' '], 'trustedProxies: entry #2 is empty or not a string'],
+  ])('refuses trustedProxies with %s, naming the option', (_label, trustedProxies, message) => {
+    expect(() => resolveOptions({ ...base, trustedProxies: trustedProxies as string[] })).toThrow(new ConfigurationError('trustedProxies', message.slice('trustedProxies: '.length)));
   });
 
   it.each<[string, string | null | undefined]>([

@@ -2,6 +2,7 @@ import { providerTable, type ProviderAdapter } from '../providers';
 import { PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX, secretKeyProblem } from '../providers/standard-keys';
 import { parseRedisSeeds } from '../common/redis-connection';
 import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/host-events';
+import { formatAddressRange, parseAddressRange } from '../common/ip-address';
 import {
   CarrierDefinition,
   DEFAULT_TUNING,
@@ -406,6 +407,7 @@ export function resolveOptions(
     inboxRetentionDays: checkPositiveInteger(name('inboxRetentionDays'), options.inboxRetentionDays, 90, 7),
     webhookMaxBodyBytes,
     migrationsRun: options.migrationsRun ?? true,
+    trustedProxies: checkTrustedProxies(name('trustedProxies'), options.trustedProxies),
     tuning: validateTuning(name('tuning'), options.tuning ?? {}, webhookMaxBodyBytes),
   };
   // Last, so that a short token never hides another problem; the value is never named.
@@ -476,6 +478,24 @@ function checkRoutePrefix(setting: string, value: unknown): string {
     throw new ConfigurationError(setting, 'must be a path of plain segments such as /pay (letters, digits, . _ ~ -)');
   }
   return `/${trimmed}`;
+}
+
+/**
+ * The reverse proxies whose `X-Forwarded-For` is believed: a list of addresses and CIDR ranges,
+ * each returned as `address/prefix` (an IPv4-mapped IPv6 address as the IPv4 one, since that is
+ * how Node reports an IPv4 client on a dual-stack socket). A host name is refused: it would be
+ * looked up, and a lookup is not a decision to trust.
+ */
+export function checkTrustedProxies(setting: string, value: unknown): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ConfigurationError(setting, 'must be a list of addresses and CIDR ranges, such as 10.0.0.0/8,::1');
+  const ranges = value.map((entry, i) => {
+    if (typeof entry !== 'string' || entry.trim() === '') throw new ConfigurationError(setting, `entry #${i + 1} is empty or not a string`);
+    const range = parseAddressRange(entry.trim());
+    if (typeof range === 'string') throw new ConfigurationError(setting, `entry #${i + 1} ${JSON.stringify(entry.trim().slice(0, 60))} ${range}`);
+    return formatAddressRange(range);
+  });
+  return [...new Set(ranges)];
 }
 
 /**

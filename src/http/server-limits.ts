@@ -1,5 +1,8 @@
+import { Logger } from '@nestjs/common';
+import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { unmappedAddress } from '../common/ip-address';
 import type { TuningOptions } from '../config/options';
 
 /** The knobs of the HTTP server, from the tuning (PW_TUNING). */
@@ -25,7 +28,9 @@ const UNAVAILABLE =
  *   under 10 s so that an answer, even this one, comes well inside the 10 s a provider waits.
  * - `keepAliveTimeout` (`httpKeepAliveTimeoutMs`, 5 s): an idle connection closes. Behind a load
  *   balancer, set it above the balancer's idle timeout.
- * - `maxConnections` (`httpMaxConnections`, 4096): connections past it are closed on arrival.
+ * - `maxConnections` (`httpMaxConnections`, 4096, lowered to what the open-file limit allows, see
+ *   connectionCapacity): connections past it are closed on arrival; and one address's past a
+ *   quarter of it (shareConnections).
  *
  * Called on a server that already listens, everything applies but the checking interval, which
  * Node reads when listening starts (the cut then comes up to 30 s late).
@@ -37,7 +42,8 @@ export function applyServerLimits(server: Server, limits: ServerLimits): void {
   server.requestTimeout = requestTimeout;
   server.headersTimeout = headersTimeout;
   server.keepAliveTimeout = limits.httpKeepAliveTimeoutMs;
-  server.maxConnections = limits.httpMaxConnections;
+  capConnections(server, limits.httpMaxConnections, 'set');
+  shareConnections(server);
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.max(
     25,
     Math.min(1_000, Math.floor(headersTimeout / 4)),
@@ -55,6 +61,109 @@ export function applyServerLimits(server: Server, limits: ServerLimits): void {
     }
     // Alone (Express), this listener stands in for Node's own answer to a client error.
     if (server.listenerCount('clientError') === 1) answerAsNodeWould(err, socket);
+  });
+}
+
+/**
+ * Descriptors kept back from connections, for what else the process opens: its database pools,
+ * Redis connections, log and certificate files, the event loop's own.
+ */
+export const OPEN_FILES_RESERVE = 256;
+
+/** The soft limit of open files in the text of `/proc/self/limits`; null when unlimited or absent. */
+export function parseOpenFileLimit(limits: string): number | null {
+  const soft = /^Max open files\s+(\S+)/m.exec(limits)?.[1];
+  return soft !== undefined && /^\d+$/.test(soft) ? Number(soft) : null;
+}
+
+/** The process's soft limit of open files (Linux); null where it cannot be read. */
+export function readOpenFileLimit(): number | null {
+  try {
+    return parseOpenFileLimit(readFileSync('/proc/self/limits', 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The connections the process can accept: the configured maximum, or fewer when the open-file
+ * limit leaves less room once the reserve (at most half the limit) is kept back. Past the limit,
+ * accept() fails for every client alike, so one address's share must be a share of this.
+ */
+export function connectionCapacity(configured: number, openFiles: number | null = readOpenFileLimit()): number {
+  if (openFiles === null) return configured;
+  return Math.max(1, Math.min(configured, openFiles - Math.min(OPEN_FILES_RESERVE, Math.floor(openFiles / 2))));
+}
+
+const CAP_LOGGED = Symbol('pw-connection-cap-logged');
+
+/**
+ * Sets `server.maxConnections` to the capacity of `configured` connections (`'set'`), or lowers
+ * it to that (`'lower'`: a host's own lower setting stays). Says so in one line, once per value,
+ * when the open-file limit lowered it.
+ */
+export function capConnections(server: Server, configured: number, mode: 'set' | 'lower', openFiles: number | null = readOpenFileLimit()): void {
+  const capacity = connectionCapacity(configured, openFiles);
+  const current = server.maxConnections;
+  server.maxConnections = mode === 'lower' && current !== undefined && current !== null && current < capacity ? current : capacity;
+  const holder = server as Server & { [CAP_LOGGED]?: number };
+  if (capacity < configured && holder[CAP_LOGGED] !== capacity) {
+    holder[CAP_LOGGED] = capacity;
+    new Logger('PaymentWebhooks').warn(
+      `the open-file limit (${openFiles}) allows ${capacity} connections, not httpMaxConnections ${configured}: ` +
+        `raise it (ulimit -n, LimitNOFILE) to accept more; one address holds at most ${shareOf(capacity)}`,
+    );
+  }
+}
+
+/** One address's share of `maxConnections` connections: a quarter (at least one). */
+export function shareOf(maxConnections: number): number {
+  return Math.max(1, Math.floor(maxConnections / 4));
+}
+
+/** Open connections per address of one server, and which addresses are exempt. */
+interface ConnectionShares {
+  open: Map<string, number>;
+  isTrustedProxy: (address: string) => boolean;
+}
+const SHARES = Symbol('pw-connection-shares');
+
+/**
+ * One address (a socket's remote address) holds at most a quarter of the connections the server
+ * accepts (`server.maxConnections`, read at each connection, so it follows whoever sets it); a
+ * connection past that is closed on arrival, before any byte of it is read. Otherwise a sender
+ * trickling headers on thousands of sockets fills the cap, and every other client's connection is
+ * closed unread. A trusted proxy (`isTrustedProxy`, given by the module's app, ClientAddresses) is
+ * many clients and is exempt. Applying it again changes only the exemption.
+ */
+export function shareConnections(server: Server, isTrustedProxy?: (address: string) => boolean): void {
+  const holder = server as Server & { [SHARES]?: ConnectionShares };
+  const installed = holder[SHARES];
+  if (installed) {
+    if (isTrustedProxy) installed.isTrustedProxy = isTrustedProxy;
+    return;
+  }
+  const shares: ConnectionShares = { open: new Map(), isTrustedProxy: isTrustedProxy ?? (() => false) };
+  holder[SHARES] = shares;
+  // First in line: a connection over its share is reset before the HTTP server reads from it.
+  server.prependListener('connection', (socket: Socket) => {
+    const remote = socket.remoteAddress;
+    if (remote === undefined) return;
+    const address = unmappedAddress(remote);
+    if (shares.isTrustedProxy(address)) return;
+    const max = server.maxConnections;
+    const open = shares.open.get(address) ?? 0;
+    if (typeof max === 'number' && Number.isFinite(max) && open >= shareOf(max)) {
+      // A reset leaves no TIME_WAIT behind on this side for a flood of them.
+      socket.resetAndDestroy();
+      return;
+    }
+    shares.open.set(address, open + 1);
+    socket.once('close', () => {
+      const left = shares.open.get(address)! - 1;
+      if (left === 0) shares.open.delete(address);
+      else shares.open.set(address, left);
+    });
   });
 }
 

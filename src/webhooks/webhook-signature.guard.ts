@@ -2,6 +2,7 @@ import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nest
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ResolvedOptions } from '../config/options';
 import { rawRequest, restoreContentType, setHeader } from '../http/platform';
+import { ClientAddresses } from '../http/client-address';
 import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
@@ -122,6 +123,7 @@ export class WebhookSignatureGuard implements CanActivate {
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly observer: DeliveryObserver,
     private readonly ingest: InboxIngestService,
+    private readonly clients: ClientAddresses,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
     this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes, options.tuning.unverifiedBodyClientShareBytes);
@@ -138,9 +140,10 @@ export class WebhookSignatureGuard implements CanActivate {
     restoreContentType(raw);
     if (!endpoint) throw new WebhookError('unknown_endpoint');
 
-    // One share per remote address: behind a proxy every sender is the proxy
+    // One share per client: behind a trusted proxy, the address it forwards for
     // (docs/design.md#what-an-outsider-can-make-the-process-hold).
-    const sender = raw.socket?.remoteAddress ?? '';
+    // The hint budgets of an adapter that calls out are kept by the same address.
+    const sender = this.clients.clientAddress(raw);
     const taken = this.unverified.begin(sender);
     try {
       const rawBody = await readRawBody(req, raw, this.maxBytes, this.unverified, taken);

@@ -66,6 +66,7 @@ describe('configuration errors stop the process with one line naming the variabl
       { WEBHOOK_ENDPOINTS_FILE: '/nonexistent/endpoints.json' },
       /^Configuration error: WEBHOOK_ENDPOINTS_FILE: cannot read \/nonexistent\/endpoints.json \(ENOENT\)/,
     ],
+    ['a trusted proxy that is a host name', { TRUSTED_PROXIES: '10.0.0.0/8,lb.internal' }, /^Configuration error: TRUSTED_PROXIES: entry #2 "lb.internal" is not an IP address or a CIDR range$/],
   ];
 
   it.each(cases)('%s', async (_name, env, line) => {

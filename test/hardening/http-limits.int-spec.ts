@@ -1,11 +1,10 @@
-import { Agent, createServer, request, Server } from 'node:http';
-import { AddressInfo, connect, Socket } from 'node:net';
+import { Agent, createServer, Server } from 'node:http';
+import { AddressInfo } from 'node:net';
 import { TuningOptions } from '../../src/config/options';
 import { applyServerLimits, ServerLimits } from '../../src/http/server-limits';
-import { signedHeaders } from '../../src/testing/sign';
 import { WebhookSignatureGuard } from '../../src/webhooks/webhook-signature.guard';
-import { createTestApp, eventually, Platform, PLATFORMS, secretOf, TestApp, truncateAll } from '../support/app';
-import { bodies, uniqueId } from '../support/domain';
+import { createTestApp, eventually, Platform, PLATFORMS, TestApp, truncateAll } from '../support/app';
+import { deliverFrom, expectAccepted, expectUnavailable, head, HeldConnections, RawClient, UNAVAILABLE, within } from '../support/raw-http';
 
 /**
  * Issue 12, finding 4: what a client that is not authentic yet can make the service hold. The
@@ -20,105 +19,6 @@ import { bodies, uniqueId } from '../support/domain';
 const LIMITS: ServerLimits = { httpRequestTimeoutMs: 1_000, httpHeadersTimeoutMs: 600, httpKeepAliveTimeoutMs: 2_000, httpMaxConnections: 64 };
 /** Long enough that senders stalled on purpose hold for the whole test. */
 const HOLD_LIMITS: ServerLimits = { httpRequestTimeoutMs: 30_000, httpHeadersTimeoutMs: 5_000, httpKeepAliveTimeoutMs: 5_000, httpMaxConnections: 256 };
-const UNAVAILABLE = '{"error":"unavailable"}';
-
-/** A raw HTTP/1.1 client: what was answered, and when the server closed the connection. */
-class RawClient {
-  readonly socket: Socket;
-  answer = '';
-  closedAt: number | undefined;
-  readonly closed: Promise<void>;
-  private trickle: NodeJS.Timeout | undefined;
-
-  /** Bytes written so far. */
-  sent = 0;
-
-  /** From `localAddress`: Linux routes all of 127/8 on loopback, so each is a client of its own. */
-  constructor(port: number, localAddress = '127.0.0.1') {
-    this.socket = connect({ port, host: '127.0.0.1', localAddress });
-    this.socket.on('data', (d) => (this.answer += d.toString('latin1')));
-    this.socket.on('error', () => undefined);
-    this.closed = new Promise((resolve) =>
-      this.socket.on('close', () => {
-        this.closedAt = Date.now();
-        if (this.trickle) clearInterval(this.trickle);
-        resolve();
-      }),
-    );
-  }
-
-  write(text: string): void {
-    if (this.socket.destroyed) return;
-    this.socket.write(text);
-    this.sent += text.length;
-  }
-
-  /** One byte of `text` every `everyMs`, as a slow or hostile sender does. */
-  trickleOut(text: string, everyMs: number): void {
-    let i = 0;
-    this.trickle = setInterval(() => {
-      if (i < text.length) this.write(text[i++]);
-    }, everyMs);
-  }
-
-  destroy(): void {
-    if (this.trickle) clearInterval(this.trickle);
-    this.socket.destroy();
-  }
-}
-
-/** Resolves when `promise` does, or fails after `ms` (a deadline, not a sleep). */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-interface Answer {
-  status: number;
-  body: string;
-  connection: string | undefined;
-}
-
-/** A signed delivery on `standard-main` from `localAddress` (fetch cannot bind one: node:http can). */
-function deliverFrom(port: number, localAddress: string, agent: Agent | false = false): Promise<Answer & { reused: boolean; sent: number }> {
-  const { eventId, body } = bodies.standard('payment.succeeded', uniqueId('pay'));
-  const text = JSON.stringify(body);
-  const headers = { ...signedHeaders('standard', secretOf('standard-main'), text, { eventId }), 'content-length': String(Buffer.byteLength(text)) };
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, localAddress, agent, method: 'POST', path: '/webhooks/standard-main', headers }, (res) => {
-      let answer = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (answer += d));
-      res.on('end', () => resolve({ status: res.statusCode!, body: answer, connection: res.headers.connection, reused: req.reusedSocket, sent: Buffer.byteLength(text) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(text);
-  });
-}
-
-/** The answer of a delivery recorded: 200 `accepted`. */
-function expectAccepted(answer: Answer): void {
-  expect({ status: answer.status, body: JSON.parse(answer.body) }).toMatchObject({ status: 200, body: { status: 'accepted' } });
-}
-
-/** The answer of a delivery refused, unread, for want of room: 503 `unavailable`, its connection closed. */
-function expectUnavailable(answer: Answer): void {
-  expect({ status: answer.status, body: answer.body, connection: answer.connection }).toEqual({ status: 503, body: UNAVAILABLE, connection: 'close' });
-}
-
-const head = (length: number | 'chunked') =>
-  `POST /webhooks/standard-main HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
-  (length === 'chunked' ? 'Transfer-Encoding: chunked\r\n' : `Content-Length: ${length}\r\n`) +
-  '\r\n';
-
 /** A listening test app with these server limits and tuning; raw clients made by `client` are closed after each test. */
 function listeningApp(platform: Platform, limits: ServerLimits, tuning: Partial<TuningOptions> = {}) {
   const s = {} as { t: TestApp; port: number; guard: WebhookSignatureGuard; client: (localAddress?: string) => RawClient };
@@ -303,9 +203,44 @@ describe.each(PLATFORMS)('unverified bytes counted as they arrive on %s', (platf
 
 describe('applyServerLimits on a bare Node server', () => {
   let server: Server;
+  const clients: RawClient[] = [];
   afterEach(async () => {
+    for (const c of clients.splice(0)) c.destroy();
     server.closeAllConnections();
     await new Promise((r) => server.close(r));
+  });
+
+  it('one address holds at most a quarter of maxConnections: past it, its connections are closed on arrival; another address is taken', async () => {
+    server = createServer((_req, res) => res.end('ok'));
+    // 64 connections, so 16 an address; headers may take long, so idle connections stay.
+    applyServerLimits(server, { ...LIMITS, httpRequestTimeoutMs: 30_000, httpHeadersTimeoutMs: 30_000 });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const held = new HeldConnections(server);
+    try {
+      const open = (address: string, count: number) => {
+        const opened = Array.from({ length: count }, () => new RawClient(port, address));
+        clients.push(...opened);
+        return opened;
+      };
+      const closed = (cs: RawClient[]) => cs.filter((c) => c.closedAt !== undefined).length;
+      const flood = open('127.0.0.40', 20);
+      await eventually(async () => held.of('127.0.0.40') + closed(flood) === 20, 5_000, 'the 20 connections taken or closed');
+      expect({ held: held.of('127.0.0.40'), closed: closed(flood) }).toEqual({ held: 16, closed: 4 });
+      // Closed unanswered: no byte of theirs was read.
+      expect(flood.filter((c) => c.closedAt !== undefined && c.answer !== '')).toEqual([]);
+
+      const other = open('127.0.0.41', 1);
+      await eventually(async () => held.of('127.0.0.41') === 1, 5_000, 'another address taken');
+      // One of the 16 gone, that address is taken again.
+      flood.find((c) => c.closedAt === undefined)!.destroy();
+      await eventually(async () => held.of('127.0.0.40') === 15, 5_000, 'one released');
+      const again = open('127.0.0.40', 1);
+      await eventually(async () => held.of('127.0.0.40') === 16, 5_000, 'the address taken again');
+      expect(closed([...other, ...again])).toBe(0);
+    } finally {
+      held.stop();
+    }
   });
 
   it('leaves other client errors answered as Node does (400, closed)', async () => {
