@@ -5,7 +5,11 @@ import { InboxIngestService } from '../../src/webhooks/inbox-ingest.service';
 import { EndpointRegistry } from '../../src/webhooks/endpoint-registry';
 import { createTestApp, eventually, PLATFORMS, TEST_ENDPOINTS, TestApp } from '../support/app';
 import { driver } from '../support/domain';
+import { ForwardingProxy } from '../support/forwarding-proxy';
 import { MollieStub } from '../support/mollie-stub';
+
+/** The address the suite's reverse proxy connects from, named in `trustedProxies`. */
+const PROXY_ADDRESS = '127.0.99.1';
 
 interface Answer {
   status: number;
@@ -13,7 +17,7 @@ interface Answer {
 }
 
 /** A Mollie hint `id=<paymentId>` from `localAddress` (Linux routes all of 127/8 on loopback: each is a client of its own). */
-function hintFrom(port: number, localAddress: string, paymentId: string, agent: Agent | false = false): Promise<Answer> {
+function hintFrom(port: number, localAddress: string, paymentId: string, agent: Agent | false = false, headers: Record<string, string> = {}): Promise<Answer> {
   const body = `id=${paymentId}`;
   return new Promise((resolve, reject) => {
     const req = request(
@@ -24,7 +28,7 @@ function hintFrom(port: number, localAddress: string, paymentId: string, agent: 
         agent,
         method: 'POST',
         path: '/webhooks/mollie-main',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(body.length) },
+        headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(body.length) },
       },
       (res) => {
         let text = '';
@@ -63,7 +67,7 @@ describe.each(PLATFORMS)('%s: unsigned hints', (platform) => {
 
   beforeAll(async () => {
     await stub.start();
-    t = await createTestApp({ endpoints: [...TEST_ENDPOINTS, mollie()] }, { platform });
+    t = await createTestApp({ endpoints: [...TEST_ENDPOINTS, mollie()], trustedProxies: [PROXY_ADDRESS] }, { platform });
     await t.app.listen(0, '127.0.0.1');
     port = (t.app.getHttpServer().address() as AddressInfo).port;
     d = driver(t);
@@ -151,6 +155,26 @@ describe.each(PLATFORMS)('%s: unsigned hints', (platform) => {
     later(61);
     expect((await hintFrom(port, guesser, 'tr_guess63')).status).toBe(400);
     expect(requestsFor('tr_guess')).toBe(63);
+  });
+
+  it('behind a trusted proxy the budgets are the forwarded client\'s: one client refused, another through the same proxy fetched; a forged X-Forwarded-For from elsewhere changes nothing', async () => {
+    const at = addresses();
+    const proxy = await new ForwardingProxy(port, PROXY_ADDRESS).start();
+    try {
+      const guesser = at(66);
+      for (let i = 0; i < 61; i++) expect((await hintFrom(proxy.port, guesser, `tr_proxied${i}`)).status).toBe(400);
+      expect(await hintFrom(proxy.port, guesser, 'tr_proxied61')).toEqual({ status: 429, body: { error: 'rate_limited' } });
+      // Another client of the same proxy is not the guesser.
+      expect((await hintFrom(proxy.port, at(2), 'tr_proxied62')).status).toBe(400);
+      expect(requestsFor('tr_proxied')).toBe(62);
+      // Sent directly, a claim to be someone else is not believed: the budget spent is the sender's own.
+      for (let i = 63; i < 124; i++) expect((await hintFrom(port, at(4), `tr_proxied${i}`, false, { 'x-forwarded-for': at(5) })).status).toBe(400);
+      expect(await hintFrom(port, at(4), 'tr_proxied124', false, { 'x-forwarded-for': at(5) })).toEqual({ status: 429, body: { error: 'rate_limited' } });
+      expect((await hintFrom(proxy.port, at(5), 'tr_proxied125')).status).toBe(400);
+      expect(requestsFor('tr_proxied')).toBe(124);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('forged hints from four addresses, 96 connections, Mollie answering in 300 ms: every real hint is recorded, and each address costs a bounded number of calls', async () => {
