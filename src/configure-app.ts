@@ -10,7 +10,7 @@ import type { ResolvedOptions } from './config/options';
 import { HttpSurface } from './http/http-surface';
 import { ClientAddresses } from './http/client-address';
 import { capConnections, shareConnections } from './http/server-limits';
-import { hideBodyFromParsers, RAW_WEBHOOK_CONTENT_TYPE, requestPath, sendJson, setHeader } from './http/platform';
+import { addHeaderValue, hideBodyFromParsers, RAW_WEBHOOK_CONTENT_TYPE, rawResponse, requestPath, sendJson, setHeader } from './http/platform';
 import { PW_ADMIN_GUARD, PW_OPTIONS } from './config/tokens';
 import { DeliveryObserver } from './webhooks/delivery-observer';
 import { DOCUMENTED_MODULES } from './payment-webhooks.module';
@@ -112,6 +112,7 @@ class RequestChecks {
    * accepted (a browser's login box), and only here. `frameworkReq` is what a guard sees.
    */
   guardDocs(req: IncomingMessage, frameworkReq: unknown, res: unknown): Promise<Verdict> {
+    denyFraming(res);
     if (this.ownGuard === null) {
       return hostGuardAllows(this.adminGuard, frameworkReq, res).then((ok) => (ok ? 'next' : 'answered'), (err) => this.refuse(res, err, false));
     }
@@ -154,6 +155,29 @@ class RequestChecks {
     return 'answered';
   }
 }
+
+/**
+ * Every answer of the docs paths (the UI, its files, the document, the login token, and their
+ * 401s) forbids being shown in a frame: the page logs itself in with the operator's token, and in
+ * another site's frame a click could be taken from them. A policy the host already set is kept
+ * beside this one (both apply).
+ */
+function denyFraming(res: unknown): void {
+  setHeader(res, 'X-Frame-Options', 'DENY');
+  addHeaderValue(res, 'Content-Security-Policy', FRAME_ANCESTORS_NONE);
+  const node = rawResponse(res);
+  if (node !== res) return;
+  // Express's static files answer a directory's redirect (`/docs/.`) with a policy of their own, set
+  // in place of any before: the rule is added again as the head is written.
+  const writeHead = node.writeHead as (...args: unknown[]) => ServerResponse;
+  node.writeHead = function (this: ServerResponse, ...args: unknown[]) {
+    this.setHeader('X-Frame-Options', 'DENY');
+    addHeaderValue(this, 'Content-Security-Policy', FRAME_ANCESTORS_NONE);
+    return writeHead.apply(this, args);
+  } as ServerResponse['writeHead'];
+}
+
+const FRAME_ANCESTORS_NONE = "frame-ancestors 'none'";
 
 /**
  * Express: one middleware before the body parsers (the webhook route, and the token of the guarded

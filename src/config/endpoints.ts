@@ -1,4 +1,4 @@
-import { LiveKey, ProviderAdapter, ProviderEndpoint, providerTable, ReceivingEndpoint } from '../providers';
+import { describeThrown, ignoreLate, isThenable, LiveKey, ProviderAdapter, ProviderEndpoint, providerTable, ReceivingEndpoint } from '../providers';
 import type { EndpointDefinition } from './options';
 import { parseIsoInstant } from './validate';
 
@@ -35,7 +35,7 @@ export function resolveEndpoint(definition: EndpointDefinition, table: ReadonlyM
     merchantAccountId,
     merchantAccountIds: ids === undefined ? null : ids.includes('*') ? '*' : [...ids],
     toleranceSeconds: definition.toleranceSeconds ?? 300,
-    keys: definition.secrets.map((entry) => provider.prepareKey(typeof entry === 'string' ? entry : entry.secret)),
+    keys: definition.secrets.map((entry, i) => preparedKey(definition.id, i, provider, typeof entry === 'string' ? entry : entry.secret)),
     expiresAtMs: definition.secrets.map((entry) => (typeof entry === 'string' ? null : parseIsoInstant(entry.expiresAt))),
     settings: {
       id: definition.id,
@@ -45,6 +45,32 @@ export function resolveEndpoint(definition: EndpointDefinition, table: ReadonlyM
       settings,
     },
   };
+}
+
+/**
+ * A secret as the adapter's `prepareKey` decodes it, once, at start: an object, returned at once.
+ * A throw, a promise (its rejection handled) or anything else stops the start with one line, which
+ * never shows the secret.
+ */
+function preparedKey(endpointId: string, index: number, provider: ProviderAdapter, secret: string): object {
+  const where = `endpoint "${endpointId}": secret #${index + 1}: provider "${provider.name}" prepareKey`;
+  let key: unknown;
+  try {
+    key = provider.prepareKey(secret);
+  } catch (err) {
+    throw new Error(`${where} threw: ${describeThrown(err).split(secret).join('[redacted]')}`);
+  }
+  let thenable = false;
+  try {
+    thenable = isThenable(key);
+  } catch {
+    // Its `then` cannot be read: refused below as any key that is not usable.
+  }
+  if (thenable) ignoreLate(key);
+  if (thenable || typeof key !== 'object' || key === null) {
+    throw new Error(`${where} must return the key (an object) at once (it returned ${thenable ? 'a promise' : key === null ? 'null' : typeof key})`);
+  }
+  return key;
 }
 
 /** The endpoint's keys that still verify at `nowMs`, in their configured order (an expired one costs nothing). */

@@ -182,6 +182,15 @@ export interface TuningOptions {
   unmatchedAfterAttempts: number;
   /** Longest wait for one answer of a provider's API while processing (a thin notification's object). */
   providerApiTimeoutMs: number;
+  /** Longest an adapter's `receive` may take on the webhook route (a provider that fetches included):
+   * past it the delivery answers 503 `unavailable` and its unverified bytes are given back, whatever
+   * the adapter does later. The 4.5 s default covers Mollie's 4 s fetch and, with the record's 3 s
+   * and the enqueue's 1 s after it, keeps every answer under 8.5 s, inside the 10 s a provider waits. */
+  receiveTimeoutMs: number;
+  /** Longest an adapter's `normalize`, `fetchesState.wants` or `answer` may take when it returns a
+   * promise (a value returned at once is never timed): past it the attempt fails
+   * (`provider_adapter_timeout`), or the delivery answers 503. */
+  adapterTimeoutMs: number;
   /** Jobs one process handles at once, per queue. */
   workerConcurrency: number;
   /** Most deliveries one processing transaction decides (deliveries taken at the same moment share one). */
@@ -241,6 +250,8 @@ export const DEFAULT_TUNING: TuningOptions = {
   inboxBackoffMs: 1_000,
   unmatchedAfterAttempts: 3,
   providerApiTimeoutMs: 5_000,
+  receiveTimeoutMs: 4_500,
+  adapterTimeoutMs: 1_000,
   workerConcurrency: 64,
   processingBatchSize: 32,
   processingBatchesInFlight: 4,

@@ -1,4 +1,4 @@
-import { providerTable, type ProviderAdapter } from '../providers';
+import { describeThrown, ignoreLate, isThenable, providerTable, type ProviderAdapter } from '../providers';
 import { PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX, secretKeyProblem } from '../providers/standard-keys';
 import { parseRedisSeeds } from '../common/redis-connection';
 import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/host-events';
@@ -127,11 +127,13 @@ export function validateEndpoints(
     }
     const settings: Record<string, unknown> = {};
     for (const field of provider.endpointFields ?? []) if (raw[field] !== undefined) settings[field] = raw[field];
-    const problem = provider.checkEndpoint?.({
-      ...(apiKey === undefined ? {} : { apiKey: apiKey as string }),
-      ...(apiBaseUrl === undefined ? {} : { apiBaseUrl: apiBaseUrl as string }),
-      settings,
-    });
+    const problem = hookAnswer(setting, label, provider, 'checkEndpoint', typeof apiKey === 'string' ? apiKey : undefined, () =>
+      provider.checkEndpoint?.({
+        ...(apiKey === undefined ? {} : { apiKey: apiKey as string }),
+        ...(apiBaseUrl === undefined ? {} : { apiBaseUrl: apiBaseUrl as string }),
+        settings,
+      }),
+    );
     if (problem) throw new ConfigurationError(setting, `${label}: ${problem}`);
     const definition: EndpointDefinition = {
       id,
@@ -152,11 +154,41 @@ export function validateEndpoints(
     const provider = table.get(endpoint.provider)!;
     endpoint.secrets.forEach((entry, i) => {
       const secret = typeof entry === 'string' ? entry : entry.secret;
-      const problem = provider.weakSecret ? provider.weakSecret(secret) : secretTooShort(secret);
-      if (problem) throw new ConfigurationError(setting, `endpoint "${endpoint.id}": secret #${i + 1} ${problem}`);
+      const where = `endpoint "${endpoint.id}": secret #${i + 1}`;
+      const problem = provider.weakSecret ? hookAnswer(setting, where, provider, 'weakSecret', secret, () => provider.weakSecret!(secret)) : secretTooShort(secret);
+      if (problem) throw new ConfigurationError(setting, `${where} ${problem}`);
     });
   }
   return endpoints;
+}
+
+/**
+ * What a provider's start-up hook (`checkSecret`, `weakSecret`, `checkEndpoint`) answered: its
+ * problem, or null. It answers at once, with text or nothing: a promise (its rejection handled) or
+ * a value of another kind stops the start, and so does a throw, whose message is shown without the
+ * value the hook was given (`given`: the secret, or the API key).
+ */
+function hookAnswer(setting: string, where: string, provider: ProviderAdapter, hook: string, given: string | undefined, call: () => unknown): string | null {
+  const refuse = (why: string): never => {
+    throw new ConfigurationError(setting, `${where}: provider "${provider.name}" ${hook} ${why}`);
+  };
+  let answer: unknown;
+  try {
+    answer = call();
+  } catch (err) {
+    const message = describeThrown(err);
+    return refuse(`threw: ${given ? message.split(given).join('[redacted]') : message}`);
+  }
+  if (answer === null || answer === undefined || answer === '') return null;
+  if (typeof answer === 'string') return answer;
+  ignoreLate(answer);
+  let kind: string = typeof answer;
+  try {
+    if (isThenable(answer)) kind = 'a promise';
+  } catch {
+    // Its `then` cannot be read: an object.
+  }
+  return refuse(`must return its problem as text, or null, at once (it returned ${kind})`);
 }
 
 /** Why a well-formed secret is too short to be a real one, or null (the default floor). */
@@ -211,7 +243,7 @@ function validateSecret(
     expiresAt = object.expiresAt as string;
   }
   // The provider's words, never the secret's value.
-  const problem = provider.checkSecret?.(secret);
+  const problem = hookAnswer(setting, where, provider, 'checkSecret', secret, () => provider.checkSecret?.(secret));
   if (problem) throw new ConfigurationError(setting, `${where} ${problem}`);
   return expiresAt === undefined ? secret : { secret, expiresAt };
 }

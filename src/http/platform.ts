@@ -47,6 +47,17 @@ export function setHeader(res: unknown, name: string, value: string): void {
   else rawResponse(res).setHeader(name, value);
 }
 
+/** Adds `value` to a header that may already have one (a second `Content-Security-Policy`: both apply). */
+export function addHeaderValue(res: unknown, name: string, value: string): void {
+  const reply = res as { getHeader?: (n: string) => unknown; header?: (n: string, v: unknown) => unknown };
+  const existing = isFastifyReply(res) ? reply.getHeader?.(name) : rawResponse(res).getHeader(name);
+  const values = existing === undefined ? [] : ([existing].flat() as unknown[]).map(String);
+  if (values.includes(value)) return;
+  const all = [...values, value];
+  if (isFastifyReply(res)) reply.header!(name, all.length === 1 ? all[0] : all);
+  else rawResponse(res).setHeader(name, all.length === 1 ? all[0] : all);
+}
+
 /** The path of a request without its query string. */
 export function requestPath(req: unknown): string {
   const url = rawRequest(req).url ?? '/';

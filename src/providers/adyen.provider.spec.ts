@@ -116,13 +116,14 @@ describe('adyen: a delivery of several items', () => {
     expect(outcome.events.map((e) => JSON.parse(e.body).pspReference)).toEqual(['PSP1', 'PSP2', 'PSP3']);
   });
 
-  it('a signed field no signing string can be made of (its own toString not a function) is invalid_signature, never a 503', async () => {
-    // Found by the fuzzer: the official library throws building such an item's signing string.
+  it('a signed field no signing string can be made of (its own toString not a function) is 400 malformed_payload, never a 503', async () => {
+    // Found by the fuzzer: the official library throws building such an item's signing string. An
+    // object is not of a signed field's type: refused before any signature is checked.
     const signature = { hmacSignature: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' };
     const body = { notificationItems: [{ NotificationRequestItem: { pspReference: { toString: 1 }, additionalData: signature } }] };
-    expect(await receive(body)).toEqual({ ok: false, error: 'invalid_signature' });
+    expect(await receive(body)).toEqual({ ok: false, error: 'malformed_payload', detail: 'item #1: "pspReference" must be a string, as Adyen signs and sends it' });
     const currency = { notificationItems: [{ NotificationRequestItem: { ...item(), amount: { value: 4990, currency: { toString: 'x', valueOf: 'y' } }, additionalData: signature } }] };
-    expect(await receive(currency)).toEqual({ ok: false, error: 'invalid_signature' });
+    expect(await receive(currency)).toEqual({ ok: false, error: 'malformed_payload', detail: 'item #1: "amount.currency" must be a string, as Adyen signs and sends it' });
   });
 
   it('one item with a bad signature refuses the whole delivery (invalid_signature): nothing of it is returned to record', async () => {
@@ -213,7 +214,7 @@ describe('adyen: malformed bodies are 400 malformed_payload, read before the sig
       [{ pspReference: '' }, /pspReference is missing/],
       [{ pspReference: 'PSP\u200b1' }, /pspReference is not a printable/],
       [{ eventCode: undefined }, /eventCode is missing/],
-      [{ success: true as never }, /success must be/],
+      [{ success: true as never }, /"success" must be a string/],
       [{ success: 'yes' }, /success must be/],
       [{ merchantAccountCode: undefined }, /merchantAccountCode is missing/],
       [{ originalReference: 'PSP\u00851' }, /originalReference is not a printable/],
@@ -221,6 +222,70 @@ describe('adyen: malformed bodies are 400 malformed_payload, read before the sig
     for (const [overrides, detail] of cases) {
       expect(await malformed(signedBody([item(overrides)], KEY))).toMatch(detail);
     }
+  });
+});
+
+describe('adyen: each signed field has the type Adyen sends it as, before any signature is checked', () => {
+  /** What the official library signs a field as: JavaScript's `join`, so ["x"] signs as "x" and null as "". */
+  const TEXT_FIELDS = ['pspReference', 'originalReference', 'merchantAccountCode', 'merchantReference', 'eventCode', 'success'] as const;
+  const NOT_TEXT: Array<[string, unknown]> = [
+    ['an array', ['ORD-1']],
+    ['an array of two', ['a', 'b']],
+    ['an object', { value: 'x' }],
+    ['a boolean', true],
+    ['null', null],
+    ['a number', 42],
+  ];
+  const refusedAs = (field: string, type: string) => ({ ok: false, error: 'malformed_payload', detail: `item #1: "${field}" must be ${type}, as Adyen signs and sends it` });
+
+  it("Adyen's published bodies hold each signed field as a string and amount.value as a number (what the rule keeps)", () => {
+    const bodies = [...OPENAPI_CODES.map((code) => openApiExample(code)), ...(['authorisationTrue', 'captureTrue', 'captureFalse', 'refundTrue', 'refundFalse'] as const).map(libraryMock)];
+    for (const body of bodies) {
+      for (const { NotificationRequestItem: it } of body.notificationItems) {
+        for (const field of TEXT_FIELDS) if (field in it) expect({ field, type: typeof it[field] }).toEqual({ field, type: 'string' });
+        const amount = it.amount as { value: unknown; currency: unknown };
+        expect([typeof amount.value, typeof amount.currency]).toEqual(['number', 'string']);
+      }
+    }
+  });
+
+  describe.each(TEXT_FIELDS)('%s', (field) => {
+    it.each(NOT_TEXT)('as %s, signed as Adyen would sign it: 400 malformed_payload, no event', async (_what, value) => {
+      // Signed by the official library over what it makes of the value: the signature itself verifies.
+      const body = signedBody([item({ [field]: value })], KEY);
+      expect(await receive(body)).toEqual(refusedAs(field, 'a string'));
+    });
+  });
+
+  it.each([...NOT_TEXT.filter(([what]) => what !== 'a number'), ['a numeric string', '4990'] as [string, unknown]])(
+    'amount.value as %s: 400 malformed_payload',
+    async (_what, value) => {
+      expect(await receive(signedBody([item({ amount: { value, currency: 'EUR' } })], KEY))).toEqual(refusedAs('amount.value', 'a number'));
+    },
+  );
+
+  it.each(NOT_TEXT)('amount.currency as %s: 400 malformed_payload', async (_what, value) => {
+    expect(await receive(signedBody([item({ amount: { value: 4990, currency: value } })], KEY))).toEqual(refusedAs('amount.currency', 'a string'));
+  });
+
+  it.each([['an array', [4990, 'EUR']], ['a string', '4990 EUR'], ['null', null], ['a number', 4990], ['a boolean', true]])('amount as %s: 400 malformed_payload', async (_what, amount) => {
+    // The library cannot sign an item whose amount is null (it reads amount.value): a signature of the right form stands in.
+    const signature = { hmacSignature: 'AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=' };
+    const body = amount === null ? { notificationItems: [{ NotificationRequestItem: item({ amount, additionalData: signature }) }] } : signedBody([item({ amount })], KEY);
+    expect(await receive(body)).toEqual(refusedAs('amount', 'an object'));
+  });
+
+  it('a field that is absent stays absent (it signs as the empty string): verified and recorded', async () => {
+    const { originalReference: _o, merchantReference: _m, ...rest } = item();
+    const outcome = await receive(signedBody([rest as NotificationItem, item({ pspReference: 'PSP2', amount: {} })], KEY));
+    expect(outcome).toMatchObject({ ok: true, secretIndex: 0 });
+  });
+
+  it('one item of a batch of the wrong type refuses the whole delivery, before the signatures (an unsigned one too)', async () => {
+    const body = signedBody([item({ pspReference: 'PSP1' }), item({ pspReference: 'PSP2', merchantReference: ['ORD-2'] })], KEY);
+    expect(await receive(body)).toEqual({ ok: false, error: 'malformed_payload', detail: 'item #2: "merchantReference" must be a string, as Adyen signs and sends it' });
+    delete body.notificationItems[1].NotificationRequestItem.additionalData!.hmacSignature;
+    expect(await receive(body)).toMatchObject({ ok: false, error: 'malformed_payload' });
   });
 });
 

@@ -66,16 +66,40 @@ const CAPTURE_MODES = ['automatic', 'manual'] as const;
 /** What Adyen waits for once a delivery is recorded: the text `[accepted]`, whatever the items' outcomes. */
 const ACCEPTED: DeliveryAnswer = { contentType: 'text/plain; charset=utf-8', body: '[accepted]' };
 
-/** The items of a notification body: `{ live, notificationItems: [{ NotificationRequestItem: {…} }, …] }`. */
+/** The items of a notification body: `{ live, notificationItems: [{ NotificationRequestItem: {…} }, …] }`, each of the types Adyen signs. */
 function notificationItems(body: Record<string, unknown>): Array<Record<string, unknown>> {
   const list = body.notificationItems;
   const shape = 'the body must hold "notificationItems", a non-empty array of {"NotificationRequestItem": {…}}';
   if (!Array.isArray(list) || list.length === 0) throw new MalformedPayloadError(shape);
-  return list.map((entry) => {
+  return list.map((entry, i) => {
     const item = asObject(asObject(entry)?.NotificationRequestItem);
     if (!item) throw new MalformedPayloadError(shape);
+    checkSignedTypes(item, i);
     return item;
   });
+}
+
+/** The signed fields Adyen sends as strings (`amount.value` is a number, `amount.currency` a string). */
+const SIGNED_TEXT_FIELDS = ['pspReference', 'originalReference', 'merchantAccountCode', 'merchantReference', 'eventCode', 'success'] as const;
+
+/**
+ * Each signed field an item has is of the type Adyen sends it as, before any signature is checked.
+ * The signature covers each field as JavaScript's `join` writes it, while the adapter reads only
+ * strings (and a number for the amount): an array `["x"]`, an object, a boolean or null would sign
+ * as text the reader takes for absent. A number where Adyen sends a string is refused too: Adyen
+ * never sends one (its examples and its Webhooks API type these fields as strings), and no reader
+ * of the item would see it. An absent field is absent: it signs as the empty string.
+ */
+function checkSignedTypes(item: Record<string, unknown>, index: number): void {
+  const refuse = (field: string, type: string): never => {
+    throw new MalformedPayloadError(`item #${index + 1}: "${field}" must be ${type}, as Adyen signs and sends it`);
+  };
+  for (const field of SIGNED_TEXT_FIELDS) if (Object.hasOwn(item, field) && typeof item[field] !== 'string') refuse(field, 'a string');
+  if (!Object.hasOwn(item, 'amount')) return;
+  const amount = asObject(item.amount);
+  if (!amount) return refuse('amount', 'an object');
+  if (Object.hasOwn(amount, 'value') && (typeof amount.value !== 'number' || !Number.isFinite(amount.value))) refuse('amount.value', 'a number');
+  if (Object.hasOwn(amount, 'currency') && typeof amount.currency !== 'string') refuse('amount.currency', 'a string');
 }
 
 /** The signature an item carries: a string in `additionalData.hmacSignature`, else null (`missing_signature`). */
@@ -98,8 +122,8 @@ function keyOf(library: AdyenLibrary, item: Record<string, unknown>, keys: reado
     try {
       if (validator.validateHMAC(signable, (key as AdyenKey).hex)) return index;
     } catch {
-      // The library could not build this item's signing string (a field whose own `toString` is not
-      // a function): nothing Adyen signs reads so, and it does not verify.
+      // The library could not build this item's signing string. The signed fields' types are
+      // checked before (checkSignedTypes), so none reads so; should one, it does not verify.
       return -1;
     }
   }

@@ -25,17 +25,41 @@ export type HmacProviderName = keyof typeof PROVIDERS;
 /** Every built-in provider. */
 export const BUILT_IN_PROVIDERS: Readonly<Record<BuiltInProviderName, ProviderAdapter>> = { ...PROVIDERS, adyen: adyenProvider, mollie: mollieProvider };
 
-/** Why a host's own provider cannot be registered, or null (the text follows `provider "<name>"`). */
+/** The members a provider must have as functions, and those it may have (as functions when it has them). */
+const REQUIRED_FUNCTIONS = ['receive', 'normalize', 'prepareKey'] as const;
+const OPTIONAL_FUNCTIONS = ['checkSecret', 'weakSecret', 'checkEndpoint', 'answer'] as const;
+
+/** A list of non-empty strings. */
+const isNameList = (value: unknown): value is string[] => Array.isArray(value) && value.every((v) => typeof v === 'string' && v.length > 0);
+
+/**
+ * Why a host's own provider cannot be registered, or null (the text follows `provider "<name>"`):
+ * whatever of the interface the module will call or read, checked once here, so that a provider
+ * the interface cannot take stops the start rather than a request or a job.
+ */
 function unusableProvider(adapter: ProviderAdapter): string | null {
-  const missing = (['receive', 'normalize', 'prepareKey'] as const).filter((m) => typeof adapter[m] !== 'function');
+  const missing = REQUIRED_FUNCTIONS.filter((m) => typeof adapter[m] !== 'function');
   if (missing.length > 0) return `has no ${missing.join(', ')} (see docs/providers.md)`;
+  const notFunctions = OPTIONAL_FUNCTIONS.filter((m) => adapter[m] !== undefined && typeof adapter[m] !== 'function');
+  if (notFunctions.length > 0) return `has ${notFunctions.join(', ')} that ${notFunctions.length === 1 ? 'is' : 'are'} not a function`;
   if (!Array.isArray(adapter.storedHeaders) || !Array.isArray(adapter.signatureHeaders)) {
     return 'must list its storedHeaders and signatureHeaders (lower-case header names)';
   }
-  if ([...adapter.storedHeaders, ...adapter.signatureHeaders].some((h) => typeof h !== 'string' || h !== h.toLowerCase())) {
+  if ([...adapter.storedHeaders, ...adapter.signatureHeaders].some((h) => typeof h !== 'string' || h.length === 0 || h !== h.toLowerCase())) {
     return 'must name its headers in lower case';
   }
+  if (adapter.signatureFields !== undefined && !isNameList(adapter.signatureFields)) return 'must list its signatureFields as dotted paths (strings)';
+  if (adapter.endpointFields !== undefined && !isNameList(adapter.endpointFields)) return 'must list its endpointFields as field names (strings)';
+  if (typeof adapter.declaresAccount !== 'boolean') return 'must say whether its events declare their account (declaresAccount: true or false)';
   if (adapter.secrets !== 'required' && adapter.secrets !== 'none') return 'must say whether its endpoints need secrets ("required" or "none")';
+  const usesApi = adapter.usesApi as { defaultBaseUrl?: unknown } | undefined;
+  if (usesApi !== undefined && (typeof usesApi !== 'object' || usesApi === null || typeof usesApi.defaultBaseUrl !== 'string' || !/^https?:\/\//.test(usesApi.defaultBaseUrl))) {
+    return 'must give usesApi as { defaultBaseUrl: "<an http(s) URL>" }';
+  }
+  const fetcher = adapter.fetchesState as { wants?: unknown; fetch?: unknown } | undefined;
+  if (fetcher !== undefined && (typeof fetcher !== 'object' || fetcher === null || typeof fetcher.wants !== 'function' || typeof fetcher.fetch !== 'function')) {
+    return 'must give fetchesState as { wants(), fetch() } (two functions)';
+  }
   return null;
 }
 
@@ -50,7 +74,8 @@ export const PROVIDER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 export function providerTable(own: readonly ProviderAdapter[] = []): ReadonlyMap<string, ProviderAdapter> {
   const table = new Map<string, ProviderAdapter>(Object.entries(BUILT_IN_PROVIDERS));
   for (const adapter of own) {
-    const name = (adapter as { name?: unknown } | null)?.name;
+    // Anything but an object is no adapter: its name is what is reported.
+    const name = typeof adapter === 'object' ? (adapter as { name?: unknown } | null)?.name : undefined;
     if (typeof name !== 'string' || !PROVIDER_NAME.test(name)) {
       throw new Error(`a provider's name must match ${PROVIDER_NAME.source} (got ${JSON.stringify(String(name)).slice(0, 40)})`);
     }
@@ -68,3 +93,4 @@ export function providerTable(own: readonly ProviderAdapter[] = []): ReadonlyMap
 export * from './provider';
 export * from './hmac';
 export * from './receive';
+export * from './adapter-calls';

@@ -160,12 +160,14 @@ export interface ProviderAdapter {
    * Checks a delivery and reads its events: the checks of docs/webhooks.md#checks-and-answers in
    * their order (a signature header absent, no candidate matching a live key, the timestamp out of
    * tolerance, then the body). The events it returns are recorded in one transaction; throwing
-   * MalformedPayloadError is a `400 malformed_payload`, and any other throw a `503`.
+   * MalformedPayloadError is a `400 malformed_payload`, and any other throw a `503`, as is no answer
+   * within `receiveTimeoutMs` (docs/providers.md#what-the-module-does-with-an-adapters-values).
    */
   receive(delivery: RawDelivery, context: ReceiveContext): ReceiveResult | Promise<ReceiveResult>;
   /**
    * Maps a recorded event to the payment domain's vocabulary; null for a type or resource the
-   * service does not act on (the delivery ends `ignored`).
+   * service does not act on (the delivery ends `ignored`). Synchronous and free of I/O: it runs with
+   * the delivery's row locked (a promise is awaited within `adapterTimeoutMs`, a throw fails the attempt).
    */
   normalize(body: Record<string, unknown>, eventType: string, endpoint?: ProviderEndpoint): ProviderEvent | null;
   /** The answer once every event is recorded; default `{"status":…,"eventId":…}` of the first. */

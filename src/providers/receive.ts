@@ -1,4 +1,5 @@
-import { lenientId, LiveKey, MalformedPayloadError, optionalId, requireId, ProviderAdapter, ProviderEndpoint, RawDelivery, ReceiveContext, ReceivedEvent, ReceiveResult } from './provider';
+import { AdapterCallError } from './adapter-calls';
+import { DeliveryRefusal, lenientId, LiveKey, MalformedPayloadError, optionalId, requireId, ProviderAdapter, ProviderEndpoint, RawDelivery, ReceiveContext, ReceivedEvent, ReceiveResult } from './provider';
 
 /** Which accounts an endpoint serves: its one account, or many (`'*'`: any). */
 export interface AccountScope {
@@ -42,15 +43,18 @@ export const MANY_ACCOUNTS_NONE_DECLARED = 'the endpoint serves many merchant ac
  * read), a body of text, and each event's account (MalformedPayloadError otherwise).
  */
 export function keyEvents(endpoint: AccountScope, events: readonly ReceivedEvent[]): KeyedEvent[] {
-  if (!Array.isArray(events) || events.length === 0) throw new MalformedPayloadError('the delivery carries no event');
+  // Not a list, or a list of anything but objects, is the adapter's bug (503), not the sender's.
+  if (!Array.isArray(events)) throw new AdapterCallError('provider_adapter_invalid', 'an adapter returned events that are not an array');
+  if (events.length === 0) throw new MalformedPayloadError('the delivery carries no event');
   return events.map((event) => {
+    if (typeof event !== 'object' || event === null) throw new AdapterCallError('provider_adapter_invalid', 'an adapter returned an event that is not an object');
     // The rule the built-in adapters keep as they read, held here for every adapter.
     const eventId = requireId(event.eventId, 'the event id');
     const eventType = requireId(event.eventType, 'the event type');
     const resourceId = optionalId(event.resourceId, 'the resource id');
     const account = optionalId(event.account, 'the account');
     const deliveryId = optionalId(event.deliveryId, 'the delivery id');
-    if (typeof event.body !== 'string') throw new Error('an adapter returned an event without its body text');
+    if (typeof event.body !== 'string') throw new AdapterCallError('provider_adapter_invalid', 'an adapter returned an event without its body text');
     const merchantAccountId = eventAccount(endpoint, account);
     // An endpoint of many accounts keys each event on the account it declares: none, no key.
     if (merchantAccountId === null) throw new MalformedPayloadError(MANY_ACCOUNTS_NONE_DECLARED);
@@ -101,10 +105,31 @@ export async function receiveDelivery(
   const knowsPayment = from.knowsPayment ?? NOTHING_KNOWN;
   try {
     const result = await endpoint.provider.receive(delivery, { endpoint: endpoint.settings, keys, nowMs, toleranceSeconds: endpoint.toleranceSeconds, sender, knowsPayment });
-    if (!result.ok) return result;
-    return { ok: true, secretIndex: result.secretIndex, events: keyEvents(endpoint, result.events) };
+    return outcomeOf(endpoint, result, keys);
   } catch (err) {
     if (err instanceof MalformedPayloadError) return { ok: false, error: 'malformed_payload', detail: err.detail };
     throw err;
   }
+}
+
+/**
+ * What the adapter's result says, each member read once into a value of our own (a getter that
+ * answers differently each time, or throws, decides nothing after this). `ok` is exactly `true` or
+ * `false`: a truthy value of another kind is the adapter's bug, never an acceptance. An accepted
+ * delivery names one of the endpoint's live keys, or null; a refusal's detail is kept when it is
+ * text. Anything else is an AdapterCallError (503).
+ */
+function outcomeOf(endpoint: ReceivingEndpoint, result: ReceiveResult, keys: readonly LiveKey[]): DeliveryOutcome {
+  if (typeof result !== 'object' || result === null) throw new AdapterCallError('provider_adapter_invalid', 'an adapter returned no result object');
+  const ok: unknown = result.ok;
+  if (ok === false) {
+    const { error, detail } = result as { error: DeliveryRefusal; detail?: unknown };
+    return typeof detail === 'string' ? { ok: false, error, detail } : { ok: false, error };
+  }
+  if (ok !== true) throw new AdapterCallError('provider_adapter_invalid', 'an adapter returned a result whose "ok" is neither true nor false');
+  const { secretIndex, events } = result as { secretIndex: unknown; events: ReceivedEvent[] };
+  if (secretIndex !== null && !keys.some((k) => k.index === secretIndex)) {
+    throw new AdapterCallError('provider_adapter_invalid', "an adapter returned a secretIndex that is not one of the endpoint's live keys (nor null)");
+  }
+  return { ok: true, secretIndex: secretIndex as number | null, events: keyEvents(endpoint, events) };
 }

@@ -14,7 +14,7 @@ import type { ReceivePressure } from '../jobs/receive-pressure';
 import type { ProcessingResult } from './inbox.state';
 import { DeliveryToProcess, InboxStore } from './inbox.store';
 import { deliveriesInProcess } from './delivery-reactions';
-import type { FetchedState, ProviderAdapter } from '../providers';
+import { AdapterCallError, callAdapter, type FetchedState, type ProviderAdapter } from '../providers';
 import { EndpointRegistry } from './endpoint-registry';
 import type { ProcessingSpan } from '../observability/tracing';
 
@@ -50,6 +50,15 @@ type FetchedStates = ReadonlyMap<string, FetchedState>;
 /** The object a delivery names does not exist at its provider. */
 const GONE = Symbol('gone');
 type Reading = ProviderEvent | null | typeof GONE;
+
+/**
+ * A fetch's deadline: room for two calls of the provider's API, each bounded by the fetch's own
+ * `timeoutMs` (a call and one retry, as Stripe's client makes), and this much besides for the wait
+ * between them and reading the answers. The adapter's own error comes first; this bounds one that
+ * never answers.
+ */
+const FETCH_DEADLINE_SLACK_MS = 5_000;
+const fetchDeadlineMs = (providerApiTimeoutMs: number) => 2 * providerApiTimeoutMs + FETCH_DEADLINE_SLACK_MS;
 
 /** The code a delivery's error is recorded under (its `last_error`, and at the end its outcome). */
 const codeOfFailure = (err: unknown): string => codeOf(err, 'internal_error');
@@ -95,6 +104,8 @@ export class DeliveryProcessingService {
   /** Per multi-account endpoint, the accounts it serves: an event of any other is `account_mismatch`. */
   private readonly servedAccounts = new Map<string, string[] | '*'>();
   private readonly providerApiTimeoutMs: number;
+  /** Longest wait for an adapter's `normalize` or `wants` that returns a promise. */
+  private readonly adapterTimeoutMs: number;
   /** Stored bodies already parsed, by the row object a lock returned (gone with it). */
   private readonly parsed = new WeakMap<DeliveryToProcess, Record<string, unknown>>();
 
@@ -109,6 +120,7 @@ export class DeliveryProcessingService {
     @Inject(PW_RECEIVE_PRESSURE) pressure: ReceivePressure,
   ) {
     this.providerApiTimeoutMs = options.tuning.providerApiTimeoutMs;
+    this.adapterTimeoutMs = options.tuning.adapterTimeoutMs;
     for (const e of options.endpoints) {
       if (e.merchantAccountIds !== undefined) this.servedAccounts.set(e.id, e.merchantAccountIds.includes('*') ? '*' : e.merchantAccountIds);
     }
@@ -162,8 +174,8 @@ export class DeliveryProcessingService {
         const normalized: Array<{ delivery: DeliveryToProcess; event: Reading }> = [];
         for (const delivery of inPaymentOrder) {
           const state = fetched.get(delivery.id);
-          if (state === undefined && this.wantsFetch(delivery)) byId.set(delivery.id, { delivery, result: new NeedsFetch(delivery) });
-          else normalized.push({ delivery, event: this.normalize(delivery, state) });
+          if (state === undefined && (await this.wantsFetch(delivery))) byId.set(delivery.id, { delivery, result: new NeedsFetch(delivery) });
+          else normalized.push({ delivery, event: await this.normalize(delivery, state) });
         }
         // Every payment and order the batch may touch, locked up front in two statements.
         await this.payments.prefetch(
@@ -259,9 +271,9 @@ export class DeliveryProcessingService {
         provider = delivery.provider;
         trace?.rowLocked(delivery);
         // Nothing written: the state is fetched once this transaction is over.
-        if (state === undefined && this.wantsFetch(delivery)) return new NeedsFetch(delivery);
+        if (state === undefined && (await this.wantsFetch(delivery))) return new NeedsFetch(delivery);
         deliveriesInProcess.of(em).add(delivery.id);
-        const event = this.normalize(delivery, state);
+        const event = await this.normalize(delivery, state);
         const learnt = learnedResource(delivery, event);
         learned = learnt.resourceId;
         // Its statements from here on are the span's children (where the host traces pg).
@@ -290,13 +302,24 @@ export class DeliveryProcessingService {
   /**
    * The recorded event in the payment domain's terms (read from the state its provider answered,
    * where it was fetched); null for a type or resource we do not act on, GONE when the object it
-   * names does not exist.
+   * names does not exist. The adapter's answer is awaited within `adapterTimeoutMs` (a JavaScript
+   * host may return a promise); a throw, a rejection, a timeout or a value that is neither an object
+   * nor null fails this attempt (AdapterCallError), never the process.
    */
-  private normalize(delivery: DeliveryToProcess, state?: FetchedState): Reading {
+  private async normalize(delivery: DeliveryToProcess, state?: FetchedState): Promise<Reading> {
     if (state !== undefined && !state.found) return GONE;
     const adapter = this.providers.get(delivery.provider);
-    if (state !== undefined) return adapter?.normalize(state.body, state.eventType, this.settingsOf(delivery, adapter)) ?? null;
-    return adapter?.normalize(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter)) ?? null;
+    if (!adapter) return null;
+    const [body, eventType] = state !== undefined ? [state.body, state.eventType] : [this.bodyOf(delivery), delivery.eventType];
+    const what = `provider "${adapter.name}" normalize`;
+    const event: unknown = await callAdapter({
+      what,
+      timeoutMs: this.adapterTimeoutMs,
+      call: () => adapter.normalize(body, eventType, this.settingsOf(delivery, adapter)),
+    });
+    if (event === null || event === undefined) return null;
+    if (typeof event !== 'object') throw new AdapterCallError('provider_adapter_invalid', `${what} returned ${typeof event}, not an event object or null`);
+    return event as ProviderEvent;
   }
 
   /**
@@ -320,15 +343,26 @@ export class DeliveryProcessingService {
    * event of an account its endpoint does not serve: that one is rejected without a call made in
    * that account's name.
    */
-  private wantsFetch(delivery: DeliveryToProcess): boolean {
-    return delivery.keyScope === '' && this.namesState(delivery);
+  private async wantsFetch(delivery: DeliveryToProcess): Promise<boolean> {
+    return delivery.keyScope === '' && (await this.namesState(delivery));
   }
 
-  /** Whether the delivery names a state its provider serves, which the service would act on. */
-  private namesState(delivery: DeliveryToProcess): boolean {
+  /**
+   * Whether the delivery names a state its provider serves, which the service would act on: the
+   * adapter's `wants`, awaited as `normalize` is; an answer other than true or false fails the attempt.
+   */
+  private async namesState(delivery: DeliveryToProcess): Promise<boolean> {
     const adapter = this.providers.get(delivery.provider);
     const fetcher = adapter?.fetchesState;
-    return fetcher !== undefined && fetcher.wants(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter));
+    if (adapter === undefined || fetcher === undefined) return false;
+    const what = `provider "${adapter.name}" fetchesState.wants`;
+    const wants: unknown = await callAdapter({
+      what,
+      timeoutMs: this.adapterTimeoutMs,
+      call: () => fetcher.wants(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter)),
+    });
+    if (typeof wants !== 'boolean') throw new AdapterCallError('provider_adapter_invalid', `${what} returned ${typeof wants}, not true or false`);
+    return wants;
   }
 
   /**
@@ -339,9 +373,17 @@ export class DeliveryProcessingService {
     const adapter = this.providers.get(delivery.provider)!;
     const timer = this.metrics.providerApiDuration.startTimer({ provider: delivery.provider });
     try {
-      const state = await adapter.fetchesState!.fetch(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter), {
-        timeoutMs: this.providerApiTimeoutMs,
-      });
+      const what = `provider "${adapter.name}" fetchesState.fetch`;
+      const state = fetchedState(
+        what,
+        await callAdapter({
+          what,
+          timeoutMs: fetchDeadlineMs(this.providerApiTimeoutMs),
+          call: () => adapter.fetchesState!.fetch(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter), { timeoutMs: this.providerApiTimeoutMs }),
+          // What it throws is the attempt's failure as it is (its code, its retryAfterMs).
+          passThrough: () => true,
+        }),
+      );
       this.metrics.providerApiCalls.labels(delivery.provider, state.found ? 'found' : 'not_found').inc();
       return state;
     } catch (err) {
@@ -369,7 +411,7 @@ export class DeliveryProcessingService {
     // serve, which no reading of its body since (a normalize that declares no account) undoes. A
     // notification of such an account was never fetched: what it names is what it would act on.
     const unserved = delivery.keyScope !== '';
-    if (!event && !(unserved && this.namesState(delivery))) return { status: 'ignored', outcome: 'no_handler' };
+    if (!event && !(unserved && (await this.namesState(delivery)))) return { status: 'ignored', outcome: 'no_handler' };
     if (unserved) return { status: 'rejected', outcome: 'account_mismatch' };
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
     if (event === GONE) return { status: 'rejected', outcome: 'resource_not_found' };
@@ -391,4 +433,17 @@ export class DeliveryProcessingService {
 /** The payment id a decided event taught a row that had none (a thin notification of a charge or a dispute). */
 function learnedResource(delivery: DeliveryToProcess, event: Reading): { resourceId?: string } {
   return delivery.resourceId === null && event && event !== GONE ? { resourceId: event.resourceId } : {};
+}
+
+/** What a fetch answered, if the interface can take it: `{ found: false }`, or `{ found: true, body, eventType }`. */
+function fetchedState(what: string, state: unknown): FetchedState {
+  const found = (state as { found?: unknown } | null)?.found;
+  if (found === false) return { found: false };
+  if (found === true) {
+    const { body, eventType } = state as { body: unknown; eventType: unknown };
+    if (typeof body === 'object' && body !== null && !Array.isArray(body) && typeof eventType === 'string') {
+      return { found: true, body: body as Record<string, unknown>, eventType };
+    }
+  }
+  throw new AdapterCallError('provider_adapter_invalid', `${what} returned neither { found: false } nor { found: true, body, eventType }`);
 }

@@ -1,13 +1,13 @@
 import { CanActivate, ExecutionContext, Inject, Injectable, Logger } from '@nestjs/common';
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedOptions } from '../config/options';
-import { rawRequest, restoreContentType, setHeader } from '../http/platform';
+import { rawRequest, rawResponse, restoreContentType, setHeader } from '../http/platform';
 import { ClientAddresses } from '../http/client-address';
 import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
 import { InboxIngestService } from './inbox-ingest.service';
-import { DELIVERY_REFUSALS, KeyedEvent, receiveDelivery } from '../providers';
+import { DELIVERY_REFUSALS, describeThrown, KeyedEvent, receiveDelivery } from '../providers';
 import { liveKeys, ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
 
@@ -116,6 +116,10 @@ export class WebhookSignatureGuard implements CanActivate {
   private readonly maxBytes: number;
   /** This module's budget of unverified bytes (public for the tests and the metrics to read). */
   readonly unverified: UnverifiedBytes;
+  /** Longest wait for the adapter's verdict on a delivery (`receiveTimeoutMs`). */
+  private readonly receiveTimeoutMs: number;
+  /** Requests answered 503 while their adapter was still checking them. */
+  private readonly cutOff = new WeakSet<WebhookRequest>();
 
   constructor(
     private readonly endpoints: EndpointRegistry,
@@ -126,6 +130,7 @@ export class WebhookSignatureGuard implements CanActivate {
     private readonly clients: ClientAddresses,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
+    this.receiveTimeoutMs = options.tuning.receiveTimeoutMs;
     this.unverified = new UnverifiedBytes(options.tuning.unverifiedBodyBudgetBytes, options.tuning.unverifiedBodyClientShareBytes);
   }
 
@@ -153,9 +158,37 @@ export class WebhookSignatureGuard implements CanActivate {
         // Over the budget or the client's share of unverified bytes: transient, the sender retries.
         throw new WebhookError(rawBody === TOO_LARGE ? 'payload_too_large' : 'unavailable');
       }
-      return await this.verified(req, endpoint, rawBody, sender);
+      return await this.withinDeadline(req, rawResponse(http.getResponse()), endpoint, this.verified(req, endpoint, rawBody, sender));
     } finally {
       this.unverified.end(taken);
+    }
+  }
+
+  /**
+   * The adapter's verdict, or `503 unavailable` once `receiveTimeoutMs` has passed or the sender
+   * has hung up, whichever comes first, even if the adapter never answers: the caller then gives
+   * the delivery's unverified bytes back. A later verdict is ignored, and its rejection handled.
+   */
+  private async withinDeadline(req: WebhookRequest, res: ServerResponse, endpoint: ResolvedEndpoint, verdict: Promise<boolean>): Promise<boolean> {
+    verdict.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    let onClose: (() => void) | undefined;
+    const cut = new Promise<'deadline' | 'gone'>((resolve) => {
+      timer = setTimeout(() => resolve('deadline'), this.receiveTimeoutMs);
+      onClose = () => resolve('gone');
+      // The response closes before it is written only when the connection goes.
+      if (res.destroyed) onClose();
+      else res.once('close', onClose);
+    });
+    try {
+      const first = await Promise.race([verdict, cut]);
+      if (typeof first === 'boolean') return first;
+      this.cutOff.add(req);
+      if (first === 'deadline') this.logger.warn(`delivery to ${endpoint.id} not checked within ${this.receiveTimeoutMs} ms: answered 503`);
+      throw new WebhookError('unavailable');
+    } finally {
+      clearTimeout(timer);
+      if (onClose) res.off('close', onClose);
     }
   }
 
@@ -170,9 +203,11 @@ export class WebhookSignatureGuard implements CanActivate {
       });
     } catch (err) {
       // The adapter could not tell (a provider's API away, slow or refusing): transient, the sender retries.
-      this.logger.warn(`delivery to ${endpoint.id} not checked: ${(err as Error)?.message ?? String(err)}`);
+      this.logger.warn(`delivery to ${endpoint.id} not checked: ${describeThrown(err)}`);
       throw new WebhookError('unavailable');
     }
+    // Answered 503 already (past the deadline, or the sender gone): what the adapter says now is ignored.
+    if (this.cutOff.has(req)) return false;
     if (!result.ok) {
       // A refusal the receive path answers; only a malformed body says why (a signature failure never does).
       if (!REFUSALS.has(result.error)) {

@@ -1,6 +1,9 @@
-import { Controller, HttpCode, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
+import { Controller, HttpCode, Inject, Logger, Param, Post, Req, Res, UseFilters, UseGuards } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExcludeEndpoint, ApiOkResponse, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { ResolvedOptions } from '../config/options';
+import { PW_OPTIONS } from '../config/tokens';
 import { setHeader } from '../http/platform';
+import { AdapterCallError, callAdapter, describeThrown, type DeliveryAnswer, type ProviderAdapter, type RecordedEvent } from '../providers';
 import { DeliveryObserver } from './delivery-observer';
 import { InboxIngestService, IngestAnswer } from './inbox-ingest.service';
 import { WebhookRequest, WebhookSignatureGuard } from './webhook-signature.guard';
@@ -11,10 +14,16 @@ import { WebhookError } from './webhook.errors';
 @Controller('webhooks')
 @UseFilters(WebhookErrorFilter)
 export class WebhooksController {
+  private readonly logger = new Logger('WebhookReceive');
+  private readonly adapterTimeoutMs: number;
+
   constructor(
     private readonly ingest: InboxIngestService,
     private readonly observer: DeliveryObserver,
-  ) {}
+    @Inject(PW_OPTIONS) options: ResolvedOptions,
+  ) {
+    this.adapterTimeoutMs = options.tuning.adapterTimeoutMs;
+  }
 
   /**
    * Receives one delivery: authentic and well-formed (guard, through its provider's adapter), its
@@ -77,9 +86,15 @@ export class WebhooksController {
     // Every event of the delivery is committed: the delivery's answer, `accepted` if any was new.
     this.observer.note(req, { answer: recorded.some((r) => r.status === 'accepted') ? 'accepted' : 'duplicate' });
     if (!endpoint.provider.answer) return recorded[0];
-    const answer = endpoint.provider.answer(recorded);
-    setHeader(res, 'Content-Type', answer.contentType);
-    return answer.body;
+    try {
+      const answer = await adapterAnswer(endpoint.provider, recorded, this.adapterTimeoutMs);
+      setHeader(res, 'Content-Type', answer.contentType);
+      return answer.body;
+    } catch (err) {
+      // Recorded, but not answered as the provider waits for: it retries, and is answered duplicate.
+      this.logger.error(`delivery to ${endpoint.id} recorded, its answer failed: ${describeThrown(err)}`);
+      throw new WebhookError('unavailable');
+    }
   }
 
   /**
@@ -94,4 +109,18 @@ export class WebhooksController {
   noEndpoint(): never {
     throw new WebhookError('unknown_endpoint');
   }
+}
+
+const HEADER_VALUE = /^[\t\x20-\x7e]+$/;
+
+/** The adapter's answer to a recorded delivery, awaited within `timeoutMs`: `{ contentType, body }` of text, or AdapterCallError. */
+async function adapterAnswer(provider: ProviderAdapter, recorded: readonly RecordedEvent[], timeoutMs: number): Promise<DeliveryAnswer> {
+  const what = `provider "${provider.name}" answer`;
+  const answer: unknown = await callAdapter({ what, timeoutMs, call: () => provider.answer!(recorded) });
+  const { contentType, body } = (answer ?? {}) as { contentType?: unknown; body?: unknown };
+  // A content type must be one header value: no line break (nor any other control character) in it.
+  if (typeof contentType !== 'string' || !HEADER_VALUE.test(contentType) || typeof body !== 'string') {
+    throw new AdapterCallError('provider_adapter_invalid', `${what} returned no { contentType, body } of text`);
+  }
+  return { contentType, body };
 }

@@ -9,7 +9,9 @@
  * - unknown endpoint: 404; body over the limit: 413;
  * - the body is read before any signature, with the same bounds as any body: not UTF-8, not JSON,
  *   nested deeper than 64, not an object, no non-empty `notificationItems` of
- *   `{"NotificationRequestItem": {…}}`: 400 (even when nothing in it is authentic);
+ *   `{"NotificationRequestItem": {…}}`, a signed field present and not of the type Adyen sends it
+ *   as (a string; `amount` an object, `amount.value` a number): 400 (even when nothing in it is
+ *   authentic);
  * - every item's signature: an item without one refuses the whole delivery `missing_signature`; an
  *   item no key of the endpoint verifies (another key, a signed field changed after signing, the
  *   signature changed) refuses it `invalid_signature`: 401, and nothing of it is recorded. A
@@ -417,6 +419,11 @@ export function buildAdyen(spec: AdyenCase): Built {
   if (!Array.isArray(list) || list.length === 0) return refused('no non-empty notificationItems');
   const items = list.map((entry) => obj(obj(entry)?.NotificationRequestItem));
   if (items.some((i) => i === undefined)) return refused('an entry that is not {"NotificationRequestItem": {…}}');
+  // Each signed field the item has is of the type Adyen sends it as, before any signature.
+  for (const [i, item] of items.entries()) {
+    const wrong = signedFieldOfWrongType(item!);
+    if (wrong) return refused(`item ${i}: ${wrong}`);
+  }
 
   // What the model knows of each item, by its place in the batch (a byte edit that kept the body
   // readable kept its items in place; one that changed a signed field shows in its signing string).
@@ -536,6 +543,21 @@ export function buildAdyen(spec: AdyenCase): Built {
   allowed.add(200);
   events = found;
   return done();
+}
+
+/**
+ * The signed field of an item that is present and not of the type Adyen sends it as (a string;
+ * `amount` an object, its `value` a number), or null: such an item is refused 400 before any
+ * signature, since the signature covers what `join` makes of it and the reader would see it absent.
+ */
+function signedFieldOfWrongType(item: Record<string, unknown>): string | null {
+  for (const field of SIGNED_FIELDS) if (Object.hasOwn(item, field) && typeof item[field] !== 'string') return `${field} not a string`;
+  if (!Object.hasOwn(item, 'amount')) return null;
+  const amount = obj(item.amount);
+  if (!amount) return 'amount not an object';
+  if (Object.hasOwn(amount, 'value') && typeof amount.value !== 'number') return 'amount.value not a number';
+  if (Object.hasOwn(amount, 'currency') && typeof amount.currency !== 'string') return 'amount.currency not a string';
+  return null;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,6 +20,13 @@
  *   Mollie does not have is asked once a minute, an address past 60 such ids gets 429 unasked;
  * - the process stays healthy: /health and /health/ready answer 200 at the end.
  *
+ * And a host adapter that misbehaves at random (hostile.ts): throws, rejects, never settles,
+ * settles after the deadline, or returns what is no result, on deliveries signed or not. Checked on
+ * every case: never a 2xx unless the delivery is authentic and the adapter honest, the answer the
+ * receive path gives that misbehaviour (503, or the contract's 400), no row for a refused
+ * delivery (nor for a late acceptance), the unverified bytes back to 0 once answered (or once the
+ * sender hangs up), no rejection left unhandled, and the process healthy at the end.
+ *
  * Replay: the seed is in each test's name and printed; `FUZZ_SEED=<n> npx jest test/fuzz` replays
  * the whole run (add `-t <provider>` for one provider; fast-check's printed `path` goes in
  * `FUZZ_PATH`). `FUZZ_RUNS` (default 400 per provider; Mollie, whose every case asks the stub over
@@ -29,7 +36,10 @@
 import fc from 'fast-check';
 import type { AddressInfo } from 'node:net';
 import { Client } from 'pg';
-import { AUTH, createTestApp, Platform, TestApp, truncateAll } from '../support/app';
+import { request } from 'node:http';
+import { WebhookSignatureGuard } from '../../src/webhooks/webhook-signature.guard';
+import { AUTH, createTestApp, eventually, Platform, TestApp, truncateAll } from '../support/app';
+import { hostileLate, hostileProvider } from '../support/hostile-provider';
 import { testPgConnection } from '../support/env';
 import { MollieStub } from '../support/mollie-stub';
 import { AdyenCase, adyenCaseArb, AdyenItemSpec, buildAdyen } from './adyen';
@@ -37,6 +47,7 @@ import { caseArb } from './arbitraries';
 import { Answer, get, post } from './client';
 import { buildMollie, hintSequenceArb, HintSequenceModel, MOLLIE_PAYMENTS, MollieCase, mollieCaseArb, mollieTarget, SEQUENCE_SENDERS, StubPayment } from './mollie';
 import { build, Built, CaseSpec, FuzzProvider, fuzzEndpoints, HeaderProvider, MAX_BODY, MOLLIE_API_KEY, MOLLIE_PROFILE, PROVIDER_NAMES } from './model';
+import { buildHostile, HOSTILE_ACCOUNT, HOSTILE_ENDPOINT, HOSTILE_SECRET, HostileBuilt, HostileCase, hostileCaseArb } from './hostile';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : Math.floor(Math.random() * 0x7fffffff);
 const RUNS = Number(process.env.FUZZ_RUNS || 400);
@@ -440,5 +451,130 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing POST /webhooks/:endpointId', (platfor
 
   it('stays healthy after the fuzzing: /health and /health/ready answer 200', async () => {
     await healthy();
+  });
+
+  describe('a host adapter that throws, rejects, never settles or returns garbage, at random', () => {
+    /** Short, so that a case that waits for it costs little; an honest adapter answers within the same tick. */
+    const DEADLINE_MS = 100;
+    let h: TestApp;
+    let hPort: number;
+    let guard: WebhookSignatureGuard;
+    /** Rejections nobody handled (one would end a process that has no listener). */
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    /** The dedup model of the hostile endpoint: the event ids it recorded. */
+    const recordedHostile = new Set<string>();
+
+    beforeAll(async () => {
+      process.on('unhandledRejection', onUnhandled);
+      h = await createTestApp(
+        {
+          providers: [hostileProvider(DEADLINE_MS + 50)],
+          endpoints: [{ id: HOSTILE_ENDPOINT, provider: 'hostile', secrets: [HOSTILE_SECRET], merchantAccountId: HOSTILE_ACCOUNT }],
+          tuning: { receiveTimeoutMs: DEADLINE_MS },
+        },
+        { platform },
+      );
+      await h.app.listen(0, '127.0.0.1');
+      hPort = (h.app.getHttpServer().address() as AddressInfo).port;
+      guard = h.get(WebhookSignatureGuard);
+    });
+    afterAll(async () => {
+      process.off('unhandledRejection', onUnhandled);
+      await h?.close();
+      // This app shares the suite's database: the other tests count the inbox afresh.
+      known = null;
+    });
+
+    const hostileRows = async (): Promise<number> => (await pg.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhook_inbox WHERE provider = 'hostile'`)).rows[0].n;
+
+    /** Sends the body, and hangs up once the service holds it (while the adapter never answers). */
+    async function hangUp(b: HostileBuilt): Promise<Answer> {
+      const req = request({ host: '127.0.0.1', port: hPort, method: 'POST', path: b.path, agent: false, headers: Object.fromEntries([...b.headers, ['content-length', String(b.body.length)]]) });
+      req.on('error', () => undefined);
+      req.end(b.body);
+      await eventually(async () => guard.unverified.inFlight >= b.body.length, 5_000, 'the body held');
+      req.destroy();
+      return { status: 0, body: null };
+    }
+
+    async function checkHostile(spec: HostileCase, stats: Stats & { late: number }): Promise<void> {
+      const b = buildHostile(spec, Math.floor(Date.now() / 1000));
+      const before = await hostileRows();
+      const lateBefore = hostileLate.settled;
+      const send = () => post(hPort, b.path, b.headers, b.body, false);
+      let answers: Answer[];
+      if (spec.hangUp) answers = [await hangUp(b)];
+      else if (spec.transport.sends === 2 && spec.transport.concurrent) answers = await Promise.all([send(), send()]);
+      else {
+        answers = [await send()];
+        if (spec.transport.sends === 2) answers.push(await send());
+      }
+      const fail = (problem: string): never => {
+        throw new Error(
+          `${problem}\n  behaviour ${spec.behaviour}, signing ${spec.signing}, event ${b.eventId}${spec.hangUp ? ', the sender hung up' : ''}\n` +
+            `  allowed: ${b.expect.status} ${b.expect.error ?? ''}\n` +
+            answers.map((a, i) => `  answer ${i + 1}: ${a.status} ${JSON.stringify(a.body)}`).join('\n'),
+        );
+      };
+      stats.cases++;
+      // The budget is given back once a delivery is answered, or once its sender is gone.
+      if (spec.hangUp) await eventually(async () => guard.unverified.inFlight === 0, DEADLINE_MS + 5_000, 'the bytes of a sender gone given back');
+      else if (guard.unverified.inFlight !== 0) fail(`${guard.unverified.inFlight} unverified bytes still held once every delivery is answered`);
+      let accepted = 0;
+      for (const a of answers) {
+        stats.statuses[a.status] = (stats.statuses[a.status] ?? 0) + 1;
+        if (spec.hangUp) continue;
+        if (a.status >= 200 && a.status < 300 && !(b.expect.authentic && b.expect.honest)) fail('a 2xx for a delivery its adapter did not accept, or that is not authentic');
+        const body = (typeof a.body === 'object' && a.body !== null ? a.body : {}) as Record<string, unknown>;
+        if (a.status !== b.expect.status) fail(`status ${a.status}, not ${b.expect.status}`);
+        if (b.expect.error !== undefined && body.error !== b.expect.error) fail(`error ${JSON.stringify(body.error)}, not ${b.expect.error}`);
+        if (a.status >= 400 && body.detail !== b.expect.detail) fail(`detail ${JSON.stringify(body.detail)}, not ${JSON.stringify(b.expect.detail)}`);
+        if (a.status === 200) {
+          if (body.eventId !== b.eventId) fail(`the answer names ${JSON.stringify(body.eventId)}`);
+          if (body.status === 'accepted') accepted++;
+          else if (body.status !== 'duplicate') fail('a 200 that is neither accepted nor duplicate');
+        }
+      }
+      // The dedup model: accepted once, and only what was recorded is a duplicate.
+      const ok = answers.filter((a) => a.status === 200).length;
+      if (ok > 0) {
+        const expectedAccepted = recordedHostile.has(b.eventId) ? 0 : 1;
+        if (accepted !== expectedAccepted) fail(`${accepted} answers accepted; the event was ${expectedAccepted ? 'new' : 'recorded before'}`);
+        recordedHostile.add(b.eventId);
+      }
+      stats.accepted += accepted;
+      stats.duplicate += ok - accepted;
+      // A settlement after the deadline records nothing either.
+      if (b.expect.late) {
+        await eventually(async () => hostileLate.settled >= lateBefore + answers.length, 5_000, 'the late settlements');
+        stats.late += answers.length;
+      }
+      const added = (await hostileRows()) - before;
+      if (added !== accepted) fail(`the inbox grew by ${added} rows for ${accepted} accepted answers`);
+      stats.rows += added;
+      if (unhandled.length > 0) fail(`unhandled rejections: ${unhandled.map((r) => String((r as Error)?.message ?? r)).join('; ')}`);
+    }
+
+    it(`hostile: misbehaving adapters (FUZZ_RUNS ${RUNS} / 4), seed ${SEED}`, async () => {
+      const runs = Math.max(1, Math.round(RUNS / 4));
+      // eslint-disable-next-line no-console
+      console.log(`fuzz ${platform}/hostile: seed ${SEED}, ${runs} runs (replay: FUZZ_SEED=${SEED} npx jest test/fuzz -t hostile)`);
+      const stats = { ...newStats(), late: 0 };
+      await fc.assert(
+        fc.asyncProperty(hostileCaseArb(), (spec) => checkHostile(spec, stats)),
+        { seed: SEED, numRuns: runs, path: PATH, interruptAfterTimeLimit: 150_000, markInterruptAsFailure: true },
+      );
+      // eslint-disable-next-line no-console
+      console.log(`fuzz ${platform}/hostile: ${stats.cases} cases, answers ${JSON.stringify(stats.statuses)}, ${stats.accepted} accepted, ${stats.duplicate} duplicate, ${stats.rows} rows, ${stats.late} late settlements`);
+      if (!PATH && RUNS >= 200) {
+        expect(stats.accepted).toBeGreaterThan(0);
+        expect(stats.duplicate).toBeGreaterThan(0);
+        for (const status of ['400', '401', '503']) expect({ status, answered: (stats.statuses[status] ?? 0) > 0 }).toEqual({ status, answered: true });
+      }
+      // The process is alive and well: health, and an honest delivery accepted.
+      expect((await get(hPort, '/health')).status).toBe(200);
+      expect(unhandled).toEqual([]);
+    }, 300_000);
   });
 });

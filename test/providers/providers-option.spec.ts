@@ -1,6 +1,7 @@
 import { ConfigurationError, resolveOptions } from '../../src/config/validate';
 import type { EndpointDefinition, PaymentWebhooksOptions } from '../../src/config/options';
-import { BUILT_IN_PROVIDER_NAMES, hmacProvider, type ProviderAdapter } from '../../src/providers';
+import { resolveEndpoint } from '../../src/config/endpoints';
+import { BUILT_IN_PROVIDER_NAMES, hmacProvider, providerTable, type ProviderAdapter } from '../../src/providers';
 import { acmeProvider } from '../support/acme-provider';
 
 /**
@@ -63,6 +64,84 @@ describe('the providers option', () => {
     expect(err.setting).toBe('providers');
     if (typeof message === 'string') expect(err.message).toBe(message);
     else expect(err.message).toMatch(message);
+  });
+
+  it.each<[string, unknown, string | RegExp]>([
+    ['a function named like a provider', Object.assign(function acme() {}, { receive: () => null }), /^providers: a provider's name must match/],
+    ['a number as its name', { ...acmeProvider, name: 5 }, /^providers: a provider's name must match .* \(got "5"\)$/],
+    ['answer that is not a function', { ...acmeProvider, name: 'chatty', answer: '[accepted]' }, 'providers: provider "chatty" has answer that is not a function'],
+    ['checkSecret and checkEndpoint that are not functions', { ...acmeProvider, name: 'hooks', checkSecret: /acme_sk_/, checkEndpoint: true }, 'providers: provider "hooks" has checkSecret, checkEndpoint that are not a function'],
+    ['weakSecret that is not a function', { ...acmeProvider, name: 'weak', weakSecret: 16 }, 'providers: provider "weak" has weakSecret that is not a function'],
+    ['receive that is not a function', { ...acmeProvider, name: 'deaf', receive: {} }, 'providers: provider "deaf" has no receive (see docs/providers.md)'],
+    ['a header name that is not a string', { ...acmeProvider, name: 'numbered', storedHeaders: ['acme-signature', 5] }, 'providers: provider "numbered" must name its headers in lower case'],
+    ['an empty header name', { ...acmeProvider, name: 'blank', signatureHeaders: [''] }, 'providers: provider "blank" must name its headers in lower case'],
+    ['storedHeaders a string', { ...acmeProvider, name: 'flat', storedHeaders: 'acme-signature' }, 'providers: provider "flat" must list its storedHeaders and signatureHeaders (lower-case header names)'],
+    ['signatureFields not a list of strings', { ...acmeProvider, name: 'fields', signatureFields: 'sig' }, 'providers: provider "fields" must list its signatureFields as dotted paths (strings)'],
+    ['endpointFields not a list of strings', { ...acmeProvider, name: 'own', endpointFields: [1] }, 'providers: provider "own" must list its endpointFields as field names (strings)'],
+    ['no word on declaresAccount', { ...acmeProvider, name: 'vague', declaresAccount: undefined }, 'providers: provider "vague" must say whether its events declare their account (declaresAccount: true or false)'],
+    ['declaresAccount as text', { ...acmeProvider, name: 'texty', declaresAccount: 'true' }, 'providers: provider "texty" must say whether its events declare their account (declaresAccount: true or false)'],
+    ['usesApi without a base URL', { ...acmeProvider, name: 'apiless', usesApi: {} }, 'providers: provider "apiless" must give usesApi as { defaultBaseUrl: "<an http(s) URL>" }'],
+    ['usesApi of another scheme', { ...acmeProvider, name: 'ftp', usesApi: { defaultBaseUrl: 'ftp://x' } }, 'providers: provider "ftp" must give usesApi as { defaultBaseUrl: "<an http(s) URL>" }'],
+    ['fetchesState without fetch', { ...acmeProvider, name: 'wanting', fetchesState: { wants: () => false } }, 'providers: provider "wanting" must give fetchesState as { wants(), fetch() } (two functions)'],
+    ['fetchesState a function', { ...acmeProvider, name: 'fetchy', fetchesState: () => ({}) }, 'providers: provider "fetchy" must give fetchesState as { wants(), fetch() } (two functions)'],
+  ])('what the interface cannot take is refused at start, in one line: %s', (_what, adapter, message) => {
+    const err = refusal(() => resolveOptions({ ...base, providers: [adapter as ProviderAdapter] }));
+    expect(err.setting).toBe('providers');
+    if (typeof message === 'string') expect(err.message).toBe(message);
+    else expect(err.message).toMatch(message);
+    expect(err.message).not.toContain('\n');
+  });
+
+  describe("a start-up hook answers at once, with text or null; what else it does stops the start in one line, never showing the secret", () => {
+    const SECRET = 'acme_sk_0123456789abcdef';
+    /** The refusal of a start with acme whose `hook` is replaced. */
+    const withHook = (hook: 'checkSecret' | 'weakSecret' | 'checkEndpoint', fn: unknown) =>
+      refusal(() => resolveOptions({ ...base, providers: [{ ...acmeProvider, name: 'hooked', [hook]: fn } as ProviderAdapter], endpoints: [{ ...acmeEndpoint, provider: 'hooked', secrets: [SECRET] }] }));
+
+    it.each<['checkSecret' | 'weakSecret' | 'checkEndpoint', unknown, string]>([
+      ['checkSecret', () => Promise.resolve(null), 'endpoints: endpoint "acme-main": secret #1: provider "hooked" checkSecret must return its problem as text, or null, at once (it returned a promise)'],
+      ['checkSecret', () => Promise.reject(new Error(`bad ${SECRET}`)), 'endpoints: endpoint "acme-main": secret #1: provider "hooked" checkSecret must return its problem as text, or null, at once (it returned a promise)'],
+      ['checkSecret', () => 42, 'endpoints: endpoint "acme-main": secret #1: provider "hooked" checkSecret must return its problem as text, or null, at once (it returned number)'],
+      ['checkSecret', () => { throw new Error(`cannot read ${SECRET}, sorry`); }, 'endpoints: endpoint "acme-main": secret #1: provider "hooked" checkSecret threw: cannot read [redacted], sorry'],
+      ['checkSecret', () => { throw null; }, 'endpoints: endpoint "acme-main": secret #1: provider "hooked" checkSecret threw: a thrown null'],
+      ['weakSecret', async () => 'too weak', 'endpoints: endpoint "acme-main": secret #1: provider "hooked" weakSecret must return its problem as text, or null, at once (it returned a promise)'],
+      ['weakSecret', () => { throw new TypeError(SECRET); }, 'endpoints: endpoint "acme-main": secret #1: provider "hooked" weakSecret threw: [redacted]'],
+      ['checkEndpoint', () => Promise.resolve('"region" must be "eu"'), 'endpoints: endpoint "acme-main": provider "hooked" checkEndpoint must return its problem as text, or null, at once (it returned a promise)'],
+      ['checkEndpoint', () => ({ problem: 'x' }), 'endpoints: endpoint "acme-main": provider "hooked" checkEndpoint must return its problem as text, or null, at once (it returned object)'],
+      ['checkEndpoint', () => { throw new Error('region lookup failed'); }, 'endpoints: endpoint "acme-main": provider "hooked" checkEndpoint threw: region lookup failed'],
+    ])('%s: %p', (hook, fn, message) => {
+      const err = withHook(hook, fn);
+      expect(err.message).toBe(message);
+      expect(err.message).not.toContain(SECRET);
+    });
+
+    it('undefined and the empty string are no problem (a hook of plain JavaScript that returns nothing)', () => {
+      const quiet = { ...acmeProvider, name: 'quiet', checkSecret: () => undefined, weakSecret: () => '', checkEndpoint: () => undefined } as unknown as ProviderAdapter;
+      expect(resolveOptions({ ...base, providers: [quiet], endpoints: [{ ...acmeEndpoint, provider: 'quiet' }] }).endpoints).toHaveLength(1);
+    });
+  });
+
+  describe('prepareKey, when the endpoints are resolved at start', () => {
+    const SECRET = 'acme_sk_0123456789abcdef';
+    const resolveWith = (prepareKey: unknown) => {
+      const adapter = { ...acmeProvider, name: 'keyed', prepareKey } as ProviderAdapter;
+      const resolved = resolveOptions({ ...base, providers: [adapter], endpoints: [{ ...acmeEndpoint, provider: 'keyed', secrets: [SECRET] }] });
+      return () => resolveEndpoint(resolved.endpoints[0], providerTable([adapter]));
+    };
+
+    it.each<[string, unknown, string]>([
+      ['a promise', () => Promise.resolve({ key: 1 }), 'endpoint "acme-main": secret #1: provider "keyed" prepareKey must return the key (an object) at once (it returned a promise)'],
+      ['a rejected promise', () => Promise.reject(new Error('no')), 'endpoint "acme-main": secret #1: provider "keyed" prepareKey must return the key (an object) at once (it returned a promise)'],
+      ['a string', (secret: string) => secret, 'endpoint "acme-main": secret #1: provider "keyed" prepareKey must return the key (an object) at once (it returned string)'],
+      ['null', () => null, 'endpoint "acme-main": secret #1: provider "keyed" prepareKey must return the key (an object) at once (it returned null)'],
+      ['a throw naming the secret', (secret: string) => { throw new Error(`bad key ${secret}`); }, 'endpoint "acme-main": secret #1: provider "keyed" prepareKey threw: bad key [redacted]'],
+    ])('%s: refused in one line', (_what, prepareKey, message) => {
+      expect(resolveWith(prepareKey)).toThrow(new Error(message));
+    });
+
+    it('an object returned at once is the key', () => {
+      expect(resolveWith(() => Buffer.from('k'))().keys).toEqual([Buffer.from('k')]);
+    });
   });
 
   it("an endpoint naming an unknown provider lists the host's providers among the known ones", () => {

@@ -180,6 +180,35 @@ describe("receiveWith, a host's own adapter", () => {
       await expect(receiveWith(broken, deliver(body), { endpoint: acmeEndpoint })).rejects.toThrow('acme API down');
     });
 
+    it('what the interface cannot take is the adapter\'s bug: a rejection (the route answers 503), never an acceptance', async () => {
+      const answering = (result: unknown): ProviderAdapter => ({ ...acmeProvider, name: 'garbage', receive: () => result as never });
+      const event = { eventId: 'ae_1', eventType: 'charge.paid', resourceId: null, deliveryId: null, account: null, apiVersion: null, body: '{}' };
+      const cases: Array<[unknown, RegExp]> = [
+        [null, /no result object/],
+        [42, /no result object/],
+        [{ ok: 'yes', secretIndex: null, events: [event] }, /"ok" is neither true nor false/],
+        [{ ok: 1, secretIndex: null, events: [event] }, /"ok" is neither true nor false/],
+        [{ ok: true, secretIndex: null, events: 'x' }, /events that are not an array/],
+        [{ ok: true, secretIndex: null, events: [null] }, /an event that is not an object/],
+        [{ ok: true, secretIndex: null, events: [{ ...event, body: 5 }] }, /an event without its body text/],
+        [{ ok: true, secretIndex: 3, events: [event] }, /secretIndex that is not one of the endpoint's live keys/],
+        [{ ok: true, events: [event] }, /secretIndex that is not one of the endpoint's live keys/],
+      ];
+      for (const [result, message] of cases) {
+        await expect(receiveWith(answering(result), deliver(body), { endpoint: acmeEndpoint, nowMs: NOW_MS })).rejects.toMatchObject({ code: 'provider_adapter_invalid', message: expect.stringMatching(message) });
+      }
+      // A refusal's detail is kept only when it is text.
+      expect(await receiveWith(answering({ ok: false, error: 'malformed_payload', detail: { x: 1 } }), deliver(body), { endpoint: acmeEndpoint })).toEqual({ ok: false, error: 'malformed_payload' });
+    });
+
+    it('an adapter that never answers: rejected at the deadline (timeoutMs), as the route answers 503', async () => {
+      const hanging = { ...acmeProvider, name: 'hanging', receive: () => new Promise<never>(() => undefined) };
+      await expect(receiveWith(hanging, deliver(body), { endpoint: acmeEndpoint, timeoutMs: 50 })).rejects.toMatchObject({
+        code: 'provider_adapter_timeout',
+        message: 'provider "hanging" receive did not answer within 50 ms',
+      });
+    });
+
     it('several events: each keyed and checked', async () => {
       const outcome = await receiveWith(lying((e) => [e, { ...e, eventId: 'ae_second' }]), deliver(body), { endpoint: acmeEndpoint, nowMs: NOW_MS });
       expect(outcome).toMatchObject({ ok: true, events: [{ merchantAccountId: 'm_1' }, { eventId: 'ae_second', merchantAccountId: 'm_1' }] });

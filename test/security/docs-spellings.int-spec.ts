@@ -58,6 +58,16 @@ function send(port: number, method: string, path: string, headers: Record<string
  */
 const carriesDocs = (a: Answer) => /"openapi"\s*:|SwaggerUIBundle|<title>Swagger UI|\.swagger-ui/.test(a.body);
 const UNAUTHORIZED = JSON.stringify({ error: 'unauthorized' });
+/**
+ * The frame rule of an answer: `X-Frame-Options` and whether a `Content-Security-Policy` (any of
+ * them, Node joins repeated ones with ", ") has `frame-ancestors 'none'`.
+ */
+const frameRule = (a: Answer) => ({
+  xFrameOptions: a.headers['x-frame-options'],
+  frameAncestorsNone: /(?:^|[;,]\s*)frame-ancestors 'none'(?:\s*[;,]|$)/.test([a.headers['content-security-policy'] ?? ''].flat().join(', ')),
+});
+const NOT_FRAMED = { xFrameOptions: 'DENY', frameAncestorsNone: true };
+
 /** `'refused'` when the status is one of the expected refusals, else the status itself (for the failure message). */
 const refusal = (status: number, expected: number[]) => (expected.includes(status) ? 'refused' : status);
 
@@ -102,6 +112,9 @@ const SUFFIXES = [
   '/docs/../docs-json',
   '/docs/%2e%2e/docs-json',
   '/docs-yaml',
+  '/docs/login-token',
+  '/Docs/Login-Token',
+  '/docs/%6Cogin-token',
 ];
 
 function spellings(base: string): string[] {
@@ -265,6 +278,12 @@ describe.each(PLATFORMS)('%s: the docs need the token under every spelling', (pl
 
         for (const refused of [without, tokenOnly]) {
           expect({ path, status: refusal(refused.status, [401, 404]), docs: carriesDocs(refused) }).toEqual({ path, status: 'refused', docs: false });
+        }
+        // Never in a frame: what the docs' check answers or lets through (the UI, its files, the
+        // document, the login token) and its refusals (401, a host guard's 403) alike.
+        for (const [which, answer] of [['allowed', withAuth], ['without', without], ['token only', tokenOnly]] as const) {
+          if (answer.status === 404) continue;
+          expect({ path, which, status: answer.status, ...frameRule(answer) }).toEqual({ path, which, status: answer.status, ...NOT_FRAMED });
         }
         if (withAuth.status < 400) {
           expect({ path, served: withAuth.status, without: without.status, tokenOnly: tokenOnly.status }).toEqual({

@@ -181,6 +181,40 @@ describe.each(PLATFORMS)('%s: Adyen notifications, end to end (workers on)', (pl
     expect(await inboxRows()).toBe(0);
   });
 
+  it('a signed field sent as an array, an object, a boolean or null: 400 malformed_payload, nothing recorded, though the signature verifies', async () => {
+    // The official library signs each field as JavaScript's `join` writes it (["ORD-1"] as "ORD-1",
+    // null as ""): these items are signed as it signs them, so only the field's type refuses them.
+    const setters: Array<[string, (i: NotificationItem, v: unknown) => void]> = [
+      ...(['pspReference', 'originalReference', 'merchantAccountCode', 'merchantReference', 'eventCode', 'success'] as const).map(
+        (f): [string, (i: NotificationItem, v: unknown) => void] => [f, (i, v) => (i[f] = v)],
+      ),
+      ['amount.value', (i, v) => (i.amount = { value: v, currency: 'EUR' })],
+      ['amount.currency', (i, v) => (i.amount = { value: 4990, currency: v })],
+    ];
+    const answers: Array<{ field: string; value: unknown; status: number; error: unknown; detail: unknown }> = [];
+    for (const [field, set] of setters) {
+      for (const value of [['x'], { a: 'x' }, true, null]) {
+        const bad = item({ merchantReference: uniqueId('ORD') });
+        set(bad, value);
+        const res = await post('adyen-main', signedBody([item(), bad], KEY));
+        answers.push({ field, value, status: res.status, error: res.body.error, detail: res.body.detail });
+      }
+    }
+    expect(answers).toEqual(
+      answers.map(({ field, value }) => ({
+        field,
+        value,
+        status: 400,
+        error: 'malformed_payload',
+        detail: `item #2: "${field}" must be ${field === 'amount.value' ? 'a number' : 'a string'}, as Adyen signs and sends it`,
+      })),
+    );
+    expect(await inboxRows()).toBe(0);
+    // The same items with the fields as Adyen sends them are recorded (the refusals above are the types').
+    await deliver('adyen-main', [item(), item({ merchantReference: 'ORD-1', amount: { value: 4990, currency: 'EUR' } })]);
+    expect(await inboxRows()).toBe(2);
+  });
+
   it('a merchantAccountCode other than the endpoint\'s: recorded and answered, then rejected/account_mismatch, nothing paid', async () => {
     const reference = uniqueId('ORD');
     const order = await d.createOrder('49.90', 'EUR', { reference });
