@@ -64,3 +64,14 @@ export function parseAddressRange(text: string): AddressRange | string {
 export function formatAddressRange(range: AddressRange): string {
   return `${range.address}/${range.prefix}`;
 }
+
+/**
+ * An address as a log line may show it: its network (`/24` of IPv4, `/48` of IPv6), enough to tell
+ * a proxy's or a provider's range from another, not a person's own address.
+ */
+export function maskedAddress(address: string): string {
+  const v4 = /^(?:::ffff:)?(\d{1,3}\.\d{1,3}\.\d{1,3})\.\d{1,3}$/i.exec(address);
+  if (v4) return `${v4[1]}.0/24`;
+  if (address.includes(':')) return `${address.split(':').slice(0, 3).join(':')}::/48`;
+  return address === '' ? '(unknown)' : '(not an address)';
+}

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { unmappedAddress } from '../common/ip-address';
+import { maskedAddress, unmappedAddress } from '../common/ip-address';
 import type { TuningOptions } from '../config/options';
 
 /** The knobs of the HTTP server, from the tuning (PW_TUNING). */
@@ -125,6 +125,30 @@ export function shareOf(maxConnections: number): number {
 interface ConnectionShares {
   open: Map<string, number>;
   isTrustedProxy: (address: string) => boolean;
+  warnings: ShareWarnings;
+}
+
+/**
+ * One line per network and minute when connections past an address's share are closed: silent
+ * resets would be hard to tell from a network fault, and a load balancer not named in
+ * `trustedProxies` is the usual cause. The networks it remembers are bounded.
+ */
+class ShareWarnings {
+  private readonly last = new Map<string, number>();
+  private readonly logger = new Logger('PaymentWebhooks');
+
+  closing(address: string, open: number): void {
+    const network = maskedAddress(address);
+    const now = Date.now();
+    const before = this.last.get(network);
+    if (before !== undefined && now - before < 60_000) return;
+    if (this.last.size >= 1_000) this.last.clear();
+    this.last.set(network, now);
+    this.logger.warn(
+      `connections from ${network} past one address's share (${open} open) are closed on arrival; ` +
+        'if that is a proxy or load balancer in front of the service, name it in trustedProxies (TRUSTED_PROXIES)',
+    );
+  }
 }
 const SHARES = Symbol('pw-connection-shares');
 
@@ -143,7 +167,7 @@ export function shareConnections(server: Server, isTrustedProxy?: (address: stri
     if (isTrustedProxy) installed.isTrustedProxy = isTrustedProxy;
     return;
   }
-  const shares: ConnectionShares = { open: new Map(), isTrustedProxy: isTrustedProxy ?? (() => false) };
+  const shares: ConnectionShares = { open: new Map(), isTrustedProxy: isTrustedProxy ?? (() => false), warnings: new ShareWarnings() };
   holder[SHARES] = shares;
   // First in line: a connection over its share is reset before the HTTP server reads from it.
   server.prependListener('connection', (socket: Socket) => {
@@ -154,6 +178,7 @@ export function shareConnections(server: Server, isTrustedProxy?: (address: stri
     const max = server.maxConnections;
     const open = shares.open.get(address) ?? 0;
     if (typeof max === 'number' && Number.isFinite(max) && open >= shareOf(max)) {
+      shares.warnings.closing(address, open);
       // A reset leaves no TIME_WAIT behind on this side for a flood of them.
       socket.resetAndDestroy();
       return;

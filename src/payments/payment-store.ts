@@ -372,14 +372,15 @@ export class PaymentStore implements OnModuleInit {
     return row ? paymentFromRow(row) : null;
   }
 
-  /** Whether a payment of `provider` with this provider id is registered under one of `accounts` (one index probe each). */
-  async hasPayment(db: Queryable, { provider, accounts, providerPaymentId }: { provider: string; accounts: readonly string[]; providerPaymentId: string }): Promise<boolean> {
-    if (accounts.length === 0) return false;
-    const rows: unknown[] = await db.query(
-      `SELECT 1 FROM payments WHERE provider = $1 AND merchant_account_id = ANY($2::text[]) AND provider_payment_id = $3 LIMIT 1`,
-      [provider, accounts, providerPaymentId],
+  /** Which of `providerPaymentIds` are payments of `provider` registered under one of `accounts` (index probes). */
+  async registeredAmong(db: Queryable, { provider, accounts, providerPaymentIds }: { provider: string; accounts: readonly string[]; providerPaymentIds: readonly string[] }): Promise<string[]> {
+    if (accounts.length === 0 || providerPaymentIds.length === 0) return [];
+    const rows: Array<{ provider_payment_id: string }> = await db.query(
+      `SELECT DISTINCT provider_payment_id FROM payments
+        WHERE provider = $1 AND merchant_account_id = ANY($2::text[]) AND provider_payment_id = ANY($3::text[])`,
+      [provider, accounts, providerPaymentIds],
     );
-    return rows.length > 0;
+    return rows.map((r) => r.provider_payment_id);
   }
 
   /** The payments of these orders, in one statement, oldest first. */

@@ -41,11 +41,11 @@ export class ProviderEventsService {
   constructor(private readonly store: PaymentStore) {}
 
   /**
-   * Whether a provider's payment is registered for an order under one of `accounts` (outside any
-   * transaction: the receive path asks it of an unsigned delivery's payment id).
+   * Which of a provider's payments are registered for an order under one of `accounts` (outside any
+   * transaction: the receive path asks it of the payment ids unsigned deliveries name).
    */
-  isRegistered(db: Queryable, query: { provider: string; accounts: readonly string[]; providerPaymentId: string }): Promise<boolean> {
-    return this.store.hasPayment(db, query);
+  registeredAmong(db: Queryable, query: { provider: string; accounts: readonly string[]; providerPaymentIds: readonly string[] }): Promise<string[]> {
+    return this.store.registeredAmong(db, query);
   }
 
   /**

@@ -16,32 +16,41 @@ describe('ExpiringSet', () => {
 });
 
 describe('SenderBudgets', () => {
-  const limits = { inFlight: 2, notFound: 3, windowMs: 60_000, maxSenders: 3 };
+  const limits = { inFlight: 2, knownInFlight: 1, lookups: 1, notFound: 3, windowMs: 60_000, maxSenders: 3 };
 
-  it('an address holds at most its share of calls in flight, and gets each back once answered', () => {
+  it('an address holds at most its share of calls in flight in each lane, and of questions, and gets each back once answered', () => {
     const budgets = new SenderBudgets(limits);
-    expect([budgets.take('a'), budgets.take('a'), budgets.take('a')]).toEqual([true, true, false]);
-    expect(budgets.take('b')).toBe(true);
-    budgets.give('a');
+    expect([budgets.take('a', 'unknown'), budgets.take('a', 'unknown'), budgets.take('a', 'unknown')]).toEqual([true, true, false]);
+    expect([budgets.take('a', 'known'), budgets.take('a', 'known')]).toEqual([true, false]);
+    expect(budgets.take('b', 'unknown')).toBe(true);
+    budgets.give('a', 'unknown');
     expect(budgets.inFlightOf('a')).toBe(1);
-    expect(budgets.take('a')).toBe(true);
+    expect(budgets.take('a', 'unknown')).toBe(true);
+    expect([budgets.takeLookup('a'), budgets.takeLookup('a'), budgets.takeLookup('b')]).toEqual([true, false, true]);
+    budgets.giveLookup('a');
+    expect(budgets.takeLookup('a')).toBe(true);
   });
 
   it('more than the limit of distinct not-found ids within the window: limited until they age out', () => {
     const budgets = new SenderBudgets(limits);
-    for (const id of ['x1', 'x2', 'x3', 'x3', 'x2']) budgets.notFound('a', id, 1_000);
+    for (const id of ['x1', 'x2', 'x3', 'x3', 'x2']) expect(budgets.notFound('a', id, 1_000)).toBe(false);
     expect(budgets.limited('a', 1_000)).toBe(false);
-    budgets.notFound('a', 'x4', 2_000);
+    // The one that takes it past the limit says so, once.
+    expect(budgets.notFound('a', 'x4', 2_000)).toBe(true);
+    expect(budgets.notFound('a', 'x5', 2_000)).toBe(false);
     expect(budgets.limited('a', 2_000)).toBe(true);
     expect(budgets.limited('b', 2_000)).toBe(false);
-    // The first three age out a window after they were named.
+    // x5 came back after it passed the limit (a call in flight then): it counts too.
     expect(budgets.limited('a', 60_999)).toBe(true);
     expect(budgets.limited('a', 61_000)).toBe(false);
+    budgets.notFound('a', 'x6', 61_000);
+    budgets.notFound('a', 'x7', 61_000);
+    expect(budgets.limited('a', 61_000)).toBe(true);
   });
 
   it('tracks a bounded number of addresses, never dropping one with a call in flight', () => {
     const budgets = new SenderBudgets(limits);
-    budgets.take('busy');
+    budgets.take('busy', 'unknown');
     for (const id of ['x1', 'x2', 'x3', 'x4']) budgets.notFound('guesser', id, 0);
     budgets.notFound('c', 'y', 0);
     budgets.notFound('d', 'y', 0);

@@ -36,10 +36,14 @@ export class ExpiringSet {
   }
 }
 
-/** How much one sender address may make the service call out for ids nobody has vouched for. */
+/** How much one sender address may make the service call out. */
 export interface SenderLimits {
-  /** Calls one address has unanswered at once (abandoned ones included). */
+  /** Calls for ids nobody has vouched for that one address has unanswered at once (abandoned ones included). */
   inFlight: number;
+  /** Calls for ids the service knows that one address has unanswered at once. */
+  knownInFlight: number;
+  /** Questions to the service (whether it knows an id) one address has unanswered at once. */
+  lookups: number;
   /** An address that named more than this many distinct ids answered "not found" within `windowMs` is refused without a call. */
   notFound: number;
   windowMs: number;
@@ -47,16 +51,27 @@ export interface SenderLimits {
   maxSenders: number;
 }
 
+/** The two lanes of calls: for ids the service knows, and for any other id. */
+export type Lane = 'known' | 'unknown';
+
 interface Sender {
-  inFlight: number;
-  /** Distinct ids the provider answered "not found" for, with when (oldest first), at most `notFound + 1`. */
+  /** Calls unanswered, per lane, and questions to the service unanswered. */
+  known: number;
+  unknown: number;
+  lookups: number;
+  /**
+   * Distinct ids the provider answered "not found" for, with when (oldest first). Every one is kept,
+   * those that were in flight when the address passed its limit too, so that the count falls back
+   * under the limit only once the window has passed over all of them: at most `notFound +
+   * inFlight` are held.
+   */
   notFound: Map<string, number>;
 }
 
 /**
- * Per sender address: the calls it has in flight, and the ids it named that turned out not to
- * exist. A provider's own hints never name ids it does not have, so an address that names many is
- * guessing, and is refused before it costs a call.
+ * Per sender address: the calls and questions it has in flight, and the ids it named that turned
+ * out not to exist. A provider's own hints never name ids it does not have, so an address that
+ * names many is guessing, and is refused before it costs a call.
  */
 export class SenderBudgets {
   private readonly senders = new Map<string, Sender>();
@@ -71,31 +86,53 @@ export class SenderBudgets {
     return entry.notFound.size > this.limits.notFound;
   }
 
-  /** Takes one call from the sender's budget; false, taking nothing, when it has its share in flight. */
-  take(sender: string): boolean {
-    const entry = this.touch(sender);
-    if (entry.inFlight >= this.limits.inFlight) return false;
-    entry.inFlight++;
+  /** Whether the sender may start one more call in `lane` now (nothing is taken). */
+  hasRoom(sender: string, lane: Lane): boolean {
+    const entry = this.senders.get(sender);
+    return (entry?.[lane] ?? 0) < (lane === 'known' ? this.limits.knownInFlight : this.limits.inFlight);
+  }
+
+  /** Takes one call in `lane` from the sender's budget; false, taking nothing, when it has its share in flight. */
+  take(sender: string, lane: Lane): boolean {
+    if (!this.hasRoom(sender, lane)) return false;
+    this.touch(sender)[lane]++;
     return true;
   }
 
-  /** Gives back a call taken with `take`, once the provider answered it (or never will). */
-  give(sender: string): void {
+  /** Gives back a call taken with `take`, once the provider answered it (or is given up on). */
+  give(sender: string, lane: Lane): void {
     const entry = this.senders.get(sender);
-    if (entry && entry.inFlight > 0) entry.inFlight--;
+    if (entry && entry[lane] > 0) entry[lane]--;
   }
 
-  /** The sender named `id`, which the provider answered "not found" for. */
-  notFound(sender: string, id: string, nowMs: number): void {
+  /** Takes one question to the service; false when the sender has its share of them unanswered. */
+  takeLookup(sender: string): boolean {
+    const entry = this.touch(sender);
+    if (entry.lookups >= this.limits.lookups) return false;
+    entry.lookups++;
+    return true;
+  }
+
+  giveLookup(sender: string): void {
+    const entry = this.senders.get(sender);
+    if (entry && entry.lookups > 0) entry.lookups--;
+  }
+
+  /**
+   * The sender named `id`, which the provider answered "not found" for. True when this is what took
+   * the sender past its limit (a caller may say so, once).
+   */
+  notFound(sender: string, id: string, nowMs: number): boolean {
     const entry = this.touch(sender);
     this.prune(entry, nowMs);
-    if (entry.notFound.has(id) || entry.notFound.size > this.limits.notFound) return;
+    if (entry.notFound.has(id) || entry.notFound.size >= this.limits.notFound + this.limits.inFlight) return false;
     entry.notFound.set(id, nowMs);
+    return entry.notFound.size === this.limits.notFound + 1;
   }
 
-  /** Calls the sender has in flight (for tests and metrics). */
-  inFlightOf(sender: string): number {
-    return this.senders.get(sender)?.inFlight ?? 0;
+  /** Calls the sender has in flight in `lane` (for tests and metrics). */
+  inFlightOf(sender: string, lane: Lane = 'unknown'): number {
+    return this.senders.get(sender)?.[lane] ?? 0;
   }
 
   private touch(sender: string): Sender {
@@ -103,19 +140,19 @@ export class SenderBudgets {
     if (entry) {
       this.senders.delete(sender);
     } else {
-      entry = { inFlight: 0, notFound: new Map() };
+      entry = { known: 0, unknown: 0, lookups: 0, notFound: new Map() };
       this.evict();
     }
     this.senders.set(sender, entry);
     return entry;
   }
 
-  /** Forgets the least recently seen senders past the cap, never one with a call in flight (its give must find it). */
+  /** Forgets the least recently seen senders past the cap, never one with anything in flight (its give must find it). */
   private evict(): void {
     if (this.senders.size < this.limits.maxSenders) return;
     for (const [address, entry] of this.senders) {
       if (this.senders.size < this.limits.maxSenders) return;
-      if (entry.inFlight === 0) this.senders.delete(address);
+      if (entry.known === 0 && entry.unknown === 0 && entry.lookups === 0) this.senders.delete(address);
     }
   }
 

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { createMollieProvider, HINT_DETAIL, MollieClientPackage, MollieProviderOptions, paymentEvent } from './mollie.provider';
 import type { ProviderEndpoint } from './provider';
 import { receiveDelivery, ReceivingEndpoint } from './receive';
@@ -64,9 +65,11 @@ function setup(answer: (id: string) => Promise<object>, options: MollieProviderO
   return {
     ...fake,
     provider,
+    endpoint,
     deliver,
     known,
     asked,
+    now: () => nowMs,
     advance: (ms: number) => (nowMs += ms),
   };
 }
@@ -359,6 +362,7 @@ describe('mollie: what a flood of hints can make it fetch', () => {
   });
 
   it('an address that named more than 60 ids Mollie has not: 429 rate_limited without a call, for a minute; other addresses, and payments the service knows, are not refused', async () => {
+    const warned = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const t = setup(async (id) => {
       if (id.startsWith('tr_real')) return payment(id, { status: 'paid' });
       throw apiError(404);
@@ -372,14 +376,19 @@ describe('mollie: what a flood of hints can make it fetch', () => {
     // Another address is asked for.
     expect(await t.deliver('id=tr_guess62', '192.0.2.2')).toMatchObject({ ok: false, error: 'malformed_payload' });
     expect(t.gets).toHaveLength(62);
-    // A payment the service knows is fetched, even from the refused address.
-    t.known.add('tr_realPaid1');
+    // A payment Mollie has answered for is fetched, even from the refused address; the refused
+    // address is not worth a question to the service (a payment only the database knows is refused).
+    expect(await t.deliver('id=tr_realPaid1', '192.0.2.3')).toMatchObject({ ok: true });
     expect(await t.deliver('id=tr_realPaid1')).toMatchObject({ ok: true, events: [{ eventId: 'tr_realPaid1:paid:0:0' }] });
-    expect(await t.deliver('id=tr_realUnknown1')).toEqual({ ok: false, error: 'rate_limited' });
+    t.known.add('tr_realRegistered1');
+    expect(await t.deliver('id=tr_realRegistered1')).toEqual({ ok: false, error: 'rate_limited' });
+    expect(t.asked).toEqual([]);
     // A minute after the ids it named, it is asked for again.
     t.advance(60_000);
     expect(await t.deliver('id=tr_guess63')).toMatchObject({ ok: false, error: 'malformed_payload' });
     expect(t.gets.map((g) => g.id).slice(-2)).toEqual(['tr_realPaid1', 'tr_guess63']);
+    // It said so once, naming the address's network only.
+    expect(warned.mock.calls.map((c) => String(c[0]))).toEqual([expect.stringContaining('hints from 192.0.2.0/24 named more than 60 payments Mollie does not have')]);
   });
 
   it('one address holds at most its share of the fetches for unknown ids; another address, and known payments, still fetch', async () => {
@@ -410,6 +419,107 @@ describe('mollie: what a flood of hints can make it fetch', () => {
     await settle();
     held[held.length - 1].release();
     expect(await again).toMatchObject({ ok: true });
+  });
+
+  it('guesses spread over time: an address costs at most 61 + 7 calls in any minute', async () => {
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    const t = setup(async () => {
+      throw apiError(404);
+    });
+    const callsAt: number[] = [];
+    let n = 0;
+    // One guess a second for 61 seconds, then eight new guesses every second, for five minutes more.
+    for (let second = 0; second < 360; second++) {
+      const before = t.gets.length;
+      await Promise.all(Array.from({ length: second < 61 ? 1 : 8 }, () => t.deliver(`id=tr_spread${n++}`)));
+      callsAt.push(t.gets.length - before);
+      t.advance(1_000);
+    }
+    const windows = callsAt.slice(0, -59).map((_, from) => callsAt.slice(from, from + 60).reduce((a, b) => a + b, 0));
+    expect(Math.max(...windows)).toBeLessThanOrEqual(61 + 7);
+    // Not refused for good: each minute after the first some guesses are asked about again.
+    for (let minute = 1; minute < 6; minute++) expect(callsAt.slice(minute * 60, minute * 60 + 60).some((c) => c > 0)).toBe(true);
+  });
+
+  it('one address holds at most its share of the fetches for payments the service knows; another address still fetches them', async () => {
+    const { held, answer } = heldAnswers();
+    const t = setup(answer(async (id) => payment(id, { status: 'paid' })), { senderLimits: { knownInFlight: 3 } });
+    const ids = Array.from({ length: 6 }, (_, i) => `tr_known${i}`);
+    for (const id of ids) t.known.add(id);
+    // Known to this process: fetched once from elsewhere.
+    const first = ids.map((id) => t.deliver(`id=${id}`, '192.0.2.50'));
+    await settle();
+    for (const h of held.splice(0)) h.release();
+    await Promise.all(first);
+    const replay = ids.map((id) => t.deliver(`id=${id}`, '203.0.113.66'));
+    await settle();
+    expect(t.gets).toHaveLength(6 + 3);
+    expect((await Promise.allSettled(replay.slice(3))).map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    const other = t.deliver('id=tr_known5', '192.0.2.51');
+    await settle();
+    expect(t.gets).toHaveLength(6 + 4);
+    for (const h of held.splice(0)) h.release();
+    await Promise.all([...replay.slice(0, 3), other]);
+  });
+
+  it('a client that throws at once gives its share back: the endpoint keeps fetching', async () => {
+    let calls = 0;
+    const fake = fakeClient(async (id) => payment(id, { status: 'paid' }));
+    const pkg: MollieClientPackage = {
+      createMollieClient: (options) => {
+        const client = fake.pkg.createMollieClient(options);
+        return {
+          payments: {
+            get: (id, parameters) => {
+              if (++calls <= 3) throw new Error('the client refused the call');
+              return client.payments.get(id, parameters);
+            },
+          },
+        };
+      },
+    };
+    const t = setup(async () => ({}), { loadClient: () => pkg, maxFetchesInFlight: 1 });
+    for (let i = 0; i < 3; i++) await expect(t.deliver(`id=tr_throws${i}`)).rejects.toThrow('the client refused the call');
+    expect(await t.deliver('id=tr_throws3')).toMatchObject({ ok: true });
+  });
+
+  it('a call Mollie never answers gives its share back after abandonAfterMs', async () => {
+    const t = setup(() => new Promise<never>(() => undefined), { maxFetchesInFlight: 1, fetchTimeoutMs: 20, abandonAfterMs: 150 });
+    await expect(t.deliver('id=tr_silent1')).rejects.toThrow('within 20 ms');
+    await expect(t.deliver('id=tr_silent2')).rejects.toThrow('1 fetches from Mollie are unanswered');
+    // Refused unfetched until the abandoned call's share comes back, then fetched (a deadline, not a sleep).
+    const deadline = Date.now() + 5_000;
+    let last = '';
+    while (Date.now() < deadline && !/within 20 ms/.test(last)) {
+      await settle();
+      last = await t.deliver('id=tr_silent3').then(
+        () => 'answered',
+        (err: Error) => err.message,
+      );
+    }
+    expect(last).toBe('Mollie did not answer for payment tr_silent3 within 20 ms');
+    expect(t.gets.map((g) => g.id)).toEqual(['tr_silent1', 'tr_silent3']);
+  });
+
+  it('an address has at most its share of questions to the service unanswered', async () => {
+    const { held, answer } = heldAnswers();
+    const t = setup(answer(async (id) => payment(id, { status: 'paid' })), { maxUnknownFetchesInFlight: 1, senderLimits: { lookups: 2 } });
+    const stuck: Array<() => void> = [];
+    const known = new Set(['tr_reg1', 'tr_reg2', 'tr_reg3']);
+    const provider = t.deliver('id=tr_fill1', '192.0.2.1');
+    await settle();
+    // The lane for unknown ids is full: each hint below is a question, answered when the test says.
+    const slow = (id: string) => new Promise<boolean>((resolve) => stuck.push(() => resolve(known.has(id))));
+    const hints = ['tr_reg1', 'tr_reg2', 'tr_reg3'].map((id) =>
+      receiveDelivery(t.endpoint, { headers: {}, body: Buffer.from(`id=${id}`) }, [], t.now(), { sender: '203.0.113.9', knowsPayment: slow }),
+    );
+    await settle();
+    expect(stuck).toHaveLength(2);
+    await expect(hints[2]).rejects.toThrow('fetches from Mollie are unanswered');
+    for (const release of stuck) release();
+    await settle();
+    for (const h of held.splice(0)) h.release();
+    expect(await Promise.all([provider, ...hints.slice(0, 2)])).toMatchObject([{ ok: true }, { ok: true }, { ok: true }]);
   });
 
   it('the service is asked whether it knows a payment only when that decides something', async () => {

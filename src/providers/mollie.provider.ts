@@ -11,6 +11,8 @@ import {
   ReceiveResult,
   text,
 } from './provider';
+import { Logger } from '@nestjs/common';
+import { maskedAddress } from '../common/ip-address';
 import { ExpiringSet, SenderBudgets, SenderLimits } from './call-out';
 
 /** The npm package of Mollie's official client, an optional peer dependency of this module. */
@@ -47,8 +49,14 @@ export interface MollieProviderOptions {
    * in an event): what is left is kept for the payments it knows (default 32).
    */
   maxUnknownFetchesInFlight?: number;
-  /** What one sender address may make an endpoint fetch for payments the service does not know. */
+  /** What one sender address may make an endpoint fetch, and ask the service. */
   senderLimits?: Partial<SenderLimits>;
+  /**
+   * A call Mollie has not answered after this long gives its share of the budgets back (default
+   * 60000 ms): the client sets no timeout of its own, and calls on a connection gone silent would
+   * otherwise hold the endpoint's fetches for good.
+   */
+  abandonAfterMs?: number;
   /** How long a payment Mollie answered 404 for is not asked for again (default 60000 ms). */
   notFoundMemoryMs?: number;
   /** Payment ids one endpoint remembers as found, and as not found, each (least recently seen dropped first; default 10000). */
@@ -61,10 +69,11 @@ const DEFAULTS = {
   maxUnknownFetchesInFlight: 32,
   notFoundMemoryMs: 60_000,
   maxRememberedPayments: 10_000,
+  abandonAfterMs: 60_000,
 };
 /** How long a payment Mollie answered for stays known without a new answer (a day: a payment's life in hints). */
 const KNOWN_MEMORY_MS = 86_400_000;
-const SENDER_DEFAULTS: SenderLimits = { inFlight: 8, notFound: 60, windowMs: 60_000, maxSenders: 10_000 };
+const SENDER_DEFAULTS: SenderLimits = { inFlight: 8, knownInFlight: 16, lookups: 16, notFound: 60, windowMs: 60_000, maxSenders: 10_000 };
 
 /** A payment id as Mollie writes it: `tr_` and letters and digits (bounded, so a hint can never name a huge key). */
 const PAYMENT_ID_CHARS = 'tr_[A-Za-z0-9]{1,64}';
@@ -245,6 +254,7 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 export function createMollieProvider(options: MollieProviderOptions = {}): ProviderAdapter {
   const settings = { ...DEFAULTS, ...options };
   const senderLimits = { ...SENDER_DEFAULTS, ...options.senderLimits };
+  const limitedLog = new Logger('MollieHints');
   const load = options.loadClient ?? (() => require(MOLLIE_PACKAGE) as MollieClientPackage);
   let loaded: { pkg: MollieClientPackage } | { missing: true } | undefined;
   const byEndpoint = new WeakMap<ProviderEndpoint, EndpointFetches>();
@@ -292,39 +302,50 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
     return (
       fetches.inFlight < settings.maxFetchesInFlight &&
       fetches.unknownInFlight < settings.maxUnknownFetchesInFlight &&
-      fetches.senders.inFlightOf(sender) < senderLimits.inFlight
+      fetches.senders.hasRoom(sender, 'unknown')
     );
   }
 
-  /** Whether the service knows the payment (registered, or in an event); false when it cannot tell. */
+  /**
+   * Whether the service knows the payment (registered, or in an event); false when it cannot tell,
+   * and when the sender already has its share of questions unanswered (the service answers the
+   * questions of every sender together, a batch at a time: one address cannot fill a batch).
+   */
   async function knows(fetches: EndpointFetches, paymentId: string, context: ReceiveContext): Promise<boolean> {
-    const known = await Promise.resolve()
-      .then(() => context.knowsPayment(paymentId))
-      .then(
-      (answer) => answer === true,
-      () => false,
-    );
-    if (known) fetches.known.add(paymentId, context.nowMs);
-    return known;
+    if (!fetches.senders.takeLookup(context.sender)) return false;
+    try {
+      const known = await Promise.resolve()
+        .then(() => context.knowsPayment(paymentId))
+        .then(
+          (answer) => answer === true,
+          () => false,
+        );
+      if (known) fetches.known.add(paymentId, context.nowMs);
+      return known;
+    } finally {
+      fetches.senders.giveLookup(context.sender);
+    }
   }
 
   /**
    * The share a new call for `paymentId` takes now, or why there is none: the sender named too many
-   * payments Mollie does not have (`rate_limited`), or the lane is full (`busy`); `ask` when the
-   * service must first say whether it knows the payment (`known`: what it said).
+   * payments Mollie does not have (`rate_limited`), or a lane or the sender's share of it is full
+   * (`busy`); `ask` when the service must first say whether it knows the payment (`known`: what it
+   * said). An address refused for guessing is not worth a question: only what this process has
+   * seen Mollie answer counts as known for it.
    */
   function admit(fetches: EndpointFetches, paymentId: string, context: ReceiveContext, known?: boolean): Share | 'rate_limited' | 'busy' | 'ask' {
     const { sender, nowMs } = context;
     const limited = fetches.senders.limited(sender, nowMs);
     const knownHere = fetches.known.has(paymentId, nowMs) || known === true;
-    if (!knownHere && known === undefined && (limited || !unknownRoom(fetches, sender))) return 'ask';
+    if (!knownHere && known === undefined && !limited && !unknownRoom(fetches, sender)) return 'ask';
     if (knownHere) {
-      if (fetches.inFlight >= settings.maxFetchesInFlight) return 'busy';
+      if (fetches.inFlight >= settings.maxFetchesInFlight || !fetches.senders.take(sender, 'known')) return 'busy';
       fetches.inFlight++;
       return { lane: 'known', sender };
     }
     if (limited) return 'rate_limited';
-    if (!unknownRoom(fetches, sender) || !fetches.senders.take(sender)) return 'busy';
+    if (!unknownRoom(fetches, sender) || !fetches.senders.take(sender, 'unknown')) return 'busy';
     fetches.inFlight++;
     fetches.unknownInFlight++;
     return { lane: 'unknown', sender };
@@ -332,16 +353,30 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
 
   function give(fetches: EndpointFetches, share: Share): void {
     fetches.inFlight--;
-    if (share.lane === 'known') return;
-    fetches.unknownInFlight--;
-    fetches.senders.give(share.sender);
+    fetches.senders.give(share.sender, share.lane);
+    if (share.lane === 'unknown') fetches.unknownInFlight--;
   }
 
   /** Calls Mollie for the payment now; the fetch is the payment's running one until it settles. */
   function start(fetches: EndpointFetches, paymentId: string, share: Share, nowMs: number, fetch: Fetch): Promise<Fetched> {
     fetch.startedAt = ++sequence;
-    const call = fetches.client.payments.get(paymentId, { embed: ['refunds', 'chargebacks'] });
-    const answered = () => give(fetches, share);
+    let call: Promise<object>;
+    try {
+      call = Promise.resolve(fetches.client.payments.get(paymentId, { embed: ['refunds', 'chargebacks'] }));
+    } catch (err) {
+      call = Promise.reject(err);
+    }
+    // The share goes back once: when Mollie answers, or when the call is given up on for good.
+    let abandon: NodeJS.Timeout | undefined;
+    let given = false;
+    const answered = () => {
+      if (given) return;
+      given = true;
+      clearTimeout(abandon);
+      give(fetches, share);
+    };
+    abandon = setTimeout(answered, settings.abandonAfterMs);
+    abandon.unref?.();
     call.then(answered, answered);
     const result = within(call, settings.fetchTimeoutMs).then(
       (payment): Fetched => {
@@ -455,7 +490,13 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
         throw err;
       });
       if (!fetched.found) {
-        fetches.senders.notFound(context.sender, paymentId, context.nowMs);
+        if (fetches.senders.notFound(context.sender, paymentId, context.nowMs)) {
+          limitedLog.warn(
+            `endpoint "${context.endpoint.id}": hints from ${maskedAddress(context.sender)} named more than ${senderLimits.notFound} payments Mollie does not have ` +
+              `within ${senderLimits.windowMs / 1000} s; its hints for payments not seen before are answered 429 until they age out ` +
+              '(behind a proxy not named in TRUSTED_PROXIES every client shares the proxy\'s address)',
+          );
+        }
         throw new MalformedPayloadError(`Mollie has no payment ${paymentId} for this endpoint's API key`);
       }
       return { ok: true, secretIndex: null, events: [fetched.event] };

@@ -91,7 +91,8 @@ export interface ReceiveContext {
   /**
    * Whether the service knows a payment of this endpoint by the provider's id: registered for an
    * order, or named by an event recorded before. False when it cannot tell (the database away).
-   * One index probe: ask only when the answer decides something.
+   * Questions asked at once share one pair of index lookups, and wait their turn at most a second:
+   * ask only when the answer decides something.
    */
   knowsPayment(resourceId: string): Promise<boolean>;
 }

@@ -12,7 +12,6 @@ import { uuid7 } from '../common/uuid7';
 import { activeTraceparent } from '../observability/tracing';
 import type { DeliverySource } from './inbox.state';
 import { InboxHandoff } from './inbox-handoff.service';
-import { ProviderEventsService } from '../payments/provider-events.service';
 import { InboxStore, NewDelivery } from './inbox.store';
 import type { KeyedEvent, RecordedEvent } from '../providers';
 import type { ResolvedEndpoint } from './signature-verifier';
@@ -50,7 +49,6 @@ export class InboxIngestService implements OnApplicationShutdown {
     private readonly inbox: InboxStore,
     private readonly jobs: JobProducer,
     private readonly handoff: InboxHandoff,
-    private readonly payments: ProviderEventsService,
   ) {
     const { tuning } = options;
     this.pool = new Pool({
@@ -72,26 +70,6 @@ export class InboxIngestService implements OnApplicationShutdown {
       weigh: (rows) => rows.reduce((sum, row) => sum + row.body.length + row.headers.length, 0),
       maxWeight: 8 * 1024 * 1024,
     });
-  }
-
-  /**
-   * Whether the service knows a payment of the endpoint's provider by its provider id: registered
-   * for an order, or named by an event recorded before. On the receive path's pool and within its
-   * bounds; false when the database cannot tell. An endpoint of any account (`["*"]`) asks the
-   * inbox only, which is indexed by the resource alone.
-   */
-  async knowsPayment(endpoint: ResolvedEndpoint, resourceId: string): Promise<boolean> {
-    const accounts = endpoint.merchantAccountId !== null ? [endpoint.merchantAccountId] : endpoint.merchantAccountIds === '*' ? null : endpoint.merchantAccountIds;
-    // EntityManager's `query` shape, on the receive path's pool.
-    const db = { query: async <T = any>(sql: string, params?: unknown[]): Promise<T> => (await this.pool.query(sql, params)).rows as T };
-    try {
-      const provider = endpoint.provider.name;
-      if (accounts !== null && (await this.payments.isRegistered(db, { provider, accounts, providerPaymentId: resourceId }))) return true;
-      return await this.inbox.namesResource(db, { provider, accounts, resourceId });
-    } catch (err) {
-      this.logger.warn(`could not tell whether payment ${resourceId} is known: ${(err as Error)?.message ?? String(err)}`);
-      return false;
-    }
   }
 
   /**

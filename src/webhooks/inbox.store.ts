@@ -475,15 +475,17 @@ export class InboxStore {
   }
 
   /**
-   * Whether an event of `provider` recorded before names the resource (`webhook_inbox_resource_id_idx`),
+   * Which of `resourceIds` an event of `provider` recorded before names (`webhook_inbox_resource_id_idx`),
    * for one of `accounts` (null: any account).
    */
-  async namesResource(runner: Runner, { provider, accounts, resourceId }: { provider: string; accounts: readonly string[] | null; resourceId: string }): Promise<boolean> {
-    const rows: unknown[] = await runner.query(
-      `SELECT 1 FROM webhook_inbox WHERE resource_id = $1 AND provider = $2 AND ($3::text[] IS NULL OR merchant_account_id = ANY($3::text[])) LIMIT 1`,
-      [resourceId, provider, accounts],
+  async resourcesNamed(runner: Runner, { provider, accounts, resourceIds }: { provider: string; accounts: readonly string[] | null; resourceIds: readonly string[] }): Promise<string[]> {
+    if (resourceIds.length === 0) return [];
+    const rows: Array<{ resource_id: string }> = await runner.query(
+      `SELECT DISTINCT resource_id FROM webhook_inbox
+        WHERE resource_id = ANY($1::text[]) AND provider = $2 AND ($3::text[] IS NULL OR merchant_account_id = ANY($3::text[]))`,
+      [resourceIds, provider, accounts],
     );
-    return rows.length > 0;
+    return rows.map((r) => r.resource_id);
   }
 
   /**

@@ -6,7 +6,7 @@ import { ClientAddresses } from '../http/client-address';
 import { Clock, CLOCK, PW_OPTIONS } from '../config/tokens';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
-import { InboxIngestService } from './inbox-ingest.service';
+import { KnownPayments } from './known-payments.service';
 import { DELIVERY_REFUSALS, describeThrown, KeyedEvent, receiveDelivery } from '../providers';
 import { liveKeys, ResolvedEndpoint } from './signature-verifier';
 import { WebhookError } from './webhook.errors';
@@ -120,13 +120,19 @@ export class WebhookSignatureGuard implements CanActivate {
   private readonly receiveTimeoutMs: number;
   /** Requests answered 503 while their adapter was still checking them. */
   private readonly cutOff = new WeakSet<WebhookRequest>();
+  /**
+   * Per endpoint, the bytes of deliveries answered 503 while their adapter still checks them: out of
+   * the budget, but still in memory until the adapter answers. An endpoint whose abandoned checks
+   * hold a whole budget takes no more bodies until they answer; other endpoints go on.
+   */
+  private readonly abandoned = new Map<string, number>();
 
   constructor(
     private readonly endpoints: EndpointRegistry,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
     @Inject(CLOCK) private readonly clock: Clock,
     private readonly observer: DeliveryObserver,
-    private readonly ingest: InboxIngestService,
+    private readonly known: KnownPayments,
     private readonly clients: ClientAddresses,
   ) {
     this.maxBytes = options.webhookMaxBodyBytes;
@@ -144,6 +150,10 @@ export class WebhookSignatureGuard implements CanActivate {
     // The header was hidden from the app's body parsers (configurePaymentWebhooksApp); it is stored.
     restoreContentType(raw);
     if (!endpoint) throw new WebhookError('unknown_endpoint');
+    if (this.abandonedBytes(endpoint.id) >= this.unverified.budget) {
+      setHeader(http.getResponse(), 'Connection', 'close');
+      throw new WebhookError('unavailable');
+    }
 
     // One share per client: behind a trusted proxy, the address it forwards for
     // (docs/design.md#what-an-outsider-can-make-the-process-hold).
@@ -158,7 +168,7 @@ export class WebhookSignatureGuard implements CanActivate {
         // Over the budget or the client's share of unverified bytes: transient, the sender retries.
         throw new WebhookError(rawBody === TOO_LARGE ? 'payload_too_large' : 'unavailable');
       }
-      return await this.withinDeadline(req, rawResponse(http.getResponse()), endpoint, this.verified(req, endpoint, rawBody, sender));
+      return await this.withinDeadline(req, rawResponse(http.getResponse()), endpoint, this.verified(req, endpoint, rawBody, sender), rawBody.length);
     } finally {
       this.unverified.end(taken);
     }
@@ -169,7 +179,7 @@ export class WebhookSignatureGuard implements CanActivate {
    * has hung up, whichever comes first, even if the adapter never answers: the caller then gives
    * the delivery's unverified bytes back. A later verdict is ignored, and its rejection handled.
    */
-  private async withinDeadline(req: WebhookRequest, res: ServerResponse, endpoint: ResolvedEndpoint, verdict: Promise<boolean>): Promise<boolean> {
+  private async withinDeadline(req: WebhookRequest, res: ServerResponse, endpoint: ResolvedEndpoint, verdict: Promise<boolean>, bytes: number): Promise<boolean> {
     verdict.catch(() => undefined);
     let timer: NodeJS.Timeout | undefined;
     let onClose: (() => void) | undefined;
@@ -185,11 +195,34 @@ export class WebhookSignatureGuard implements CanActivate {
       if (typeof first === 'boolean') return first;
       this.cutOff.add(req);
       if (first === 'deadline') this.logger.warn(`delivery to ${endpoint.id} not checked within ${this.receiveTimeoutMs} ms: answered 503`);
+      this.abandon(endpoint.id, bytes, verdict);
       throw new WebhookError('unavailable');
     } finally {
       clearTimeout(timer);
       if (onClose) res.off('close', onClose);
     }
+  }
+
+  /** Bytes of `endpointId`'s deliveries whose checks were given up on and have not answered yet. */
+  abandonedBytes(endpointId: string): number {
+    return this.abandoned.get(endpointId) ?? 0;
+  }
+
+  /** Counts a given-up check's body until its adapter answers (if ever), and says once when the endpoint stops taking bodies for it. */
+  private abandon(endpointId: string, bytes: number, verdict: Promise<boolean>): void {
+    const held = this.abandonedBytes(endpointId) + bytes;
+    this.abandoned.set(endpointId, held);
+    if (held >= this.unverified.budget && held - bytes < this.unverified.budget) {
+      this.logger.error(
+        `endpoint ${endpointId}: checks its provider's adapter never answered hold ${held} bytes; its deliveries are answered 503 until the adapter answers them`,
+      );
+    }
+    const answered = () => {
+      const left = this.abandonedBytes(endpointId) - bytes;
+      if (left > 0) this.abandoned.set(endpointId, left);
+      else this.abandoned.delete(endpointId);
+    };
+    verdict.then(answered, answered);
   }
 
   /** Checks 3–6, the provider's own way (docs/providers.md), then what every event must be. */
@@ -199,7 +232,7 @@ export class WebhookSignatureGuard implements CanActivate {
     try {
       result = await receiveDelivery(endpoint, { headers: req.headers, body: rawBody }, liveKeys(endpoint, nowMs), nowMs, {
         sender,
-        knowsPayment: (resourceId) => this.ingest.knowsPayment(endpoint, resourceId),
+        knowsPayment: (resourceId) => this.known.knows(endpoint, resourceId),
       });
     } catch (err) {
       // The adapter could not tell (a provider's API away, slow or refusing): transient, the sender retries.

@@ -11,6 +11,7 @@ import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
 import { InboxHandoff } from './inbox-handoff.service';
 import { InboxIngestService } from './inbox-ingest.service';
+import { KnownPayments } from './known-payments.service';
 import { InboxSweeper } from './inbox-sweeper.service';
 import { InboxProcessor } from './inbox.processor';
 import { InboxQueueService } from './inbox-queue.service';
@@ -29,6 +30,7 @@ import { WebhooksController } from './webhooks.controller';
     InboxStore,
     InboxQueueService,
     InboxIngestService,
+    KnownPayments,
     InboxHandoff,
     DeliveryProcessingService,
     InboxProcessor,

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { Agent, createServer, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { TuningOptions } from '../../src/config/options';
@@ -224,9 +225,14 @@ describe('applyServerLimits on a bare Node server', () => {
         return opened;
       };
       const closed = (cs: RawClient[]) => cs.filter((c) => c.closedAt !== undefined).length;
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
       const flood = open('127.0.0.40', 20);
       await eventually(async () => held.of('127.0.0.40') + closed(flood) === 20, 5_000, 'the 20 connections taken or closed');
       expect({ held: held.of('127.0.0.40'), closed: closed(flood) }).toEqual({ held: 16, closed: 4 });
+      // Said once for the four, naming the network and what to do, never the whole address.
+      const said = warn.mock.calls.map((c) => String(c[0])).filter((line) => line.includes('past one address'));
+      expect(said).toEqual([expect.stringMatching(/^connections from 127\.0\.0\.0\/24 past one address's share \(16 open\) are closed on arrival; .*trustedProxies/)]);
+      warn.mockRestore();
       // Closed unanswered: no byte of theirs was read.
       expect(flood.filter((c) => c.closedAt !== undefined && c.answer !== '')).toEqual([]);
 

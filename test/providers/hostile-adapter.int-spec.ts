@@ -163,6 +163,12 @@ describe.each(PLATFORMS)('%s: an adapter whose receive never settles, at the def
     const after = await post(s.port, '/webhooks/acme-main', other.headers, other.body, '127.0.0.6');
     expect({ status: after.status, body: JSON.parse(after.body) }).toEqual({ status: 200, body: { status: 'accepted', eventId: other.eventId } });
     expect(await s.rows()).toBe(1);
+    // The 32 MiB are out of the budget but still held by the checks that never answered: the endpoint
+    // whose adapter holds them takes no more bodies (at once, unread) until they answer.
+    expect(s.guard.abandonedBytes('hostile-main')).toBeGreaterThanOrEqual(32 * MiB);
+    const refused = await post(s.port, '/webhooks/hostile-main', { 'content-type': 'application/json', 'x-hostile': 'hang' }, big, '127.0.0.7');
+    expect({ status: refused.status, body: refused.body, connection: refused.connection }).toEqual({ status: 503, body: '{"error":"unavailable"}', connection: 'close' });
+    expect(refused.ms).toBeLessThan(DEADLINE / 2);
   }, 60_000);
 });
 

@@ -1,7 +1,7 @@
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { EndpointDefinition } from '../../src/config/options';
-import { InboxIngestService } from '../../src/webhooks/inbox-ingest.service';
+import { KnownPayments } from '../../src/webhooks/known-payments.service';
 import { EndpointRegistry } from '../../src/webhooks/endpoint-registry';
 import { createTestApp, eventually, PLATFORMS, TEST_ENDPOINTS, TestApp } from '../support/app';
 import { driver } from '../support/domain';
@@ -146,11 +146,14 @@ describe.each(PLATFORMS)('%s: unsigned hints', (platform) => {
     // Another address is asked for.
     expect((await hintFrom(port, at(2), 'tr_guess62')).status).toBe(400);
     expect(requestsFor('tr_guess')).toBe(62);
-    // A registered payment is fetched, even from the refused address.
+    // A payment Mollie has answered for is fetched, even from the refused address; one only the
+    // database knows is not worth a question for a refused address.
     const order = await d.createOrder('49.90', 'EUR');
     const registered = stub.addPayment({ status: 'paid', orderId: order.id });
     await d.registerPayment(order.id, 'mollie', registered.id);
-    expect(await hintFrom(port, guesser, registered.id)).toEqual({ status: 200, body: { status: 'accepted', eventId: `${registered.id}:paid:0.00:0` } });
+    expect(await hintFrom(port, guesser, registered.id)).toEqual({ status: 429, body: { error: 'rate_limited' } });
+    expect(await hintFrom(port, at(2), registered.id)).toEqual({ status: 200, body: { status: 'accepted', eventId: `${registered.id}:paid:0.00:0` } });
+    expect(await hintFrom(port, guesser, registered.id)).toEqual({ status: 200, body: { status: 'duplicate', eventId: `${registered.id}:paid:0.00:0` } });
     // A minute after the ids it named, it is asked for again.
     later(61);
     expect((await hintFrom(port, guesser, 'tr_guess63')).status).toBe(400);
@@ -213,14 +216,14 @@ describe.each(PLATFORMS)('%s: unsigned hints', (platform) => {
   it('the service knows a payment registered for an order, or named by an event recorded before; no other', async () => {
     const at = addresses();
     const endpoint = t.get(EndpointRegistry).get('mollie-main')!;
-    const ingest = t.get(InboxIngestService);
+    const known = t.get(KnownPayments);
     const order = await d.createOrder('49.90', 'EUR');
     const registered = `tr_registered${platform}`;
     await d.registerPayment(order.id, 'mollie', registered);
     const seen = stub.addPayment({ status: 'open' });
     expect((await hintFrom(port, at(1), seen.id)).status).toBe(200);
-    expect(await ingest.knowsPayment(endpoint, registered)).toBe(true);
-    expect(await ingest.knowsPayment(endpoint, seen.id)).toBe(true);
-    expect(await ingest.knowsPayment(endpoint, 'tr_never0001')).toBe(false);
+    expect(await known.knows(endpoint, registered)).toBe(true);
+    expect(await known.knows(endpoint, seen.id)).toBe(true);
+    expect(await known.knows(endpoint, 'tr_never0001')).toBe(false);
   });
 });
