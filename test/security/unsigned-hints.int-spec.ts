@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { EndpointDefinition } from '../../src/config/options';
 import { KnownPayments } from '../../src/webhooks/known-payments.service';
 import { EndpointRegistry } from '../../src/webhooks/endpoint-registry';
+import { WebhookSignatureGuard } from '../../src/webhooks/webhook-signature.guard';
 import { createTestApp, eventually, PLATFORMS, TEST_ENDPOINTS, TestApp } from '../support/app';
 import { driver } from '../support/domain';
 import { ForwardingProxy } from '../support/forwarding-proxy';
@@ -98,12 +99,17 @@ describe.each(PLATFORMS)('%s: unsigned hints', (platform) => {
   it('a hint that arrives while a fetch runs is answered by a fetch that began after it', async () => {
     const at = addresses();
     const payment = stub.addPayment({ status: 'paid' });
-    stub.slow(400);
+    const release = stub.hold();
     const first = hintFrom(port, at(1), payment.id);
     await eventually(async () => stub.requestsFor(payment.id) === 1, 5_000, 'the first fetch');
-    // Refunded at Mollie while the first fetch is on its way: Mollie's own hint follows.
+    // Refunded at Mollie while the first fetch is on its way: Mollie's own hint follows, and is
+    // being checked (its bytes held by the guard) before Mollie answers the first fetch.
     stub.refund(payment.id, '49.90');
     const second = hintFrom(port, at(2), payment.id);
+    const hintBytes = Buffer.byteLength(`id=${payment.id}`);
+    await eventually(async () => t.get(WebhookSignatureGuard).unverified.inFlight === 2 * hintBytes, 5_000, 'both hints being checked');
+    expect(stub.requestsFor(payment.id)).toBe(1);
+    release();
     expect(await first).toEqual({ status: 200, body: { status: 'accepted', eventId: `${payment.id}:paid:0.00:0` } });
     expect(await second).toEqual({ status: 200, body: { status: 'accepted', eventId: `${payment.id}:paid:49.90:0` } });
     expect(stub.requestsFor(payment.id)).toBe(2);

@@ -97,6 +97,7 @@ export class MollieStub {
   private readonly payments = new Map<string, Record<string, any>>();
   private failures: Array<{ status: number; retryAfter?: number }> = [];
   private delayMs = 0;
+  private holding: Array<() => void> | null = null;
   private readonly delayed = new Set<NodeJS.Timeout>();
 
   constructor(
@@ -128,6 +129,7 @@ export class MollieStub {
     this.requests.length = 0;
     this.failures = [];
     this.delayMs = 0;
+    this.holding = null;
   }
 
   /** Requests that asked for `paymentId`, whatever they were answered. */
@@ -245,6 +247,19 @@ export class MollieStub {
     this.delayMs = ms;
   }
 
+  /**
+   * Answers wait, each with the payment as it was when its request arrived, until the function
+   * returned is called; then they go out, and later requests are answered at once.
+   */
+  hold(): () => void {
+    const held: Array<() => void> = [];
+    this.holding = held;
+    return () => {
+      if (this.holding === held) this.holding = null;
+      for (const send of held.splice(0)) send();
+    };
+  }
+
   private payment(id: string): Record<string, any> {
     const payment = this.payments.get(id);
     if (!payment) throw new Error(`the stub has no payment ${id}`);
@@ -263,6 +278,7 @@ export class MollieStub {
         res.writeHead(status, { 'content-type': status < 300 ? 'application/hal+json' : 'application/hal+json; charset=utf-8', ...headers });
         res.end(JSON.stringify(body));
       };
+      if (this.holding) return void this.holding.push(send);
       if (this.delayMs === 0) return send();
       const timer = setTimeout(() => {
         this.delayed.delete(timer);
