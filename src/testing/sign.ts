@@ -1,18 +1,19 @@
 import { createHmac } from 'node:crypto';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a, SYMMETRIC_PREFIX } from '../providers/standard-keys';
 
-export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard';
+export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'checkout';
 
 export interface SignOptions {
-  /** Unix seconds; default now. */
+  /** Unix seconds; default now (`checkout` signs none). */
   timestamp?: number;
-  /** Event id sent in the id header (Paymos `X-Webhook-Id`, Factuarea `Factuarea-Event-Id`, Standard `webhook-id`). */
+  /** Event id sent in the id header (Paymos `X-Webhook-Id`, Factuarea `Factuarea-Event-Id`, Standard `webhook-id`); `checkout` sends none. */
   eventId?: string;
   /** Factuarea delivery id. */
   deliveryId?: string;
   /**
    * Extra secrets: one entry each, as senders do during a rotation (Standard Webhooks: `v1` for a
-   * `whsec_`, `v1a` for a `whsk_`, so one header may carry both kinds during a move).
+   * `whsec_`, `v1a` for a `whsk_`, so one header may carry both kinds during a move). Not for
+   * `checkout`: Checkout.com sends one signature, with the key the webhook has now.
    */
   extraSecrets?: string[];
 }
@@ -75,6 +76,11 @@ export function signedHeaders(
         'webhook-timestamp': t,
         'webhook-signature': secrets.map((s) => standardSignature(s, content)).join(' '),
       };
+    }
+    case 'checkout': {
+      // One `Cko-Signature`: the hex HMAC-SHA256 of the body alone, keyed with the signature key; no timestamp.
+      if (secrets.length > 1) throw new Error('checkout: Checkout.com sends one signature; extraSecrets does not apply');
+      return { 'content-type': 'application/json', 'cko-signature': hmac(Buffer.from(secret, 'utf8'), body, 'hex') };
     }
   }
 }

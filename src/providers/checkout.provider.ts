@@ -1,0 +1,118 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ProviderEvent, ProviderEventKind, RawAmount } from '../common/provider-event';
+import { asObject, EnvelopeIdentity, header, minor, optionalId, requireId, SignatureParts, text } from './provider';
+import { hmacProvider, type HmacProvider } from './hmac';
+
+/** The base URL of Checkout.com's API, where an endpoint's secret key is used. */
+export const DEFAULT_CHECKOUT_API = 'https://api.checkout.com';
+
+/** The event types the service acts on (docs/webhooks.md#checkoutcom), as the payment event each is. */
+const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
+  ['payment_pending', 'processing'],
+  ['payment_approved', 'authorized'],
+  ['payment_captured', 'succeeded'],
+  ['payment_declined', 'failed'],
+  ['payment_capture_declined', 'failed'],
+  ['payment_voided', 'canceled'],
+  ['payment_canceled', 'canceled'],
+  ['payment_expired', 'expired'],
+  ['payment_refunded', 'refunded'],
+  ['dispute_received', 'disputed'],
+  // What Checkout.com's event lists call the opening of a dispute: the merchant must answer it.
+  ['dispute_evidence_required', 'disputed'],
+  ['dispute_won', 'dispute_won'],
+  ['dispute_lost', 'dispute_lost'],
+]);
+
+/**
+ * `Cko-Signature`: the HMAC-SHA256 in hex, 64 characters. Checkout.com's docs say "hex-encoded"
+ * without a case, so either case is read: the bytes are what is compared.
+ */
+const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
+
+/** A Checkout.com secret key (`sk_…`, `sk_sbox_…`, `sk_test_…`): a public key (`pk_…`) pasted by mistake is refused at start. */
+const SECRET_KEY = /^sk_[A-Za-z0-9_*#$=-]+$/;
+
+/** A dispute event's `data` is the dispute (`dsp_…`); the payment it is about is `data.payment_id`. */
+const isDispute = (eventType: string): boolean => eventType.startsWith('dispute_');
+
+/** An ISO 8601 instant as a Date, else null. */
+function isoDate(value: unknown): Date | null {
+  if (typeof value !== 'string') return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+/**
+ * Checkout.com (docs/webhooks.md#checkoutcom): `Cko-Signature: <hex>`, an HMAC-SHA256 of the raw
+ * body keyed with the webhook's signature key; no timestamp is signed, so `toleranceSeconds` does
+ * not apply. The body names no merchant account: an event's account is its endpoint's.
+ */
+export const checkoutProvider: HmacProvider = hmacProvider({
+  name: 'checkout',
+  declaresAccount: false,
+  storedHeaders: ['cko-signature'],
+  signatureHeaders: ['cko-signature'],
+  // The secret key, for the payment commands and polling that read Checkout.com's API.
+  usesApi: { defaultBaseUrl: DEFAULT_CHECKOUT_API },
+  checkEndpoint({ apiKey }) {
+    if (apiKey !== undefined && !SECRET_KEY.test(apiKey)) return '"apiKey" must be a Checkout.com secret key (sk_…)';
+    return null;
+  },
+
+  key: (secret) => Buffer.from(secret, 'utf8'),
+
+  signature(headers: IncomingHttpHeaders): SignatureParts | null {
+    const value = header(headers, 'cko-signature');
+    if (value === undefined || !HEX_SHA256.test(value)) return null;
+    return { timestamp: null, prefix: '', candidates: [Buffer.from(value, 'hex')] };
+  },
+
+  identify(body): EnvelopeIdentity {
+    const eventType = requireId(body.type, 'type');
+    const data = asObject(body.data);
+    // A dispute is stored under its payment, so that it reaches that payment; one without a payment keeps its own id.
+    const paymentOfDispute = isDispute(eventType) ? optionalId(data?.payment_id, 'data.payment_id') : null;
+    return {
+      eventId: requireId(body.id, 'id'),
+      eventType,
+      resourceId: paymentOfDispute ?? optionalId(data?.id, 'data.id'),
+      deliveryId: null, // Checkout.com sends no delivery id.
+      account: null, // The body names no merchant account.
+      apiVersion: null, // `version` is the event schema's, not an API version.
+    };
+  },
+
+  normalize(body, eventType): ProviderEvent | null {
+    const kind = KINDS.get(eventType);
+    const data = asObject(asObject(body)?.data);
+    if (!kind || !data) return null;
+    // A card payout (money sent out, `destination` instead of `source`) is no order's payment.
+    if (data.destination !== undefined) return null;
+    const dispute = isDispute(eventType);
+    const resourceId = text(dispute ? data.payment_id : data.id);
+    if (resourceId === null) return null;
+    const amount = minor(data.amount);
+    const actionId = text(data.action_id);
+    let stated: RawAmount | null = null;
+    let refund: ProviderEvent['refund'] = null;
+    // A refund carries its own amount under its own action id; the payment sums them, each id once.
+    if (kind === 'refunded') refund = actionId !== null && amount !== null ? { id: actionId, amount } : null;
+    // A dispute may be partial: its amount is never checked.
+    else if (!dispute) stated = amount;
+    return {
+      kind,
+      resourceId,
+      orderId: text(asObject(data.metadata)?.order_id),
+      // The merchant's reference: a payment's `reference`; a dispute's `payment_reference`.
+      orderReference: text(data.reference) ?? (dispute ? text(data.payment_reference) : null),
+      amount: stated,
+      currency: text(data.currency),
+      refundedAmount: null,
+      refund,
+      declaredAccount: null,
+      // Older events say `created_on`, newer ones `timestamp`.
+      occurredAt: isoDate(body.created_on) ?? isoDate(body.timestamp),
+    };
+  },
+});
