@@ -226,7 +226,7 @@ describe.each(PLATFORMS)('%s: Checkout.com webhooks, end to end (workers on)', (
     expect(shipmentsFor(order.id)).toHaveLength(1);
   });
 
-  it('a refund above what is left is rejected and adds nothing', async () => {
+  it('a refund above what is left, or without its action id, is rejected and adds nothing', async () => {
     const reference = uniqueId('ORD');
     const order = await d.createOrder('49.90', 'EUR', { reference });
     const paymentId = uniqueId('pay');
@@ -239,6 +239,10 @@ describe.each(PLATFORMS)('%s: Checkout.com webhooks, end to end (workers on)', (
     const over = event('payment_refunded', paymentId, { reference }, { action_id: 'act_b', amount: 1000 });
     await accepted('checkout-main', over);
     expect(await d.processed(over.eventId)).toMatchObject({ status: 'rejected', outcome: 'illegal_transition' });
+    // A refund without its action id is no refund the payment can count.
+    const anonymous = event('payment_refunded', paymentId, { reference }, { action_id: undefined, amount: 500 });
+    await accepted('checkout-main', anonymous);
+    expect(await d.processed(anonymous.eventId)).toMatchObject({ status: 'rejected', outcome: 'amount_mismatch' });
     expect(await paymentOf(order.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: '40.00' });
   });
 
@@ -289,7 +293,8 @@ describe.each(PLATFORMS)('%s: Checkout.com webhooks, end to end (workers on)', (
     it('401 missing_signature: Cko-Signature absent, or not 64 hex digits; nothing recorded', async () => {
       const body = text();
       const answers = [];
-      for (const headers of [{}, { 'cko-signature': '' }, { 'cko-signature': 'abc' }, { 'cko-signature': `sha256=${signedHeaders('checkout', KEY, body)['cko-signature']}` }]) {
+      const variants: Array<Record<string, string>> = [{}, { 'cko-signature': '' }, { 'cko-signature': 'abc' }, { 'cko-signature': `sha256=${signedHeaders('checkout', KEY, body)['cko-signature']}` }];
+      for (const headers of variants) {
         const res = await post('checkout-main', body, { 'content-type': 'application/json', ...headers });
         answers.push([res.status, res.body]);
       }
