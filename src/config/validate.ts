@@ -117,8 +117,7 @@ export function validateEndpoints(
     }
     if ((apiKey !== undefined || apiBaseUrl !== undefined) && !provider.usesApi) {
       const withApi = [...table.values()].filter((p) => p.usesApi).map((p) => p.name);
-      const names = withApi.length > 1 ? `${withApi.slice(0, -1).join(', ')} and ${withApi[withApi.length - 1]}` : withApi.join('');
-      throw new ConfigurationError(setting, `${label}: "apiKey" and "apiBaseUrl" are for ${names} endpoints only`);
+      throw new ConfigurationError(setting, `${label}: "apiKey" and "apiBaseUrl" are for ${withApi.join(' and ')} endpoints only`);
     }
     if (apiKey !== undefined && !nonEmptyString(apiKey)) {
       throw new ConfigurationError(setting, `${label}: "apiKey" must be a non-empty string`);
