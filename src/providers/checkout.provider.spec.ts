@@ -118,8 +118,8 @@ describe('checkout: signature, the checks in their order', () => {
     expect((await receive(original, hex(KEY, original))).ok).toBe(true);
   });
 
-  it('the same bytes in upper-case hex verify (Checkout.com documents hex without a case)', async () => {
-    expect(await receive(text, hex(KEY, text).toUpperCase())).toMatchObject({ ok: true, secretIndex: 0 });
+  it('the same bytes in upper-case hex do not verify (Checkout.com sends lowercase hex)', async () => {
+    expect(await receive(text, hex(KEY, text).toUpperCase())).toEqual({ ok: false, error: 'missing_signature' });
   });
 
   it('every live secret verifies, for rotations; the index reported is the one that matched', async () => {

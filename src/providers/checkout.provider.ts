@@ -25,10 +25,10 @@ const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
 ]);
 
 /**
- * `Cko-Signature`: the HMAC-SHA256 in hex, 64 characters. Checkout.com's docs say "hex-encoded"
- * without a case, so either case is read: the bytes are what is compared.
+ * `Cko-Signature`: the HMAC-SHA256 in lowercase hex, 64 characters, as Checkout.com sends it and
+ * the other hex schemes here read it: another spelling of the same bytes is not what was sent.
  */
-const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
+const HEX_SHA256 = /^[0-9a-f]{64}$/;
 
 /** A Checkout.com secret key (`sk_…`, `sk_sbox_…`, `sk_test_…`): a public key (`pk_…`) pasted by mistake is refused at start. */
 const SECRET_KEY = /^sk_[A-Za-z0-9_*#$=-]+$/;
