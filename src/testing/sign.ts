@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a, SYMMETRIC_PREFIX } from '../providers/standard-keys';
 
-export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard';
+export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'paddle';
 
 export interface SignOptions {
   /** Unix seconds; default now. */
@@ -74,6 +74,14 @@ export function signedHeaders(
         'webhook-id': id,
         'webhook-timestamp': t,
         'webhook-signature': secrets.map((s) => standardSignature(s, content)).join(' '),
+      };
+    }
+    case 'paddle': {
+      // `ts=<unix>;h1=<hex>`, an HMAC-SHA256 of `<ts>:<body>` keyed with the destination's secret key;
+      // one `h1` per secret (`extraSecrets`), as during a rotation.
+      return {
+        'content-type': 'application/json',
+        'paddle-signature': [`ts=${t}`, ...secrets.map((s) => `h1=${hmac(Buffer.from(s), `${t}:${body}`, 'hex')}`)].join(';'),
       };
     }
   }
