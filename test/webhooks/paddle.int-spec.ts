@@ -10,6 +10,7 @@ import { driver, uniqueId } from '../support/domain';
 const SECRET = 'pdl_ntfset_01jtestdestination0000000000_Kq3vB8sXr2LmN7pQ4wT9yZ1aC5dE6fGh';
 const OLD_SECRET = 'pdl_ntfset_01jtestdestination0000000000_OldOldOldOldOldOldOldOldOld01';
 const EU_SECRET = 'pdl_ntfset_01jeudestination00000000000_Eu1Eu2Eu3Eu4Eu5Eu6Eu7Eu8Eu9Eu0';
+const SECOND_SECRET = 'pdl_ntfset_01jseconddestination00000000_Sc1Sc2Sc3Sc4Sc5Sc6Sc7Sc8Sc9Sc0';
 const ACCOUNT = 'paddle-shop';
 const EU_ACCOUNT = 'paddle-eu-shop';
 /** Above the largest published body (10.3 KB): the 413 test sends one byte more than this. */
@@ -19,6 +20,8 @@ const ENDPOINTS: EndpointDefinition[] = [
   // A rotation under way: the new secret first, the old one until it expires.
   { id: 'paddle-main', provider: 'paddle', secrets: [SECRET, { secret: OLD_SECRET, expiresAt: '2099-01-01T00:00:00Z' }], merchantAccountId: ACCOUNT },
   { id: 'paddle-eu', provider: 'paddle', secrets: [EU_SECRET], merchantAccountId: EU_ACCOUNT },
+  // A second destination of the same Paddle account (its own secret key).
+  { id: 'paddle-second', provider: 'paddle', secrets: [SECOND_SECRET], merchantAccountId: ACCOUNT },
 ];
 
 const FAST = { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100, inboxAttempts: 4, inboxBackoffMs: 50 };
@@ -125,6 +128,9 @@ describe.each(PLATFORMS)('%s: Paddle Billing notifications, end to end (workers 
     // A replay from Paddle's dashboard: a new notification id for the same event, the same key.
     const replay = JSON.stringify({ ...JSON.parse(body), notification_id: 'ntf_01replayreplayreplayreplay01' }, null, 2);
     expect((await deliver(replay)).body).toEqual({ status: 'duplicate', eventId });
+    // The same event notified to a second destination of the account: its own notification id, one event.
+    const second = JSON.stringify({ ...JSON.parse(body), notification_id: 'ntf_01seconddestinationnotific01' }, null, 2);
+    expect((await deliver(second, { endpointId: 'paddle-second', secret: SECOND_SECRET })).body).toEqual({ status: 'duplicate', eventId });
     expect(await inboxRows()).toBe(rows);
     expect(shipmentsFor(order.id)).toHaveLength(1);
     expect(await fulfillmentsOf(order.id)).toBe(1);
