@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a, SYMMETRIC_PREFIX } from '../providers/standard-keys';
 
-export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'checkout';
+export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'checkout' | 'paddle';
 
 export interface SignOptions {
   /** Unix seconds; default now (`checkout` signs none). */
@@ -81,6 +81,14 @@ export function signedHeaders(
       // One `Cko-Signature`: the hex HMAC-SHA256 of the body alone, keyed with the signature key; no timestamp.
       if (secrets.length > 1) throw new Error('checkout: Checkout.com sends one signature; extraSecrets does not apply');
       return { 'content-type': 'application/json', 'cko-signature': hmac(Buffer.from(secret, 'utf8'), body, 'hex') };
+    }
+    case 'paddle': {
+      // `ts=<unix>;h1=<hex>`, an HMAC-SHA256 of `<ts>:<body>` keyed with the destination's secret key;
+      // one `h1` per secret (`extraSecrets`), as during a rotation.
+      return {
+        'content-type': 'application/json',
+        'paddle-signature': [`ts=${t}`, ...secrets.map((s) => `h1=${hmac(Buffer.from(s), `${t}:${body}`, 'hex')}`)].join(';'),
+      };
     }
   }
 }
