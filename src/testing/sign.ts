@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a, SYMMETRIC_PREFIX } from '../providers/standard-keys';
 
-export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard';
+export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'square';
 
 export interface SignOptions {
   /** Unix seconds; default now. */
@@ -15,6 +15,11 @@ export interface SignOptions {
    * `whsec_`, `v1a` for a `whsk_`, so one header may carry both kinds during a move).
    */
   extraSecrets?: string[];
+  /**
+   * Square (required): the endpoint's `notificationUrl`, the URL exactly as registered on the
+   * subscription, which Square signs before the body. Square signs with one key: no `extraSecrets`.
+   */
+  notificationUrl?: string;
 }
 
 function hmac(key: Buffer, content: string, encoding: 'hex' | 'base64'): string {
@@ -74,6 +79,14 @@ export function signedHeaders(
         'webhook-id': id,
         'webhook-timestamp': t,
         'webhook-signature': secrets.map((s) => standardSignature(s, content)).join(' '),
+      };
+    }
+    case 'square': {
+      if (!options.notificationUrl) throw new Error('signedHeaders("square", …) needs options.notificationUrl: Square signs the URL it posts to before the body');
+      if (options.extraSecrets?.length) throw new Error('signedHeaders("square", …): Square signs a notification with one signature key; extraSecrets are not sent');
+      return {
+        'content-type': 'application/json',
+        'x-square-hmacsha256-signature': hmac(Buffer.from(secret), `${options.notificationUrl}${body}`, 'base64'),
       };
     }
   }
