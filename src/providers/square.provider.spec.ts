@@ -136,7 +136,7 @@ describe("square: Square's published signature vectors (its SDK's tests), throug
       'WEBHOOK_ENDPOINTS: endpoint "square-main": "secrets" must be a non-empty array of non-empty strings',
     );
     expect(() => start({ secrets: [emptyUrl.signatureKey], notificationUrl: emptyUrl.notificationUrl })).toThrow(
-      'WEBHOOK_ENDPOINTS: endpoint "square-main": "notificationUrl" must be an http(s) URL, exactly as registered on the Square webhook subscription',
+      'WEBHOOK_ENDPOINTS: endpoint "square-main": "notificationUrl" must be an https URL, exactly as registered on the Square webhook subscription',
     );
   });
 
@@ -160,7 +160,7 @@ describe("square: Square's published signature vectors (its SDK's tests), throug
     }
     const keys = [`${vector.signatureKey}x`, vector.signatureKey.slice(1), vector.signatureKey.toLowerCase()];
     for (const key of keys) await refused(`key ${key}`, vector.requestBody, vector.signatureHeader, { ...test(vector), secrets: [key] });
-    const urls = [`${vector.notificationUrl}/`, vector.notificationUrl.replace('https:', 'http:'), vector.notificationUrl.replace('webhook.site', 'WEBHOOK.site'), `${vector.notificationUrl}?a=1`];
+    const urls = [`${vector.notificationUrl}/`, vector.notificationUrl.replace('webhook.site', 'WEBHOOK.site'), vector.notificationUrl.replace('webhook.site', 'webhook.site:443'), `${vector.notificationUrl}?a=1`];
     for (const url of urls) await refused(`url ${url}`, vector.requestBody, vector.signatureHeader, { ...test(vector), notificationUrl: url });
     const header = vector.signatureHeader;
     const headers = [header.replace(/^G/, 'H'), header.replace(/=$/, ''), `${header.slice(0, 10)}${header[10] === 'A' ? 'B' : 'A'}${header.slice(11)}`];
@@ -460,7 +460,7 @@ describe('square: endpoints at start', () => {
     validateEndpoints('WEBHOOK_ENDPOINTS', [{ id: 'square-main', provider: 'square', secrets: [KEY], merchantAccountId: MERCHANT, notificationUrl: URL, ...endpoint }], Date.now(), table);
   const refusal = (problem: string) => new ConfigurationError('WEBHOOK_ENDPOINTS', `endpoint "square-main": ${problem}`);
 
-  it('notificationUrl is required, an http(s) URL kept exactly as written', () => {
+  it('notificationUrl is required, an https URL kept exactly as written', () => {
     const kept = 'https://Shop.example:443/webhooks/square-main/';
     expect(start({ notificationUrl: kept })).toEqual([
       { id: 'square-main', provider: 'square', secrets: [KEY], merchantAccountId: MERCHANT, toleranceSeconds: 300, notificationUrl: kept },
@@ -468,8 +468,9 @@ describe('square: endpoints at start', () => {
     expect(() => start({ notificationUrl: undefined })).toThrow(
       refusal('"notificationUrl" is required: the URL exactly as registered on the Square webhook subscription (Square signs it with the body)'),
     );
-    for (const notificationUrl of ['', 'shop.example/webhooks', 'ftp://shop.example/x', 42, ['https://shop.example/x']]) {
-      expect(() => start({ notificationUrl })).toThrow(refusal('"notificationUrl" must be an http(s) URL, exactly as registered on the Square webhook subscription'));
+    // Square registers HTTPS URLs only.
+    for (const notificationUrl of ['', 'shop.example/webhooks', 'http://shop.example/webhooks/square-main', 'ftp://shop.example/x', 42, ['https://shop.example/x']]) {
+      expect(() => start({ notificationUrl })).toThrow(refusal('"notificationUrl" must be an https URL, exactly as registered on the Square webhook subscription'));
     }
     expect(() => start({ notificationUrl: ` ${URL}` })).toThrow(
       refusal('"notificationUrl" has spaces around it: give the URL exactly as registered on the Square webhook subscription'),

@@ -221,7 +221,8 @@ export function createSquareProvider(options: SquareProviderOptions = {}): Provi
     checkEndpoint({ settings }): string | null {
       const url = settings.notificationUrl;
       if (url === undefined) return '"notificationUrl" is required: the URL exactly as registered on the Square webhook subscription (Square signs it with the body)';
-      if (typeof url !== 'string' || !isHttpUrl(url)) return '"notificationUrl" must be an http(s) URL, exactly as registered on the Square webhook subscription';
+      // Square registers HTTPS URLs only: any other can never be what it signs.
+      if (typeof url !== 'string' || !isHttpsUrl(url)) return '"notificationUrl" must be an https URL, exactly as registered on the Square webhook subscription';
       // The URL is signed as written: spaces around it would make every signature fail.
       if (url !== url.trim()) return '"notificationUrl" has spaces around it: give the URL exactly as registered on the Square webhook subscription';
       const pkg = squarePackage();
@@ -269,10 +270,9 @@ export function createSquareProvider(options: SquareProviderOptions = {}): Provi
   };
 }
 
-function isHttpUrl(value: string): boolean {
+function isHttpsUrl(value: string): boolean {
   try {
-    const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:';
+    return new URL(value).protocol === 'https:';
   } catch {
     return false;
   }
