@@ -9,7 +9,6 @@ import {
   minor,
   optionalId,
   ProviderAdapter,
-  ProviderEndpoint,
   RawDelivery,
   readJsonObject,
   ReceivedEvent,
@@ -86,16 +85,17 @@ function positiveMinor(value: unknown): boolean {
 }
 
 /**
- * The index of the first live key whose HMAC over `<notificationUrl><raw body>` is the header, or
- * -1: one HMAC per key, each compared in constant time (the official helper compares with `===`).
+ * The first live key whose HMAC over `<notificationUrl><raw body>` is the header, or null: one HMAC
+ * per key, each compared in constant time (the official helper compares with `===`).
  */
-function matchingKey(signature: string, notificationUrl: string, body: Buffer, keys: readonly LiveKey[]): number {
+function matchingKey(signature: string, notificationUrl: string, body: Buffer, keys: readonly LiveKey[]): { index: number; key: SquareKey } | null {
   const given = Buffer.from(signature, 'latin1');
   for (const { index, key } of keys) {
-    const expected = Buffer.from(createHmac('sha256', (key as SquareKey).signatureKey).update(notificationUrl, 'utf8').update(body).digest('base64'), 'latin1');
-    if (given.length === expected.length && timingSafeEqual(given, expected)) return index;
+    const { signatureKey } = key as SquareKey;
+    const expected = Buffer.from(createHmac('sha256', signatureKey).update(notificationUrl, 'utf8').update(body).digest('base64'), 'latin1');
+    if (given.length === expected.length && timingSafeEqual(given, expected)) return { index, key: key as SquareKey };
   }
-  return -1;
+  return null;
 }
 
 /**
@@ -240,19 +240,19 @@ export function createSquareProvider(options: SquareProviderOptions = {}): Provi
       if (signature === undefined || !BASE64_TEXT.test(signature)) return { ok: false, error: 'missing_signature' };
       const notificationUrl = context.endpoint.settings.notificationUrl;
       if (typeof notificationUrl !== 'string') throw new Error(`endpoint "${context.endpoint.id}" has no notificationUrl`);
-      const secretIndex = matchingKey(signature, notificationUrl, delivery.body, context.keys);
-      if (secretIndex < 0) return { ok: false, error: 'invalid_signature' };
+      const matched = matchingKey(signature, notificationUrl, delivery.body, context.keys);
+      if (!matched) return { ok: false, error: 'invalid_signature' };
       // The official helper takes the body as text: bytes that are not UTF-8 would reach it altered,
       // and are refused as malformed below in any case.
       if (isUtf8(delivery.body)) {
         const pkg = squarePackage();
         if (!pkg) throw new Error(`endpoint "${context.endpoint.id}" needs the ${SQUARE_PACKAGE} package: npm install ${SQUARE_PACKAGE}`);
-        const signatureKey = (context.keys.find((k) => k.index === secretIndex)!.key as SquareKey).signatureKey;
+        const { signatureKey } = matched.key;
         const verified = await pkg.WebhooksHelper.verifySignature({ requestBody: delivery.body.toString('utf8'), signatureHeader: signature, signatureKey, notificationUrl });
         if (verified !== true) return { ok: false, error: 'invalid_signature' };
       }
       const { text: bodyText, body } = readJsonObject(delivery.body);
-      return { ok: true, secretIndex, events: [identify(body, bodyText)] };
+      return { ok: true, secretIndex: matched.index, events: [identify(body, bodyText)] };
     },
 
     normalize(body, eventType): ProviderEvent | null {
