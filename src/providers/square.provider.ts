@@ -17,6 +17,7 @@ import {
   requireId,
   text,
 } from './provider';
+import { optionalPackage } from './optional-package';
 
 /** The npm package of Square's official SDK, an optional peer dependency of this module. */
 export const SQUARE_PACKAGE = 'square';
@@ -190,21 +191,8 @@ function disputeEvent(envelope: Record<string, unknown>, eventType: string, disp
  * the helper only ever confirms a signature already found equal. No timestamp is signed.
  */
 export function createSquareProvider(options: SquareProviderOptions = {}): ProviderAdapter {
-  const load = options.loadPackage ?? (() => require(SQUARE_PACKAGE) as SquarePackage);
-  let loaded: { pkg: SquarePackage } | { missing: true } | undefined;
-
   /** The package, loaded once; null when it is not installed. */
-  function squarePackage(): SquarePackage | null {
-    if (loaded === undefined) {
-      try {
-        loaded = { pkg: load() };
-      } catch (err) {
-        if ((err as { code?: unknown } | null)?.code !== 'MODULE_NOT_FOUND') throw err;
-        loaded = { missing: true };
-      }
-    }
-    return 'pkg' in loaded ? loaded.pkg : null;
-  }
+  const squarePackage = optionalPackage(options.loadPackage ?? (() => require(SQUARE_PACKAGE) as SquarePackage));
 
   return {
     name: 'square',
