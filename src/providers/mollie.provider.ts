@@ -14,6 +14,7 @@ import {
 import { Logger } from '@nestjs/common';
 import { maskedAddress } from '../common/ip-address';
 import { ExpiringSet, SenderBudgets, SenderLimits } from './call-out';
+import { optionalPackage } from './optional-package';
 
 /** The npm package of Mollie's official client, an optional peer dependency of this module. */
 export const MOLLIE_PACKAGE = '@mollie/api-client';
@@ -255,24 +256,11 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
   const settings = { ...DEFAULTS, ...options };
   const senderLimits = { ...SENDER_DEFAULTS, ...options.senderLimits };
   const limitedLog = new Logger('MollieHints');
-  const load = options.loadClient ?? (() => require(MOLLIE_PACKAGE) as MollieClientPackage);
-  let loaded: { pkg: MollieClientPackage } | { missing: true } | undefined;
+  /** The client package, loaded once; null when it is not installed. */
+  const clientPackage = optionalPackage(options.loadClient ?? (() => require(MOLLIE_PACKAGE) as MollieClientPackage));
   const byEndpoint = new WeakMap<ProviderEndpoint, EndpointFetches>();
   /** Orders hints and calls: a hint may share a fetch that started after it arrived, never before. */
   let sequence = 0;
-
-  /** The client package, loaded once; null when it is not installed. */
-  function clientPackage(): MollieClientPackage | null {
-    if (loaded === undefined) {
-      try {
-        loaded = { pkg: load() };
-      } catch (err) {
-        if ((err as { code?: unknown } | null)?.code !== 'MODULE_NOT_FOUND') throw err;
-        loaded = { missing: true };
-      }
-    }
-    return 'pkg' in loaded ? loaded.pkg : null;
-  }
 
   function fetchesOf(endpoint: ProviderEndpoint): EndpointFetches {
     let fetches = byEndpoint.get(endpoint);

@@ -342,6 +342,16 @@ export function unixDate(value: unknown): Date | null {
   return Number.isNaN(date.getTime()) ? null : date;
 }
 
+/** An ISO 8601 date-time with an explicit offset (`Z` or `±hh:mm`). */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/** An ISO 8601 instant (a JSON string with its offset) as a Date; another type, another format or an impossible date is null. */
+export function isoDate(value: unknown): Date | null {
+  if (typeof value !== 'string' || !ISO_INSTANT.test(value)) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
 /** A decimal-string amount as sent; missing or another JSON type is null (parsed later, against the currency). */
 export function decimal(value: unknown): RawAmount | null {
   return typeof value === 'string' ? { form: 'decimal', value } : null;

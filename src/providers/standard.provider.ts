@@ -4,6 +4,7 @@ import {
   asObject,
   EnvelopeIdentity,
   header,
+  isoDate,
   LiveKey,
   minor,
   optionalId,
@@ -58,16 +59,6 @@ const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['payment.dispute_won', 'dispute_won'],
   ['payment.dispute_lost', 'dispute_lost'],
 ]);
-
-/** An ISO 8601 date-time with an explicit offset (`Z` or `±hh:mm`). */
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i;
-
-/** The ISO `timestamp` as a Date; another type, another format or an impossible date is null. */
-function isoDate(value: unknown): Date | null {
-  if (typeof value !== 'string' || !ISO_INSTANT.test(value)) return null;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? null : date;
-}
 
 /**
  * The `v1a` entries of one header that are checked (each costs an ed25519 verification per

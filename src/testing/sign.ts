@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a, SYMMETRIC_PREFIX } from '../providers/standard-keys';
 
-export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'checkout' | 'paddle';
+export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'checkout' | 'square' | 'paddle';
 
 export interface SignOptions {
   /** Unix seconds; default now (`checkout` signs none). */
@@ -16,6 +16,11 @@ export interface SignOptions {
    * `checkout`: Checkout.com sends one signature, with the key the webhook has now.
    */
   extraSecrets?: string[];
+  /**
+   * Square (required): the endpoint's `notificationUrl`, the URL exactly as registered on the
+   * subscription, which Square signs before the body. Square signs with one key: no `extraSecrets`.
+   */
+  notificationUrl?: string;
 }
 
 function hmac(key: Buffer, content: string, encoding: 'hex' | 'base64'): string {
@@ -81,6 +86,14 @@ export function signedHeaders(
       // One `Cko-Signature`: the hex HMAC-SHA256 of the body alone, keyed with the signature key; no timestamp.
       if (secrets.length > 1) throw new Error('checkout: Checkout.com sends one signature; extraSecrets does not apply');
       return { 'content-type': 'application/json', 'cko-signature': hmac(Buffer.from(secret, 'utf8'), body, 'hex') };
+    }
+    case 'square': {
+      if (!options.notificationUrl) throw new Error('signedHeaders("square", …) needs options.notificationUrl: Square signs the URL it posts to before the body');
+      if (options.extraSecrets?.length) throw new Error('signedHeaders("square", …): Square signs a notification with one signature key; extraSecrets are not sent');
+      return {
+        'content-type': 'application/json',
+        'x-square-hmacsha256-signature': hmac(Buffer.from(secret), `${options.notificationUrl}${body}`, 'base64'),
+      };
     }
     case 'paddle': {
       // `ts=<unix>;h1=<hex>`, an HMAC-SHA256 of `<ts>:<body>` keyed with the destination's secret key;
