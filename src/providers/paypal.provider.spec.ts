@@ -23,7 +23,7 @@ function fakeFetcher(table: Record<string, string | CertificateAnswer>, fallback
     const entry = table[url.href] ?? fallback;
     if (entry === undefined) return { outcome: 'refused', reason: 'answered 404' };
     return typeof entry === 'string' ? { outcome: 'ok', pem: entry } : entry;
-  }) as CertificateFetcher & { calls: string[] };
+  }) as unknown as CertificateFetcher & { calls: string[] };
   fetcher.calls = calls;
   return fetcher;
 }
