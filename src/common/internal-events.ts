@@ -15,11 +15,20 @@ export interface PaymentRegisteredEvent {
   sourceEventId: string | null;
 }
 
+/**
+ * A capture was recorded as a payment's for the first time (a provider whose refunds and disputes
+ * name the capture): the deliveries that name it and wait can now find their payment.
+ */
+export interface CaptureRecordedEvent {
+  type: 'internal.capture.recorded';
+  capture: { provider: string; merchantAccountId: string; captureId: string; providerPaymentId: string };
+}
+
 /** A fulfillment was requested, dispatched, failed, canceled or asked again. */
 export interface FulfillmentChangedEvent {
   type: 'internal.fulfillment.changed';
   fulfillment: { id: string; orderId: string; status: FulfillmentStatus; carrier: string; shipmentId: string | null };
 }
 
-export type InternalEvent = PaymentRegisteredEvent | FulfillmentChangedEvent;
+export type InternalEvent = PaymentRegisteredEvent | CaptureRecordedEvent | FulfillmentChangedEvent;
 export type InternalEventType = InternalEvent['type'];

@@ -22,8 +22,20 @@ export type RawAmount = { form: 'decimal'; value: string } | { form: 'minor'; va
 
 export interface ProviderEvent {
   kind: ProviderEventKind;
-  /** The provider's id of the payment (invoice, PaymentIntent, payment). */
+  /** The provider's id of the payment (invoice, PaymentIntent, payment), or of a capture of it (`resourceKind`). */
   resourceId: string;
+  /**
+   * What `resourceId` names: the payment (the default), or one of its captures, for a provider whose
+   * refunds and disputes name the capture and not the payment (PayPal). Such an event is about the
+   * payment that capture was recorded for (`captureId`); until one is, it waits as an event whose
+   * payment is not registered yet. It never creates a payment.
+   */
+  resourceKind?: 'payment' | 'capture';
+  /**
+   * The provider's id of the capture this event reports (PayPal `PAYMENT.CAPTURE.*`), recorded as the
+   * payment's when the event is applied, so that the refunds and disputes that name it find the payment.
+   */
+  captureId?: string | null;
   /** Our order id when the event carries one (`order_id` / `metadata.order_id`). */
   orderId: string | null;
   /** The payment's amount as the event states it (captured amount for `succeeded`), if any. */

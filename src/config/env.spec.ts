@@ -421,8 +421,8 @@ describe('loadStandaloneConfig', () => {
 
       it('unknown provider', () => {
         expectError(
-          { WEBHOOK_ENDPOINTS: endpointsJson({ provider: 'paypal' }) },
-          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider "paypal" (expected one of paymos, factuarea, stripe, standard, adyen, mollie, checkout, square, paddle)',
+          { WEBHOOK_ENDPOINTS: endpointsJson({ provider: 'worldpay' }) },
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider "worldpay" (expected one of paymos, factuarea, stripe, standard, adyen, mollie, paypal, checkout, square, paddle)',
         );
       });
 
@@ -485,7 +485,7 @@ describe('loadStandaloneConfig', () => {
       it('an apiKey on a paymos endpoint, without echoing it', () => {
         expectError(
           { WEBHOOK_ENDPOINTS: endpointsJson({ apiKey: 'sk_live_APIKEYVALUE' }) },
-          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiKey" and "apiBaseUrl" are for stripe and mollie and checkout and square and paddle endpoints only',
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiKey" and "apiBaseUrl" are for stripe, mollie, paypal, checkout, square and paddle endpoints only',
           'sk_live_APIKEYVALUE',
         );
       });

@@ -152,14 +152,14 @@ describe('validateEndpoints', () => {
   });
 
   it.each<[string, unknown, string]>([
-    ['unknown', 'paypal', '"paypal"'],
+    ['unknown', 'worldpay', '"worldpay"'],
     ['upper case', 'Stripe', '"Stripe"'],
     ['absent', undefined, '"undefined"'],
     ['not a string', 7, '"7"'],
   ])('rejects a provider that is %s', (_label, provider, shown) => {
     const err = configError(() => validate([endpoint({ provider })]));
     expect(err.message).toBe(
-      `WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider ${shown} (expected one of paymos, factuarea, stripe, standard, adyen, mollie, checkout, square, paddle)`,
+      `WEBHOOK_ENDPOINTS: endpoint "paymos-main": unknown provider ${shown} (expected one of paymos, factuarea, stripe, standard, adyen, mollie, paypal, checkout, square, paddle)`,
     );
     expectNoSecret(err, SECRET);
   });
@@ -466,7 +466,7 @@ describe('validateEndpoints', () => {
       const secrets = provider === 'standard' ? [`whsec_${SECRET_B64}`] : [SECRET];
       for (const over of [{ apiKey: API_KEY }, { apiBaseUrl: 'https://api.stripe.com' }]) {
         const err = configError(() => validate([endpoint({ id: 'x', provider, secrets, ...over })]));
-        expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "x": "apiKey" and "apiBaseUrl" are for stripe and mollie and checkout and square and paddle endpoints only');
+        expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "x": "apiKey" and "apiBaseUrl" are for stripe, mollie, paypal, checkout, square and paddle endpoints only');
         expectNoSecret(err, API_KEY);
       }
     });

@@ -117,7 +117,7 @@ export function validateEndpoints(
     }
     if ((apiKey !== undefined || apiBaseUrl !== undefined) && !provider.usesApi) {
       const withApi = [...table.values()].filter((p) => p.usesApi).map((p) => p.name);
-      throw new ConfigurationError(setting, `${label}: "apiKey" and "apiBaseUrl" are for ${withApi.join(' and ')} endpoints only`);
+      throw new ConfigurationError(setting, `${label}: "apiKey" and "apiBaseUrl" are for ${spokenList(withApi)} endpoints only`);
     }
     if (apiKey !== undefined && !nonEmptyString(apiKey)) {
       throw new ConfigurationError(setting, `${label}: "apiKey" must be a non-empty string`);
@@ -559,4 +559,9 @@ export function validateTuning(setting: string, value: unknown, maxBodyBytes: nu
     throw new ConfigurationError(setting, `"unverifiedBodyClientShareBytes" must not be above "unverifiedBodyBudgetBytes" (${budget})`);
   }
   return tuning;
+}
+
+/** `a`, `a and b`, `a, b and c`: names as a sentence lists them. */
+function spokenList(names: readonly string[]): string {
+  return names.length <= 1 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
 }

@@ -10,6 +10,7 @@ import { AccountBoundary1765065600000 } from '../../migrations/1765065600000-Acc
 import { PaymentRefunds1765152000000 } from '../../migrations/1765152000000-PaymentRefunds';
 import { TraceContext1765238400000 } from '../../migrations/1765238400000-TraceContext';
 import { InboxWriteIndexes1765324800000 } from '../../migrations/1765324800000-InboxWriteIndexes';
+import { PaymentCaptures1765411200000 } from '../../migrations/1765411200000-PaymentCaptures';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 import { pgClientClass } from './prepared-statements';
 
@@ -32,6 +33,7 @@ export const MIGRATIONS = [
   PaymentRefunds1765152000000,
   TraceContext1765238400000,
   InboxWriteIndexes1765324800000,
+  PaymentCaptures1765411200000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

@@ -5,6 +5,7 @@ import { OrdersController } from './orders.controller';
 import { OrdersService } from './orders.service';
 import { ProviderEventsService } from './provider-events.service';
 import { PaymentStore } from './payment-store';
+import { PaymentCapturesStore } from './payment-captures.store';
 import { PaymentsController } from './payments.controller';
 
 /**
@@ -15,7 +16,7 @@ import { PaymentsController } from './payments.controller';
 @Module({
   imports: [OutboxModule],
   controllers: [OrdersController, PaymentsController],
-  providers: [OrdersService, ProviderEventsService, PaymentStore, IdempotencyKeyStore],
+  providers: [OrdersService, ProviderEventsService, PaymentStore, PaymentCapturesStore, IdempotencyKeyStore],
   exports: [ProviderEventsService, OrdersService, PaymentStore, IdempotencyKeyStore],
 })
 export class PaymentsModule {}

@@ -7,6 +7,7 @@ import type { RejectionReason } from './payment.state';
 import type { ProviderEvent } from '../common/provider-event';
 import { toPaymentChange } from './payment-change';
 import { PaymentStore, Queryable } from './payment-store';
+import { PaymentCapturesStore } from './payment-captures.store';
 
 export interface DeliveryContext {
   /** The provider's event id: the `sourceEventId` of whatever this changes (docs/events.md#the-body). */
@@ -38,7 +39,32 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 @Injectable()
 export class ProviderEventsService {
-  constructor(private readonly store: PaymentStore) {}
+  constructor(
+    private readonly store: PaymentStore,
+    private readonly captures: PaymentCapturesStore,
+  ) {}
+
+  /**
+   * The events of a batch as they apply: one that names a capture instead of its payment (PayPal
+   * refunds and disputes) becomes an event about the payment that capture was recorded for (its
+   * `resourceKind` then `payment`), in one statement for the batch. One whose capture is not
+   * recorded yet is returned as it is: it finds no payment, and waits as such an event does.
+   */
+  async aboutPayments(em: EntityManager, items: ReadonlyArray<{ ctx: DeliveryContext; event: ProviderEvent }>): Promise<ProviderEvent[]> {
+    const keyOf = ({ ctx, event }: { ctx: DeliveryContext; event: ProviderEvent }) => ({
+      provider: ctx.provider,
+      merchantAccountId: ctx.merchantAccountId,
+      captureId: event.resourceId,
+    });
+    const naming = items.filter((i) => i.event.resourceKind === 'capture');
+    if (naming.length === 0) return items.map((i) => i.event);
+    const found = await this.captures.paymentsOf(em, naming.map(keyOf));
+    return items.map((item) => {
+      if (item.event.resourceKind !== 'capture') return item.event;
+      const payment = PaymentCapturesStore.paymentIn(found, keyOf(item));
+      return payment === undefined ? item.event : { ...item.event, resourceId: payment, resourceKind: 'payment' };
+    });
+  }
 
   /**
    * Which of a provider's payments are registered for an order under one of `accounts` (outside any
@@ -126,6 +152,10 @@ export class ProviderEventsService {
     const result = payment.apply(parsed.change, now);
     // A rejected event changes nothing: not even the payment its order id would have created.
     if (result.outcome === 'rejected') return { status: 'rejected', outcome: result.reason };
+    // Whatever the lifecycle made of it, the capture is this payment's: its refunds and disputes find it.
+    if (event.captureId) {
+      await this.captures.record(em, { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, captureId: event.captureId, providerPaymentId: payment.providerPaymentId });
+    }
     if (result.outcome !== 'applied') {
       // A payment this event creates is registered all the same (its parked deliveries hear of it).
       if (isNew) await this.store.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId });
@@ -153,6 +183,8 @@ export class ProviderEventsService {
     const key = { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, providerPaymentId: event.resourceId };
     const existing = await this.store.lockPayment(em, key);
     if (existing) return { payment: existing, isNew: false };
+    // A capture whose payment is not known: nothing to attach to an order (the capture's own event does that).
+    if (event.resourceKind === 'capture') return null;
     const orderId = await this.orderIdOf(em, event);
     if (orderId === null) return null;
 

@@ -5,13 +5,14 @@ import type { HmacProvider } from './hmac';
 import { mollieProvider } from './mollie.provider';
 import { paddleProvider } from './paddle.provider';
 import { paymosProvider } from './paymos.provider';
+import { paypalProvider } from './paypal.provider';
 import type { ProviderAdapter } from './provider';
 import { squareProvider } from './square.provider';
 import { standardProvider } from './standard.provider';
 import { stripeProvider } from './stripe.provider';
 
 /** The providers this package brings, by the name an endpoint definition gives (docs/webhooks.md). */
-export const BUILT_IN_PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen', 'mollie', 'checkout', 'square', 'paddle'] as const;
+export const BUILT_IN_PROVIDER_NAMES = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen', 'mollie', 'paypal', 'checkout', 'square', 'paddle'] as const;
 export type BuiltInProviderName = (typeof BUILT_IN_PROVIDER_NAMES)[number];
 
 /** The built-in providers of the HMAC scheme (signed over the raw bytes, one event a delivery). */
@@ -26,7 +27,7 @@ export const PROVIDERS: Readonly<Record<'paymos' | 'factuarea' | 'stripe' | 'sta
 export type HmacProviderName = keyof typeof PROVIDERS;
 
 /** Every built-in provider. */
-export const BUILT_IN_PROVIDERS: Readonly<Record<BuiltInProviderName, ProviderAdapter>> = { ...PROVIDERS, adyen: adyenProvider, mollie: mollieProvider, checkout: checkoutProvider, square: squareProvider, paddle: paddleProvider };
+export const BUILT_IN_PROVIDERS: Readonly<Record<BuiltInProviderName, ProviderAdapter>> = { ...PROVIDERS, adyen: adyenProvider, mollie: mollieProvider, paypal: paypalProvider, checkout: checkoutProvider, square: squareProvider, paddle: paddleProvider };
 
 /** The members a provider must have as functions, and those it may have (as functions when it has them). */
 const REQUIRED_FUNCTIONS = ['receive', 'normalize', 'prepareKey'] as const;

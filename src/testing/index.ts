@@ -8,5 +8,17 @@ export type { SigningProvider, SignOptions } from './sign';
 /** A Standard Webhooks `v1a` key pair (`whsk_` signs, `whpk_` verifies), and the `whpk_` of a `whsk_`. */
 export { generateV1aKeyPair, publicKeyFor } from '../providers/standard-keys';
 export { nodeHeaders, receiveWith } from './receive';
+/** PayPal's test kit: a key pair, a certificate of PayPal's sandbox signing name by a CA of its own, and a server for it. */
+export {
+  PAYPAL_TEST_CA_PEM,
+  PAYPAL_TEST_CERT_PATH,
+  PAYPAL_TEST_SIGNING_CERT_PEM,
+  PAYPAL_TEST_SIGNING_KEY_PEM,
+  paypalHeaders,
+  paypalSignedString,
+  paypalTransmissionTime,
+  startPaypalCertServer,
+} from './paypal';
+export type { PaypalCertRoute, PaypalCertServer, PaypalSignOptions } from './paypal';
 export type { ReceiveOptions, TestDelivery } from './receive';
 export type { DeliveryOutcome, KeyedEvent } from '../providers';

@@ -1,7 +1,8 @@
 import { createHmac } from 'node:crypto';
 import { SECRET_KEY_PREFIX, secretKeyOf, signV1a, SYMMETRIC_PREFIX } from '../providers/standard-keys';
+import { paypalHeaders, paypalTransmissionTime } from './paypal';
 
-export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'checkout' | 'square' | 'paddle';
+export type SigningProvider = 'paymos' | 'factuarea' | 'stripe' | 'standard' | 'paypal' | 'checkout' | 'square' | 'paddle';
 
 export interface SignOptions {
   /** Unix seconds; default now (`checkout` signs none). */
@@ -21,6 +22,18 @@ export interface SignOptions {
    * subscription, which Square signs before the body. Square signs with one key: no `extraSecrets`.
    */
   notificationUrl?: string;
+  /**
+   * PayPal: where the signing certificate is served (`PAYPAL-CERT-URL`; the kit's server:
+   * `startPaypalCertServer().certUrl`). Required for `paypal`, whose `secret` is the endpoint's
+   * `webhookId` (PayPal signs it; the key is the certificate's).
+   */
+  certUrl?: string;
+  /** PayPal: the signing key (PEM); default the test kit's (`PAYPAL_TEST_SIGNING_KEY_PEM`). */
+  privateKeyPem?: string;
+  /** PayPal: `PAYPAL-TRANSMISSION-ID`, default a new UUID (`deliveryId` is taken when given). */
+  transmissionId?: string;
+  /** PayPal: `PAYPAL-TRANSMISSION-TIME` as sent and signed; default `timestamp` (or now) to the second. */
+  transmissionTime?: string;
 }
 
 function hmac(key: Buffer, content: string, encoding: 'hex' | 'base64'): string {
@@ -71,6 +84,15 @@ export function signedHeaders(
       }
       if (provider === 'factuarea' && options.deliveryId) headers['factuarea-delivery-id'] = options.deliveryId;
       return headers;
+    }
+    case 'paypal': {
+      if (!options.certUrl) throw new Error('signedHeaders("paypal"): give options.certUrl, where the signing certificate is served');
+      return paypalHeaders(secret, body, {
+        certUrl: options.certUrl,
+        transmissionId: options.transmissionId ?? options.deliveryId,
+        transmissionTime: options.transmissionTime ?? paypalTransmissionTime(Number(t) * 1000),
+        privateKeyPem: options.privateKeyPem,
+      });
     }
     case 'standard': {
       const id = options.eventId ?? `msg_${Math.random().toString(36).slice(2)}`;

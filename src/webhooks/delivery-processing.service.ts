@@ -177,6 +177,7 @@ export class DeliveryProcessingService {
           if (state === undefined && (await this.wantsFetch(delivery))) byId.set(delivery.id, { delivery, result: new NeedsFetch(delivery) });
           else normalized.push({ delivery, event: await this.normalize(delivery, state) });
         }
+        await this.aboutPayments(em, normalized);
         // Every payment and order the batch may touch, locked up front in two statements.
         await this.payments.prefetch(
           em,
@@ -273,7 +274,9 @@ export class DeliveryProcessingService {
         // Nothing written: the state is fetched once this transaction is over.
         if (state === undefined && (await this.wantsFetch(delivery))) return new NeedsFetch(delivery);
         deliveriesInProcess.of(em).add(delivery.id);
-        const event = await this.normalize(delivery, state);
+        const read: Array<{ delivery: DeliveryToProcess; event: Reading }> = [{ delivery, event: await this.normalize(delivery, state) }];
+        await this.aboutPayments(em, read);
+        const [{ event }] = read;
         const learnt = learnedResource(delivery, event);
         learned = learnt.resourceId;
         // Its statements from here on are the span's children (where the host traces pg).
@@ -292,6 +295,19 @@ export class DeliveryProcessingService {
     timer({ provider });
     this.metrics.processingOutcomes.labels(provider, result.status, result.outcome).inc();
     return result;
+  }
+
+  /**
+   * Events that name a capture instead of their payment (PayPal refunds and disputes), made about
+   * the payment the capture was recorded for, in place; one statement for the batch.
+   */
+  private async aboutPayments(em: EntityManager, read: Array<{ delivery: DeliveryToProcess; event: Reading }>): Promise<void> {
+    const events = read.flatMap((r, i) => (r.event && r.event !== GONE && r.event.resourceKind === 'capture' ? [{ i, ctx: this.contextOf(r.delivery), event: r.event }] : []));
+    if (events.length === 0) return;
+    const resolved = await this.payments.aboutPayments(em, events);
+    events.forEach(({ i }, n) => {
+      read[i].event = resolved[n];
+    });
   }
 
   /** Runs `fn` in the attempt's span, when there is one. */
@@ -430,9 +446,16 @@ export class DeliveryProcessingService {
   }
 }
 
-/** The payment id a decided event taught a row that had none (a thin notification of a charge or a dispute). */
+/**
+ * The payment id a decided event taught its row: one that had none (a thin notification of a charge
+ * or a dispute), or one that named a capture and was found to be about that capture's payment
+ * (`resourceKind` set to `payment` by the resolution), so that the archive, and the reopening of
+ * refunds that came too early, find the row under its payment.
+ */
 function learnedResource(delivery: DeliveryToProcess, event: Reading): { resourceId?: string } {
-  return delivery.resourceId === null && event && event !== GONE ? { resourceId: event.resourceId } : {};
+  if (!event || event === GONE) return {};
+  const resolvedFromCapture = event.resourceKind === 'payment' && event.resourceId !== delivery.resourceId;
+  return delivery.resourceId === null || resolvedFromCapture ? { resourceId: event.resourceId } : {};
 }
 
 /** What a fetch answered, if the interface can take it: `{ found: false }`, or `{ found: true, body, eventType }`. */

@@ -24,7 +24,8 @@ const keyOf = (k: ResourceKey) => `${k.provider}\u0000${k.merchantAccountId}\u00
  * the change (so Payments never imports Webhooks):
  * - a payment registered (by the API, or created from an event's order id): its deliveries parked
  *   `unmatched`, or refused because their order did not expect their account yet, are released and
- *   processed at once;
+ *   processed at once; so are those that name a capture (PayPal refunds, disputes) once the
+ *   capture is recorded;
  * - a payment moved: its deliveries refused as too early (a refund before its capture) get their turn.
  * They are collected while the transaction runs and done once at its end, in one statement for
  * every payment it touched (a batch of deliveries touches many).
@@ -43,6 +44,11 @@ export class DeliveryReactions implements OnModuleInit {
   onModuleInit(): void {
     this.events.on(['internal.payment.registered'], ({ payment }, em) => {
       const key = { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId };
+      this.changes.add(em, { key, ask: 'release' });
+    });
+    // A capture recorded: the refunds and disputes that name it, parked or waiting, find their payment now.
+    this.events.on(['internal.capture.recorded'], ({ capture }, em) => {
+      const key = { provider: capture.provider, merchantAccountId: capture.merchantAccountId, resourceId: capture.captureId };
       this.changes.add(em, { key, ask: 'release' });
     });
     this.events.on('*', (event, em) => {

@@ -238,15 +238,16 @@ export class InboxStore {
     for (const { delivery, result } of finished) {
       if (!canMove(INBOX_LIFECYCLE, delivery.status, result.status)) throw new IllegalMove(INBOX_LIFECYCLE, delivery.status, result.status);
     }
-    // `resourceId`: the payment a row that did not name it turned out to be about (a thin
-    // notification of a charge), so that what waits for that payment finds it; a known one is kept.
+    // `resourceId`: the payment a row turned out to be about, where it named none (a thin
+    // notification of a charge) or named a capture of it (a PayPal refund), so that what looks for
+    // that payment's deliveries finds it; without one the row keeps what it names.
     await deferWrites(em, [
       {
         // The rows the transaction processes (locked by it), which the reactions never touch.
         key: IN_PROCESS_ROWS,
         sql: `UPDATE webhook_inbox w
                  SET status = r.status, outcome = r.outcome, processed_at = now(), attempts = w.attempts + 1, last_error = NULL,
-                     resource_id = COALESCE(w.resource_id, r.resource)
+                     resource_id = COALESCE(r.resource, w.resource_id)
                 FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, status text, outcome text, resource text)
                WHERE w.id = r.id AND w.id = ${idsOfRows('$1::jsonb')}`,
         params: [
@@ -270,7 +271,7 @@ export class InboxStore {
               last_error = $2,
               status = CASE WHEN $3 AND status = '${RECEIVED}' THEN 'failed' ELSE status END,
               outcome = CASE WHEN $3 AND status = '${RECEIVED}' THEN $4 ELSE outcome END,
-              resource_id = COALESCE(resource_id, $5)
+              resource_id = COALESCE($5, resource_id)
         WHERE id = $1`,
       [id, error.text, finalAttempt, error.code, resourceId ?? null],
     );

@@ -13,6 +13,7 @@ const STORES: Record<string, string> = {
   webhook_inbox: 'webhooks/inbox.store.ts',
   orders: 'payments/payment-store.ts',
   payments: 'payments/payment-store.ts',
+  payment_captures: 'payments/payment-captures.store.ts',
   idempotency_keys: 'payments/idempotency-key.store.ts',
   fulfillments: 'fulfillment/fulfillment.store.ts',
   outbox_message: 'outbox/outbox.store.ts',

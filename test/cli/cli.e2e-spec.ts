@@ -19,6 +19,7 @@ const MIGRATIONS = [
   'PaymentRefunds1765152000000',
   'TraceContext1765238400000',
   'InboxWriteIndexes1765324800000',
+  'PaymentCaptures1765411200000',
 ];
 
 function run(args: string[], env: Record<string, string>) {

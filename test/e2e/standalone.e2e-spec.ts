@@ -20,8 +20,8 @@ describe('configuration errors stop the process with one line naming the variabl
     ['bad JSON', { WEBHOOK_ENDPOINTS: `[{"id":"x","secrets":["${SECRET}"]` }, /^Configuration error: WEBHOOK_ENDPOINTS: is not valid JSON/],
     [
       'unknown provider',
-      { WEBHOOK_ENDPOINTS: JSON.stringify([{ id: 'x', provider: 'paypal', secrets: [SECRET], merchantAccountId: 'a' }]) },
-      /^Configuration error: WEBHOOK_ENDPOINTS: endpoint "x": unknown provider "paypal"/,
+      { WEBHOOK_ENDPOINTS: JSON.stringify([{ id: 'x', provider: 'worldpay', secrets: [SECRET], merchantAccountId: 'a' }]) },
+      /^Configuration error: WEBHOOK_ENDPOINTS: endpoint "x": unknown provider "worldpay"/,
     ],
     [
       'endpoint without secrets',

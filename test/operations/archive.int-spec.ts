@@ -448,7 +448,7 @@ describe('the delivery archive (CONTRACT §4)', () => {
     describe('invalid query: 400 validation_failed naming the field', () => {
       it.each([
         ['status=bogus', 'status'],
-        ['provider=paypal', 'provider'],
+        ['provider=worldpay', 'provider'],
         ['from=yesterday', 'from'],
         ['to=2026-13-01T00:00:00Z', 'to'],
         ['from=2026-02-30T00:00:00Z', 'from'],

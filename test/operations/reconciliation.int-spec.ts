@@ -163,7 +163,7 @@ describe('reconciliation', () => {
     });
 
     it.each([
-      ['an unknown provider', { provider: 'paypal', merchantAccountId: 'acc_1' }, 'provider'],
+      ['an unknown provider', { provider: 'worldpay', merchantAccountId: 'acc_1' }, 'provider'],
       ['no provider', { merchantAccountId: 'acc_1' }, 'provider'],
       ['no merchantAccountId', { provider: 'paymos' }, 'merchantAccountId'],
       ['an empty merchantAccountId', { provider: 'paymos', merchantAccountId: '' }, 'merchantAccountId'],

@@ -269,7 +269,7 @@ describe('GET /payments: order, paging, filters (CONTRACT §3)', () => {
   });
 
   it.each([
-    ['provider=paypal', [{ field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard, adyen, mollie, checkout, square, paddle' }]],
+    ['provider=worldpay', [{ field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard, adyen, mollie, paypal, checkout, square, paddle' }]],
     ['orderId=abc', [{ field: 'orderId', message: 'orderId must be a UUID' }]],
     ['providerPaymentId=', [{ field: 'providerPaymentId', message: 'providerPaymentId should not be empty' }]],
   ])('%s: 400 validation_failed', async (query, details) => {

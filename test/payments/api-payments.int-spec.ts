@@ -116,8 +116,8 @@ describe('POST /orders/{id}/payments and GET /payments/{id} (CONTRACT §3)', () 
     ],
     [
       'an unknown provider',
-      { provider: 'paypal', providerPaymentId: 'PAY-1' },
-      [{ field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard, adyen, mollie, checkout, square, paddle' }],
+      { provider: 'worldpay', providerPaymentId: 'PAY-1' },
+      [{ field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard, adyen, mollie, paypal, checkout, square, paddle' }],
     ],
     [
       // One message per field: the most basic rule it breaks (the type).
@@ -134,7 +134,7 @@ describe('POST /orders/{id}/payments and GET /payments/{id} (CONTRACT §3)', () 
       'an empty body: one message for each field',
       {},
       [
-        { field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard, adyen, mollie, checkout, square, paddle' },
+        { field: 'provider', message: 'provider must be one of paymos, factuarea, stripe, standard, adyen, mollie, paypal, checkout, square, paddle' },
         { field: 'providerPaymentId', message: 'providerPaymentId must be a string' },
       ],
     ],

@@ -106,7 +106,7 @@ describe("a provider of the host's own, end to end", () => {
       ['GET /admin/webhook-deliveries', 'get', '/admin/webhook-deliveries'],
       ['POST /admin/reconciliation', 'post', '/admin/reconciliation'],
     ] as const)('%s: an unknown name is a 400 that lists the host providers too', async (_route, method, path) => {
-      const names = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen', 'mollie', 'checkout', 'square', 'paddle', 'acme', 'rogue'];
+      const names = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen', 'mollie', 'paypal', 'checkout', 'square', 'paddle', 'acme', 'rogue'];
       let res;
       if (path === 'payments') {
         const order = await d.createOrder();

@@ -167,7 +167,7 @@ describe('the providers option', () => {
       ['weakSecret: well-formed but too short', { secrets: ['acme_sk_short'] }, 'endpoints: endpoint "acme-main": secret #1 is shorter than 16 characters'],
       ['secrets required', { secrets: [] }, 'endpoints: endpoint "acme-main": "secrets" must be a non-empty array of non-empty strings'],
       ['checkEndpoint: a field of its own refused', { region: 'mars' }, 'endpoints: endpoint "acme-main": "region" must be "eu" or "us"'],
-      ['no apiKey for a provider without usesApi', { apiKey: 'k_123' }, /^endpoints: endpoint "acme-main": "apiKey" and "apiBaseUrl" are for stripe( and \w+)* endpoints only$/],
+      ['no apiKey for a provider without usesApi', { apiKey: 'k_123' }, /^endpoints: endpoint "acme-main": "apiKey" and "apiBaseUrl" are for stripe(, \w+)* and \w+ endpoints only$/],
       ['the common rules: an account', { merchantAccountId: undefined }, 'endpoints: endpoint "acme-main": "merchantAccountId" is required'],
     ])('%s', (_what, endpoint, message) => {
       const err = refusal(() => start(endpoint));
