@@ -177,18 +177,25 @@ export class DeliveryProcessingService {
           if (state === undefined && (await this.wantsFetch(delivery))) byId.set(delivery.id, { delivery, result: new NeedsFetch(delivery) });
           else normalized.push({ delivery, event: await this.normalize(delivery, state) });
         }
-        await this.aboutPayments(em, normalized);
-        // Every payment and order the batch may touch, locked up front in two statements.
-        await this.payments.prefetch(
-          em,
-          normalized.flatMap(({ delivery, event }) => (event && event !== GONE ? [{ ctx: this.contextOf(delivery), event }] : [])),
-        );
-        for (const { delivery, event } of normalized) {
-          byId.set(delivery.id, {
-            delivery,
-            result: await this.traced(traces.get(delivery.id), () => this.decideOrWait(em, delivery, event, parkUnmatched.get(delivery.id) ?? false)),
-            ...learnedResource(delivery, event),
-          });
+        // Events that name a capture instead of their payment (PayPal refunds and disputes) are
+        // decided after the others: a capture recorded by this very batch must be found for them,
+        // or a refund would wait (or be parked) behind the capture that came with it.
+        const namingCaptures = (r: { event: Reading }) => !!r.event && r.event !== GONE && r.event.resourceKind === 'capture';
+        for (const phase of [normalized.filter((r) => !namingCaptures(r)), normalized.filter(namingCaptures)]) {
+          if (phase.length === 0) continue;
+          await this.aboutPayments(em, phase);
+          // Every payment and order the phase may touch, locked up front in two statements.
+          await this.payments.prefetch(
+            em,
+            phase.flatMap(({ delivery, event }) => (event && event !== GONE ? [{ ctx: this.contextOf(delivery), event }] : [])),
+          );
+          for (const { delivery, event } of phase) {
+            byId.set(delivery.id, {
+              delivery,
+              result: await this.traced(traces.get(delivery.id), () => this.decideOrWait(em, delivery, event, parkUnmatched.get(delivery.id) ?? false)),
+              ...learnedResource(delivery, event),
+            });
+          }
         }
         await this.inbox.markFinished(
           em,
