@@ -93,9 +93,8 @@ export class ProviderEventsService {
     for (const d of deliveries) {
       const payment = await this.store.lockPayment(em, keyOf(d)); // from the identity map, no round trip
       if (payment) orderIds.push(payment.orderId);
-      else if (d.event.orderId !== null) {
-        if (UUID.test(d.event.orderId)) toAttach.push(d.event.orderId);
-      } else if (d.event.orderReference) named.push(d.event);
+      else if (d.event.orderId !== null && UUID.test(d.event.orderId)) toAttach.push(d.event.orderId);
+      else if (d.event.orderReference) named.push(d.event);
     }
     if (named.length > 0) {
       const byReference = await this.store.orderIdsByReference(em, named.map((e) => e.orderReference as string));
@@ -112,10 +111,11 @@ export class ProviderEventsService {
   /**
    * The id of the order an event names: its `orderId` (our id); else its `orderReference`, the
    * merchant's reference the provider echoes (Adyen `merchantReference`), which is an order's
-   * `reference` or, failing that, its id.
+   * `reference` or, failing that, its id. An `orderId` that is not one of our ids (a shop's own
+   * metadata in the same field) gives way to the reference, when the event carries one.
    */
   private async orderIdOf(em: EntityManager, event: ProviderEvent, known?: ReadonlyMap<string, string>): Promise<string | null> {
-    if (event.orderId !== null) return UUID.test(event.orderId) ? event.orderId : null;
+    if (event.orderId !== null && UUID.test(event.orderId)) return event.orderId;
     const reference = event.orderReference;
     if (!reference) return null;
     const byReference = known ?? (await this.store.orderIdsByReference(em, [reference]));

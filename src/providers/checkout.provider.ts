@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderEvent, ProviderEventKind, RawAmount } from '../common/provider-event';
-import { asObject, EnvelopeIdentity, header, minor, optionalId, requireId, SignatureParts, text } from './provider';
+import { asObject, EnvelopeIdentity, header, isoDate, minor, optionalId, requireId, SignatureParts, text } from './provider';
 import { hmacProvider, type HmacProvider } from './hmac';
 
 /** The base URL of Checkout.com's API, where an endpoint's secret key is used. */
@@ -35,13 +35,6 @@ const SECRET_KEY = /^sk_[A-Za-z0-9_*#$=-]+$/;
 
 /** A dispute event's `data` is the dispute (`dsp_…`); the payment it is about is `data.payment_id`. */
 const isDispute = (eventType: string): boolean => eventType.startsWith('dispute_');
-
-/** An ISO 8601 instant as a Date, else null. */
-function isoDate(value: unknown): Date | null {
-  if (typeof value !== 'string') return null;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? null : date;
-}
 
 /**
  * Checkout.com (docs/webhooks.md#checkoutcom): `Cko-Signature: <hex>`, an HMAC-SHA256 of the raw

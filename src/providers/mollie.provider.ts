@@ -9,6 +9,7 @@ import {
   ReceiveContext,
   ReceivedEvent,
   ReceiveResult,
+  isoDate,
   text,
 } from './provider';
 import { Logger } from '@nestjs/common';
@@ -128,12 +129,6 @@ function factOf(payment: Record<string, unknown>): { kind: ProviderEventKind; ty
   const status = text(payment.status);
   const kind = status === null ? undefined : STATUS_KINDS.get(status);
   return kind ? { kind, type: `payment.${status}` } : null;
-}
-
-function isoDate(value: unknown): Date | null {
-  if (typeof value !== 'string') return null;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? null : date;
 }
 
 /** The payment id a hint names, or MalformedPayloadError (Mollie is then not called). */
@@ -257,7 +252,7 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
   const senderLimits = { ...SENDER_DEFAULTS, ...options.senderLimits };
   const limitedLog = new Logger('MollieHints');
   /** The client package, loaded once; null when it is not installed. */
-  const clientPackage = optionalPackage(options.loadClient ?? (() => require(MOLLIE_PACKAGE) as MollieClientPackage));
+  const clientPackage = optionalPackage(MOLLIE_PACKAGE, options.loadClient ?? (() => require(MOLLIE_PACKAGE) as MollieClientPackage));
   const byEndpoint = new WeakMap<ProviderEndpoint, EndpointFetches>();
   /** Orders hints and calls: a hint may share a fetch that started after it arrived, never before. */
   let sequence = 0;

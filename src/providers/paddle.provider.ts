@@ -10,6 +10,7 @@ import {
   parseUnixSeconds,
   requireId,
   SignatureParts,
+  isoDate,
   text,
 } from './provider';
 import { hmacProvider } from './hmac';
@@ -59,13 +60,6 @@ export function parsePaddleSignature(value: string | undefined): SignatureParts 
   if (timestamp === null) return null;
   // The signed content is `<ts>:<raw body>`, with the timestamp exactly as sent.
   return { timestamp, prefix: `${stamps[0]}:`, candidates };
-}
-
-/** An ISO 8601 `occurred_at` as a Date, else null. */
-function isoDate(value: unknown): Date | null {
-  if (typeof value !== 'string') return null;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? null : date;
 }
 
 /** A transaction event: the transaction is the payment, `details.totals.grand_total` its amount. */

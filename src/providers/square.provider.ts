@@ -192,7 +192,7 @@ function disputeEvent(envelope: Record<string, unknown>, eventType: string, disp
  */
 export function createSquareProvider(options: SquareProviderOptions = {}): ProviderAdapter {
   /** The package, loaded once; null when it is not installed. */
-  const squarePackage = optionalPackage(options.loadPackage ?? (() => require(SQUARE_PACKAGE) as SquarePackage));
+  const squarePackage = optionalPackage(SQUARE_PACKAGE, options.loadPackage ?? (() => require(SQUARE_PACKAGE) as SquarePackage));
 
   return {
     name: 'square',

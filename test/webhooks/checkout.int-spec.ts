@@ -158,6 +158,15 @@ describe.each(PLATFORMS)('%s: Checkout.com webhooks, end to end (workers on)', (
     expect(await paymentOf(order.id)).toMatchObject({ providerPaymentId: paymentId, status: 'succeeded' });
   });
 
+  it("a metadata.order_id that is not one of our ids (the shop's own) gives way to data.reference: paid", async () => {
+    const reference = uniqueId('ORD');
+    const order = await d.createOrder('49.90', 'EUR', { reference });
+    const e = event('payment_captured', uniqueId('pay'), { id: 'shop-order-77', reference });
+    expect((await deliver('checkout-main', e.text)).body).toEqual({ status: 'accepted', eventId: e.eventId });
+    expect(await d.processed(e.eventId)).toMatchObject({ status: 'processed', outcome: 'applied' });
+    await fulfilled(order.id);
+  });
+
   /** Each type of the table, after the events that bring the payment where the type applies. */
   const MOVES: Array<[string, string[], string]> = [
     ['payment_pending', [], 'processing'],
