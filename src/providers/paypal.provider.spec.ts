@@ -403,6 +403,13 @@ describe('paypal: the certificate', () => {
     }
   });
 
+  it("a trust's identity names its anchors, never their text: a digest, the same however the bundle is written", () => {
+    const identity = bundleTrust(PAYPAL_TEST_CA_PEM).identity;
+    expect(identity).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(bundleTrust(`# the kit's CA, with a comment\r\n${PAYPAL_TEST_CA_PEM.replace(/\n/g, '\r\n')}`).identity).toBe(identity);
+    expect(bundleTrust(DIGICERT_ROOT).identity).not.toBe(identity);
+  });
+
   it('an answer must be PEM blocks and whitespace only: a page that reflects what was asked, a certificate among its text, is refused', () => {
     const block = new X509Certificate(PAYPAL_TEST_SIGNING_CERT_PEM).toString();
     expect(refusedFor(`\r\n${block}\n\t${block}  \n`)).toBe('accepted');
