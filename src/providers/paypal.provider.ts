@@ -106,7 +106,7 @@ export interface PaypalProviderOptions {
   fetchCertificate?: CertificateFetcher;
   /** Bounds on fetches and the cache, per endpoint (docs/security.md#paypals-certificate). */
   limits?: Partial<CertificateLimits>;
-  /** Transmission ids one endpoint remembers with their body's digest (least recently seen dropped first; default 100000). */
+  /** Transmission ids one endpoint remembers with their body's digest (the oldest dropped first; default 100000). */
   maxRememberedTransmissions?: number;
 }
 
@@ -237,10 +237,12 @@ function certHostsOf(value: unknown): string[] | null {
 /**
  * PayPal (docs/webhooks.md#paypal): each delivery is signed with RSA-SHA256 over
  * `<transmission id>|<transmission time>|<webhookId>|<CRC32 of the raw body>` by the key of a
- * certificate PayPal serves at `PAYPAL-CERT-URL`. The certificate is fetched only from the
- * endpoint's `certHosts` over HTTPS, checked (chained to a trusted CA, valid now, issued to PayPal's
- * signing name) and cached per URL; what fetching it may cost is bounded per endpoint and per
- * sender address (docs/security.md#paypals-certificate).
+ * certificate PayPal serves at `PAYPAL-CERT-URL`. The certificate is fetched only from PayPal's
+ * certificate path on the endpoint's `certHosts` over HTTPS, checked (chained to a trusted CA, valid
+ * now, issued to PayPal's signing name) and cached per normalised URL; what fetching it may cost is
+ * bounded per endpoint and per sender address (docs/security.md#paypals-certificate). The body is
+ * signed only through its CRC32, so a transmission verified with one body is refused with another
+ * (docs/webhooks.md#what-paypals-signature-protects).
  *
  * Refunds and disputes name the capture, not the order: their events are about that capture's
  * payment, which the module remembers when a capture event is processed (`ProviderEvent.captureId`,
