@@ -48,9 +48,10 @@ export interface ProviderEvent {
    * One refund, for a provider that reports each refund with its own amount instead of the
    * cumulative one (Adyen `REFUND`): the provider's id of that refund and its amount. The payment
    * counts each id once (docs/design.md#refunds). With `canceled` (Adyen `CANCEL_OR_REFUND`) it is
-   * what the cancel becomes when the payment was already captured.
+   * what the cancel becomes when the payment was already captured. `reversal` (PayPal
+   * `PAYMENT.CAPTURE.REVERSED`): the capture taken back, a refund of at most what is left of it.
    */
-  refund?: { id: string; amount: RawAmount } | null;
+  refund?: { id: string; amount: RawAmount; reversal?: boolean } | null;
   /**
    * Our order as the provider echoes the merchant's reference for it (Adyen `merchantReference`):
    * the order's `reference`, or its id. Used like `orderId` when that is null.

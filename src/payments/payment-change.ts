@@ -27,7 +27,9 @@ export function toPaymentChange(event: ProviderEvent): ChangeOrMismatch {
         amount: event.amount ? parse(event.amount, currency) : null,
         refunded: event.refundedAmount ? parse(event.refundedAmount, currency) : null,
         currency,
-        ...(event.refund ? { refund: { id: event.refund.id, amount: parse(event.refund.amount, currency) } } : {}),
+        ...(event.refund
+          ? { refund: { id: event.refund.id, amount: parse(event.refund.amount, currency), ...(event.refund.reversal ? { reversal: true } : {}) } }
+          : {}),
       },
     };
   } catch (err) {

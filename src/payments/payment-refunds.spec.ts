@@ -106,6 +106,36 @@ describe('Payment: refunds of their own amount, summed over distinct refund ids'
     expect(rest.apply(cancelOrRefund('C2')).outcome).toBe('already_applied');
   });
 
+  it('a reversal (PayPal PAYMENT.CAPTURE.REVERSED) refunds its amount, at most what earlier refunds left; of a payment not captured it is rejected, never a cancel', () => {
+    const reversal = (id: string, decimal: string): PaymentChange => ({ kind: 'refunded', amount: null, refunded: null, currency: 'EUR', refund: { id, amount: eur(decimal), reversal: true } });
+    const whole = captured();
+    expect(whole.apply(reversal('V1', '49.90'))).toEqual({ outcome: 'applied', from: 'succeeded', to: 'refunded' });
+    expect(whole.apply(reversal('V1', '49.90')).outcome).toBe('already_applied');
+
+    // After a partial refund the capture's whole amount is reversed: what is left is refunded, no more.
+    const rest = captured();
+    rest.apply(refund('R1', '10.00'));
+    expect(rest.apply(reversal('V1', '49.90'))).toEqual({ outcome: 'applied', from: 'partially_refunded', to: 'refunded' });
+    expect([...rest.refunds]).toEqual([
+      ['R1', 1000n],
+      ['V1', 3990n],
+    ]);
+    expect(rest.refundedMinor).toBe(rest.amountMinor);
+    // Nothing left: nothing new.
+    expect(rest.apply(reversal('V2', '49.90')).outcome).toBe('already_applied');
+
+    // A reversal of part of the capture is a partial refund.
+    const part = captured();
+    expect(part.apply(reversal('V1', '9.90'))).toEqual({ outcome: 'applied', from: 'succeeded', to: 'partially_refunded' });
+    expect(part.apply(reversal('V2', '0.00'))).toMatchObject({ outcome: 'rejected', reason: 'amount_mismatch' });
+
+    // Before the capture: rejected as a too-early refund is (reprocessed once the payment moves).
+    const authorized = Payment.register({ orderId: 'o', provider: 'paypal', providerPaymentId: 'x', merchantAccountId: 'M', expected: eur('49.90') });
+    authorized.apply({ kind: 'authorized', amount: eur('49.90'), refunded: null, currency: 'EUR' });
+    expect(authorized.apply(reversal('V1', '49.90'))).toMatchObject({ outcome: 'rejected', reason: 'illegal_transition', detail: 'a refund of a payment never captured' });
+    expect(authorized.status).toBe('authorized');
+  });
+
   it('a provider event with a refund parses it against its currency', () => {
     const event: ProviderEvent = {
       kind: 'refunded',
@@ -120,6 +150,8 @@ describe('Payment: refunds of their own amount, summed over distinct refund ids'
     };
     const parsed = toPaymentChange(event);
     expect(parsed.ok && parsed.change.refund).toEqual({ id: 'R1', amount: Money.fromMinor(1500, 'EUR') });
+    const reversal = toPaymentChange({ ...event, refund: { id: 'V1', amount: { form: 'minor', value: 1500 }, reversal: true } });
+    expect(reversal.ok && reversal.change.refund).toEqual({ id: 'V1', amount: Money.fromMinor(1500, 'EUR'), reversal: true });
     expect(toPaymentChange({ ...event, currency: null })).toMatchObject({ ok: false, reason: 'currency_mismatch' });
     expect(toPaymentChange({ ...event, refund: { id: 'R1', amount: { form: 'minor', value: 1.5 } } })).toMatchObject({ ok: false, reason: 'amount_mismatch' });
   });

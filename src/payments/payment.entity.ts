@@ -18,8 +18,10 @@ export interface PaymentChange {
   /**
    * One refund with its own amount (a provider that reports refunds one by one), for `refunded`;
    * with `canceled`, what a cancel of an already captured payment becomes (a cancel-or-refund).
+   * `reversal`: the provider takes the capture back (PayPal `PAYMENT.CAPTURE.REVERSED`), which
+   * refunds its amount but never more than earlier refunds left of the payment.
    */
-  refund?: { id: string; amount: Money };
+  refund?: { id: string; amount: Money; reversal?: boolean };
 }
 
 /**
@@ -112,6 +114,9 @@ export class Payment extends RecordsChanges<PaymentEventType> {
           // A cancel-or-refund of a captured payment refunds what is left of it.
           refundMinor = change.kind === 'canceled' ? this.amountMinor - this.refundedMinor : change.refund.amount.minor;
           if (change.kind !== 'canceled' && refundMinor <= 0n) return reject(from, 'amount_mismatch', 'a refund of no amount');
+          // A reversal after partial refunds takes back what they left (the capture's amount states
+          // the whole); with nothing left it changes nothing.
+          if (change.refund.reversal && refundMinor > this.amountMinor - this.refundedMinor) refundMinor = this.amountMinor - this.refundedMinor;
           total = this.refundedMinor + refundMinor;
         } else {
           if (!change.refunded) return reject(from, 'amount_mismatch', 'a refund event without its refunded amount');

@@ -1,4 +1,4 @@
-import { ExpiringSet, SenderBudgets } from './call-out';
+import { ExpiringMap, ExpiringSet, SenderBudgets } from './call-out';
 
 describe('ExpiringSet', () => {
   it('forgets a key its time after it was last added, and the least recently added past the cap', () => {
@@ -12,6 +12,28 @@ describe('ExpiringSet', () => {
     set.add('c', 2_002);
     expect([set.has('a', 2_003), set.has('b', 2_003), set.has('c', 2_003)]).toEqual([true, false, true]);
     expect(set.size).toBe(2);
+  });
+
+  it('drops the expired keys at its front when a key is added: what it holds is what is live, not the most it ever held', () => {
+    const set = new ExpiringSet(100, 1_000);
+    for (let n = 0; n < 50; n++) set.add(`early-${n}`, n);
+    set.add('late', 1_020);
+    // The first 21 (added at 0…20) expired at 1,000…1,020; the other 29 and the new one are live.
+    expect(set.size).toBe(30);
+    set.add('later', 5_000);
+    expect(set.size).toBe(1);
+    expect(set.has('later', 5_000)).toBe(true);
+  });
+});
+
+describe('ExpiringMap', () => {
+  it('holds a value per key until its time, the last value set', () => {
+    const map = new ExpiringMap<string>(10, 1_000);
+    map.set('a', 'one', 0);
+    map.set('a', 'two', 500);
+    expect(map.get('a', 1_499)).toBe('two');
+    expect(map.get('a', 1_500)).toBeUndefined();
+    expect(map.size).toBe(0);
   });
 });
 

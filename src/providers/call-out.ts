@@ -5,12 +5,15 @@
  */
 
 /**
- * Keys remembered for a while: each is forgotten `ttlMs` after it was last added, and past `max`
- * the least recently added first, so a flood of distinct keys holds a bounded amount of memory.
+ * Keys remembered for a while, each with a value: each is forgotten `ttlMs` after it was last set,
+ * and past `max` the least recently set first, so a flood of distinct keys holds a bounded amount
+ * of memory. Entries are kept in the order they were set and share one time-to-live, so the
+ * expired ones are always at the front: each `set` drops them there, and memory follows what is
+ * live rather than the most ever held.
  */
-export class ExpiringSet {
-  /** Key → when it is forgotten (unix ms), least recently added first. */
-  private readonly entries = new Map<string, number>();
+export class ExpiringMap<V> {
+  /** Key → its value and when it is forgotten (unix ms), least recently set first. */
+  private readonly entries = new Map<string, { value: V; until: number }>();
 
   constructor(
     private readonly max: number,
@@ -21,18 +24,47 @@ export class ExpiringSet {
     return this.entries.size;
   }
 
-  add(key: string, nowMs: number): void {
+  set(key: string, value: V, nowMs: number): void {
+    this.dropExpired(nowMs);
     this.entries.delete(key);
-    this.entries.set(key, nowMs + this.ttlMs);
+    this.entries.set(key, { value, until: nowMs + this.ttlMs });
     if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value as string);
   }
 
-  has(key: string, nowMs: number): boolean {
-    const until = this.entries.get(key);
-    if (until === undefined) return false;
-    if (until > nowMs) return true;
+  get(key: string, nowMs: number): V | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.until > nowMs) return entry.value;
     this.entries.delete(key);
-    return false;
+    return undefined;
+  }
+
+  private dropExpired(nowMs: number): void {
+    for (const [key, entry] of this.entries) {
+      if (entry.until > nowMs) return;
+      this.entries.delete(key);
+    }
+  }
+}
+
+/** Keys remembered for a while (an ExpiringMap without values). */
+export class ExpiringSet {
+  private readonly keys: ExpiringMap<true>;
+
+  constructor(max: number, ttlMs: number) {
+    this.keys = new ExpiringMap(max, ttlMs);
+  }
+
+  get size(): number {
+    return this.keys.size;
+  }
+
+  add(key: string, nowMs: number): void {
+    this.keys.set(key, true, nowMs);
+  }
+
+  has(key: string, nowMs: number): boolean {
+    return this.keys.get(key, nowMs) !== undefined;
   }
 }
 

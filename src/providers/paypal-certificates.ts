@@ -1,4 +1,4 @@
-import { KeyObject, X509Certificate } from 'node:crypto';
+import { createHash, KeyObject, X509Certificate } from 'node:crypto';
 import * as https from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { ExpiringSet, SenderBudgets, SenderLimits } from './call-out';
@@ -107,19 +107,20 @@ export const fetchCertificateOverHttps: CertificateFetcher = (url, { tlsCa, time
 
 /**
  * What a certificate must chain to: the CA certificates of an endpoint's `caFile` (or `caPem`), or
- * Node's trust store. `key` names it in the cache (the same URL checked against other anchors is
- * another entry).
+ * Node's trust store.
  */
 export interface CertificateTrust {
-  key: string;
+  /** Names the anchors (a digest of their fingerprints, or `system`), never their text: what the memory of refused URLs is keyed by. */
+  identity: string;
   anchors: readonly X509Certificate[];
   /** What the TLS connection to the URL trusts: the trust store, plus the endpoint's CAs. */
   tlsCa?: string;
 }
 
-const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+/** A PEM certificate block: its base64 and line breaks, nothing else. */
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]+?-----END CERTIFICATE-----/g;
 
-/** The certificates of a PEM text, in order (what is not a certificate block is skipped). */
+/** The certificates of a PEM text, in order (what is not a certificate block is skipped: a bundle may carry comments). */
 export function certificatesOf(pem: string): X509Certificate[] {
   return (pem.match(PEM_BLOCK) ?? []).map((block) => new X509Certificate(block));
 }
@@ -128,15 +129,16 @@ let systemTrust: CertificateTrust | undefined;
 
 /** Node's trust store (`tls.rootCertificates`), parsed once. */
 export function systemCertificateTrust(): CertificateTrust {
-  systemTrust ??= { key: 'system', anchors: rootCertificates.flatMap((pem) => certificatesOf(pem)) };
+  systemTrust ??= { identity: 'system', anchors: rootCertificates.flatMap((pem) => certificatesOf(pem)) };
   return systemTrust;
 }
 
 /** Trust in the CA certificates of a PEM bundle; throws (for the start-up line) when it holds none. */
-export function bundleTrust(pem: string, key: string): CertificateTrust {
+export function bundleTrust(pem: string): CertificateTrust {
   const anchors = certificatesOf(pem);
   if (anchors.length === 0) throw new Error('holds no PEM certificate');
-  return { key, anchors, tlsCa: [...rootCertificates, ...anchors.map((c) => c.toString())].join('\n') };
+  const identity = createHash('sha256').update(anchors.map((c) => c.fingerprint256).sort().join('\n')).digest('base64url');
+  return { identity, anchors, tlsCa: [...rootCertificates, ...anchors.map((c) => c.toString())].join('\n') };
 }
 
 /** A certificate that passed every check: its key, and the instants between which its chain is valid. */
@@ -173,20 +175,23 @@ export function namesPaypal(cert: X509Certificate): boolean {
 }
 
 /**
- * Checks what a certificate URL answered: the leaf (the first certificate) names PayPal's signing
- * name, and chains, through the intermediates the answer carries or the bundled DigiCert one, to a
- * trusted anchor, every link valid at `nowMs`. Returns why not, or the leaf's key and the chain's
- * validity window.
+ * Checks what a certificate URL answered: PEM certificate blocks and whitespace only (a page that
+ * reflects what was asked, with a certificate among its text, is no certificate answer), the leaf
+ * (the first certificate) names PayPal's signing name, and chains, through the intermediates the
+ * answer carries or the bundled DigiCert one, to a trusted anchor, every link valid at `nowMs`.
+ * Returns why not, or the leaf's key and the chain's validity window.
  */
 export function verifyCertificate(pem: string, trust: CertificateTrust, nowMs: number): VerifiedCertificate | { refused: string } {
+  const blocks = pem.match(PEM_BLOCK) ?? [];
+  if (blocks.length === 0) return { refused: 'the answer holds no PEM certificate' };
+  if (!/^[\r\n\t ]*$/.test(pem.replace(PEM_BLOCK, ''))) return { refused: 'the answer holds more than PEM certificates' };
   let served: X509Certificate[];
   try {
-    served = certificatesOf(pem);
+    served = blocks.map((block) => new X509Certificate(block));
   } catch {
     return { refused: 'the answer holds a certificate that does not parse' };
   }
   const [leaf, ...carried] = served;
-  if (!leaf) return { refused: 'the answer holds no PEM certificate' };
   if (!namesPaypal(leaf)) return { refused: `the certificate names none of ${PAYPAL_CERTIFICATE_NAMES.join(', ')}` };
   const links = [...carried, ...bundledIntermediates()].filter((c) => c.ca);
   let notBefore = Date.parse(leaf.validFrom);
@@ -209,19 +214,19 @@ export function verifyCertificate(pem: string, trust: CertificateTrust, nowMs: n
   return { refused: 'the certificate chain is too long' };
 }
 
-/** How much checking certificates may cost, per endpoint and per sender address. */
+/** How much checking certificates may cost one endpoint, and one sender address of it. */
 export interface CertificateLimits {
   /** Longest wait for a certificate URL's whole answer (default 3000 ms: inside the receive bound of 4.5 s). */
   fetchTimeoutMs: number;
   /** Certificates cached, by URL (least recently used dropped first; default 1000). */
   maxCachedCertificates: number;
-  /** Fetches one endpoint has unanswered at once; past it a delivery naming an uncached URL answers 503 unfetched (default 8). */
+  /** Fetches the endpoint has unanswered at once; past it a delivery naming an uncached URL answers 503 unfetched (default 8). */
   maxFetchesInFlight: number;
   /** How long a URL whose answer failed its checks (or was a 404, a redirect…) is not fetched again (default 60000 ms). */
   refusedMemoryMs: number;
-  /** URLs remembered as refused, per endpoint (default 10000). */
+  /** URLs remembered as refused (default 10000). */
   maxRememberedRefusals: number;
-  /** What one sender address may make an endpoint fetch. */
+  /** What one sender address may make the endpoint fetch. */
   sender: SenderLimits;
 }
 
@@ -231,7 +236,7 @@ export const DEFAULT_CERTIFICATE_LIMITS: CertificateLimits = {
   maxFetchesInFlight: 8,
   refusedMemoryMs: 60_000,
   maxRememberedRefusals: 10_000,
-  // Two fetches at once per address; an address that named more than 60 refused URLs in a minute is refused 429.
+  // Two fetches at once per address; an address whose fetches came to nothing for more than 60 URLs in a minute is refused 429.
   sender: { inFlight: 2, knownInFlight: 0, lookups: 0, notFound: 60, windowMs: 60_000, maxSenders: 10_000 },
 };
 
@@ -248,136 +253,140 @@ function answerWithin(answer: Promise<CertificateAnswer>, timeoutMs: number): Pr
   return Promise.race([answer, late]).finally(() => clearTimeout(timer));
 }
 
-/** What checking a delivery's certificate URL gave. */
-export type CertificateOutcome =
-  | { ok: true; publicKey: KeyObject }
-  /** `invalid_signature`: the URL or its certificate can never verify; `rate_limited`: the sender guesses. */
+/** What checking a delivery's signature against the certificate at its URL gave. */
+export type SignatureOutcome =
+  | { ok: true }
+  /** `invalid_signature`: the URL, its certificate or the signature can never verify; `rate_limited`: the sender guesses. */
   | { ok: false; error: 'invalid_signature' | 'rate_limited'; reason: string }
   /** `503`: no answer now, the sender retries. */
   | { ok: false; error: 'unavailable'; reason: string };
 
 type FetchResult = { verified: VerifiedCertificate } | { refused: string } | { unavailable: string };
 
-/** One endpoint's fetches: in flight, per sender, and the URLs refused lately. */
-interface EndpointFetches {
-  inFlight: number;
-  senders: SenderBudgets;
-  refused: ExpiringSet;
-}
+/** Whether a certificate's key verifies the delivery's signature. */
+export type SignatureCheck = (publicKey: KeyObject) => boolean;
 
 /**
- * PayPal's certificates, fetched from the URLs deliveries name and checked once per URL: a cache of
- * what passed (by URL and trust, until it expires, at most `maxCachedCertificates`), one fetch at a
+ * One endpoint's PayPal certificates, fetched from the URLs deliveries name and checked once per
+ * URL: a cache of what passed (until it expires, at most `maxCachedCertificates`), one fetch at a
  * time per URL (deliveries naming a URL being fetched wait for that fetch), and bounds on what
- * unsigned deliveries can make it fetch: per endpoint, per sender address, and a minute's memory of
- * URLs refused (docs/security.md#paypals-certificate).
+ * unsigned deliveries can make it fetch: at once, per sender address, and a minute's memory of URLs
+ * refused (docs/security.md#paypals-certificate). A cached certificate answers whatever those
+ * budgets say: PayPal's own deliveries name it.
  */
 export class PaypalCertificates {
   private readonly cache = new Map<string, VerifiedCertificate>();
   private readonly running = new Map<string, Promise<FetchResult>>();
-  private readonly byEndpoint = new WeakMap<object, EndpointFetches>();
+  private readonly senders: SenderBudgets;
+  private readonly refused: ExpiringSet;
+  private fetching = 0;
 
   constructor(
+    private readonly trust: CertificateTrust,
     private readonly limits: CertificateLimits = DEFAULT_CERTIFICATE_LIMITS,
     private readonly fetcher: CertificateFetcher = fetchCertificateOverHttps,
-  ) {}
+  ) {
+    this.senders = new SenderBudgets(limits.sender);
+    this.refused = new ExpiringSet(limits.maxRememberedRefusals, limits.refusedMemoryMs);
+  }
 
   /** Certificates cached now (for tests and metrics). */
   get cached(): number {
     return this.cache.size;
   }
 
-  /** Fetches an endpoint has unanswered now (for tests). */
-  inFlight(endpoint: object): number {
-    return this.byEndpoint.get(endpoint)?.inFlight ?? 0;
+  /** Fetches unanswered now (for tests). */
+  get inFlight(): number {
+    return this.fetching;
   }
 
   /**
-   * The public key of the certificate at `url` (already checked against its host list), checked
-   * against `trust` at `nowMs`; `endpoint` and `sender` bound the fetches it may cost.
+   * Whether the certificate at `url` (already checked against the endpoint's hosts and normalised,
+   * so that one certificate has one key) verifies the signature, checked at `nowMs`. A fetch this
+   * delivery started that ends in no verified signature is counted against its sender as a refused
+   * URL is: a sender that makes the service fetch, whatever it names, pays for what came to nothing.
    */
-  async keyFor(url: URL, trust: CertificateTrust, context: { endpoint: object; sender: string; nowMs: number }): Promise<CertificateOutcome> {
-    const key = `${trust.key}\n${url.href}`;
-    const cached = this.fresh(key, context.nowMs);
-    if (cached) return { ok: true, publicKey: cached.publicKey };
-    const fetches = this.fetchesOf(context.endpoint);
-    if (fetches.refused.has(key, context.nowMs)) return { ok: false, error: 'invalid_signature', reason: 'the URL was refused within the last minute' };
-    let result = this.running.get(key);
+  async verify(url: URL, signatureOf: SignatureCheck, context: { sender: string; nowMs: number }): Promise<SignatureOutcome> {
+    const { sender, nowMs } = context;
+    const href = url.href;
+    const cached = this.fresh(href, nowMs);
+    if (cached) return signed(cached, signatureOf);
+    // A digest: what the memories hold per URL is bounded whatever the URL.
+    const memoryKey = createHash('sha256').update(`${this.trust.identity}\n${href}`).digest('base64url');
+    if (this.refused.has(memoryKey, nowMs)) return { ok: false, error: 'invalid_signature', reason: 'the URL was refused within the last minute' };
+    let result = this.running.get(href);
+    const starts = result === undefined;
     if (!result) {
-      if (fetches.senders.limited(context.sender, context.nowMs)) {
-        return { ok: false, error: 'rate_limited', reason: `the sender named more than ${this.limits.sender.notFound} refused certificate URLs within a minute` };
+      if (this.senders.limited(sender, nowMs)) {
+        return { ok: false, error: 'rate_limited', reason: `the sender's fetches came to nothing for more than ${this.limits.sender.notFound} certificate URLs within a minute` };
       }
-      if (fetches.inFlight >= this.limits.maxFetchesInFlight) return { ok: false, error: 'unavailable', reason: `${fetches.inFlight} certificate fetches are unanswered` };
-      if (!fetches.senders.take(context.sender, 'unknown')) return { ok: false, error: 'unavailable', reason: 'the sender has its share of certificate fetches unanswered' };
-      result = this.fetch(key, url, trust, context.nowMs, fetches, context.sender);
+      if (this.fetching >= this.limits.maxFetchesInFlight) return { ok: false, error: 'unavailable', reason: `${this.fetching} certificate fetches are unanswered` };
+      if (!this.senders.take(sender, 'unknown')) return { ok: false, error: 'unavailable', reason: 'the sender has its share of certificate fetches unanswered' };
+      result = this.fetch(href, url, memoryKey, nowMs, sender);
     }
     const outcome = await result;
+    let answer: SignatureOutcome;
     if ('verified' in outcome) {
       const { verified } = outcome;
-      if (context.nowMs < verified.notBefore || context.nowMs > verified.notAfter) return { ok: false, error: 'invalid_signature', reason: 'the certificate is not valid now' };
-      return { ok: true, publicKey: verified.publicKey };
+      answer = nowMs < verified.notBefore || nowMs > verified.notAfter ? { ok: false, error: 'invalid_signature', reason: 'the certificate is not valid now' } : signed(verified, signatureOf);
+    } else if ('refused' in outcome) {
+      answer = { ok: false, error: 'invalid_signature', reason: outcome.refused };
+    } else {
+      answer = { ok: false, error: 'unavailable', reason: outcome.unavailable };
     }
-    if ('refused' in outcome) return { ok: false, error: 'invalid_signature', reason: outcome.refused };
-    return { ok: false, error: 'unavailable', reason: outcome.unavailable };
+    if (starts && !answer.ok) this.senders.notFound(sender, memoryKey, nowMs);
+    return answer;
   }
 
-  private fresh(key: string, nowMs: number): VerifiedCertificate | undefined {
-    const entry = this.cache.get(key);
+  private fresh(href: string, nowMs: number): VerifiedCertificate | undefined {
+    const entry = this.cache.get(href);
     if (!entry) return undefined;
     if (nowMs > entry.notAfter) {
-      this.cache.delete(key);
+      this.cache.delete(href);
       return undefined;
     }
     // Least recently used last.
-    this.cache.delete(key);
-    this.cache.set(key, entry);
+    this.cache.delete(href);
+    this.cache.set(href, entry);
     return nowMs >= entry.notBefore ? entry : undefined;
   }
 
-  private fetchesOf(endpoint: object): EndpointFetches {
-    let fetches = this.byEndpoint.get(endpoint);
-    if (!fetches) {
-      fetches = { inFlight: 0, senders: new SenderBudgets(this.limits.sender), refused: new ExpiringSet(this.limits.maxRememberedRefusals, this.limits.refusedMemoryMs) };
-      this.byEndpoint.set(endpoint, fetches);
-    }
-    return fetches;
-  }
-
   /** One fetch of the URL, shared by the deliveries that name it while it runs. */
-  private fetch(key: string, url: URL, trust: CertificateTrust, nowMs: number, fetches: EndpointFetches, sender: string): Promise<FetchResult> {
-    fetches.inFlight++;
+  private fetch(href: string, url: URL, memoryKey: string, nowMs: number, sender: string): Promise<FetchResult> {
+    this.fetching++;
     const timeoutMs = this.limits.fetchTimeoutMs;
     const result = Promise.resolve()
-      .then(() => answerWithin(this.fetcher(url, { tlsCa: trust.tlsCa, timeoutMs, maxBytes: MAX_CERTIFICATE_BYTES }), timeoutMs))
+      .then(() => answerWithin(this.fetcher(url, { tlsCa: this.trust.tlsCa, timeoutMs, maxBytes: MAX_CERTIFICATE_BYTES }), timeoutMs))
       .then(
         (answer): FetchResult => {
           if (answer.outcome === 'unavailable') return { unavailable: `${url.host} ${answer.reason}` };
           if (answer.outcome === 'refused') return { refused: `${url.host} ${answer.reason}` };
-          const checked = verifyCertificate(answer.pem, trust, nowMs);
+          const checked = verifyCertificate(answer.pem, this.trust, nowMs);
           return 'refused' in checked ? checked : { verified: checked };
         },
         (err: unknown): FetchResult => ({ unavailable: `the certificate fetch failed: ${(err as Error)?.message ?? String(err)}` }),
       )
       .then((outcome) => {
-        if ('verified' in outcome) this.remember(key, outcome.verified);
-        if ('refused' in outcome) {
-          fetches.refused.add(key, nowMs);
-          fetches.senders.notFound(sender, key, nowMs);
-        }
+        if ('verified' in outcome) this.remember(href, outcome.verified);
+        if ('refused' in outcome) this.refused.add(memoryKey, nowMs);
         return outcome;
       })
       .finally(() => {
-        fetches.inFlight--;
-        fetches.senders.give(sender, 'unknown');
-        this.running.delete(key);
+        this.fetching--;
+        this.senders.give(sender, 'unknown');
+        this.running.delete(href);
       });
-    this.running.set(key, result);
+    this.running.set(href, result);
     return result;
   }
 
-  private remember(key: string, verified: VerifiedCertificate): void {
-    this.cache.delete(key);
-    this.cache.set(key, verified);
+  private remember(href: string, verified: VerifiedCertificate): void {
+    this.cache.delete(href);
+    this.cache.set(href, verified);
     while (this.cache.size > this.limits.maxCachedCertificates) this.cache.delete(this.cache.keys().next().value as string);
   }
+}
+
+function signed(certificate: VerifiedCertificate, signatureOf: SignatureCheck): SignatureOutcome {
+  return signatureOf(certificate.publicKey) ? { ok: true } : { ok: false, error: 'invalid_signature', reason: 'the signature does not verify' };
 }

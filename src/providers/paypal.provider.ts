@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { verify } from 'node:crypto';
+import { createHash, verify } from 'node:crypto';
 import { crc32 } from '../common/crc32';
 import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
+import { ExpiringMap } from './call-out';
 import {
   CertificateFetcher,
   CertificateLimits,
@@ -17,6 +18,7 @@ import {
   asObject,
   decimal,
   header,
+  isoDate,
   optionalId,
   ProviderAdapter,
   ProviderEndpoint,
@@ -49,6 +51,21 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]
 /** A host, or a host and port, as `certHosts` lists it. */
 const CERT_HOST = /^[a-z0-9.-]+(?::\d{1,5})?$|^\[[0-9a-f:.]+\](?::\d{1,5})?$/;
 
+/** Where PayPal serves its certificates: this path, then the certificate's name (`CERT-360caa42-…`). */
+export const CERT_PATH = '/v1/notifications/certs/';
+/** A certificate's name: one path segment of unreserved characters (a percent-escape would be another spelling of a name). */
+const CERT_NAME = /^[A-Za-z0-9._~-]+$/;
+/** The longest `PAYPAL-CERT-URL` looked at (PayPal's are under 100 characters). */
+export const MAX_CERT_URL_CHARS = 512;
+
+/**
+ * The webhook id PayPal's Webhooks Simulator signs with: anyone can have deliveries of their choosing
+ * signed for it, so an endpoint of that id would verify anyone's events.
+ */
+const SIMULATOR_WEBHOOK_ID = 'WEBHOOK_ID';
+/** The tolerance a transmission id is remembered for at least (each way): the default's. */
+const MIN_TRANSMISSION_TOLERANCE_MS = 300_000;
+
 /** Where a link of a capture or a refund points: its last path segment is the id. */
 const ORDER_LINK = /\/v2\/checkout\/orders\/([^/?#]+)$/;
 const CAPTURE_LINK = /\/v2\/payments\/captures\/([^/?#]+)$/;
@@ -63,8 +80,8 @@ const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['PAYMENT.CAPTURE.DENIED', 'failed'],
   ['PAYMENT.CAPTURE.DECLINED', 'failed'],
   ['PAYMENT.CAPTURE.REFUNDED', 'refunded'],
-  // Refunds what is left of the capture: a cancel of a captured payment becomes that refund.
-  ['PAYMENT.CAPTURE.REVERSED', 'canceled'],
+  // A refund of the capture's amount, at most what earlier refunds left of it.
+  ['PAYMENT.CAPTURE.REVERSED', 'refunded'],
   ['CUSTOMER.DISPUTE.CREATED', 'disputed'],
   ['CUSTOMER.DISPUTE.RESOLVED', 'dispute_lost'],
 ]);
@@ -87,15 +104,22 @@ const FIELDS = ['webhookId', 'certHosts', 'caFile', 'caPem', 'clientId', 'client
 export interface PaypalProviderOptions {
   /** Fetches a certificate URL (default: Node's `https`, no redirect, 16 KiB at most). */
   fetchCertificate?: CertificateFetcher;
-  /** Bounds on fetches and the cache (docs/security.md#paypals-certificate). */
+  /** Bounds on fetches and the cache, per endpoint (docs/security.md#paypals-certificate). */
   limits?: Partial<CertificateLimits>;
+  /** Transmission ids one endpoint remembers with their body's digest (the oldest dropped first; default 100000). */
+  maxRememberedTransmissions?: number;
 }
 
-/** An endpoint's settings as the adapter uses them, worked out once per endpoint. */
-interface PaypalSettings {
+/** What the adapter keeps per endpoint: its settings, worked out once, its certificates and the transmissions it verified. */
+interface EndpointState {
   webhookId: string;
   certHosts: readonly string[];
-  trust: CertificateTrust;
+  certificates: PaypalCertificates;
+  /**
+   * Transmission id → SHA-256 of the body it verified with, for as long as a delivery of that
+   * transmission can be within tolerance. Made with the first delivery, whose tolerance it follows.
+   */
+  transmissions?: ExpiringMap<string>;
 }
 
 /** The links of a resource with `rel`, their `href`s. */
@@ -157,12 +181,6 @@ function resourceNamed(resource: Record<string, unknown> | undefined, eventType:
   return resource.id;
 }
 
-function isoDate(value: unknown): Date | null {
-  if (typeof value !== 'string') return null;
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? null : date;
-}
-
 /** The signed headers of a delivery, or null when one is absent or unparseable (`missing_signature`). */
 function signedHeaders(delivery: RawDelivery): { id: string; time: string; timeMs: number; signature: Buffer; certUrl: string } | null {
   const id = header(delivery.headers, H.id);
@@ -178,33 +196,53 @@ function signedHeaders(delivery: RawDelivery): { id: string; time: string; timeM
   return { id, time, timeMs, signature: Buffer.from(sig, 'base64'), certUrl };
 }
 
-/** The certificate URL as the endpoint allows it: `https:`, no credentials, its host (and port) listed; else null. */
+/**
+ * The certificate URL as the endpoint allows it, normalised (one spelling per certificate, the key
+ * of its cache entry): `https:`, at most MAX_CERT_URL_CHARS, no credentials, no query or fragment,
+ * its host (and port) listed, a certificate's name under CERT_PATH; else null.
+ */
 export function allowedCertUrl(value: string, certHosts: readonly string[]): URL | null {
+  if (value.length > MAX_CERT_URL_CHARS || /[@?#]/.test(value)) return null;
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     return null;
   }
-  if (url.protocol !== 'https:' || url.username !== '' || url.password !== '') return null;
-  return certHosts.includes(url.host.toLowerCase()) ? url : null;
+  if (url.protocol !== 'https:' || !certHosts.includes(url.host)) return null;
+  if (!url.pathname.startsWith(CERT_PATH) || !CERT_NAME.test(url.pathname.slice(CERT_PATH.length))) return null;
+  return new URL(`https://${url.host}${url.pathname}`);
 }
 
-/** `certHosts` as configured, lower case; null when it is not a non-empty list of hosts. */
+/**
+ * `certHosts` as configured, each as a URL's `host` reads it (lower case, the default port dropped,
+ * an IPv6 address compressed), so that it matches the host of the URLs PayPal sends; null when it
+ * is not a non-empty list of hosts.
+ */
 function certHostsOf(value: unknown): string[] | null {
   if (value === undefined) return [...DEFAULT_CERT_HOSTS];
   if (!Array.isArray(value) || value.length === 0) return null;
-  const hosts = value.map((h) => (typeof h === 'string' ? h.toLowerCase() : ''));
-  return hosts.every((h) => CERT_HOST.test(h)) ? hosts : null;
+  const hosts: string[] = [];
+  for (const entry of value) {
+    if (typeof entry !== 'string' || !CERT_HOST.test(entry.toLowerCase())) return null;
+    try {
+      hosts.push(new URL(`https://${entry}`).host);
+    } catch {
+      return null;
+    }
+  }
+  return hosts;
 }
 
 /**
  * PayPal (docs/webhooks.md#paypal): each delivery is signed with RSA-SHA256 over
  * `<transmission id>|<transmission time>|<webhookId>|<CRC32 of the raw body>` by the key of a
- * certificate PayPal serves at `PAYPAL-CERT-URL`. The certificate is fetched only from the
- * endpoint's `certHosts` over HTTPS, checked (chained to a trusted CA, valid now, issued to PayPal's
- * signing name) and cached per URL; what fetching it may cost is bounded per endpoint and per
- * sender address (docs/security.md#paypals-certificate).
+ * certificate PayPal serves at `PAYPAL-CERT-URL`. The certificate is fetched only from PayPal's
+ * certificate path on the endpoint's `certHosts` over HTTPS, checked (chained to a trusted CA, valid
+ * now, issued to PayPal's signing name) and cached per normalised URL; what fetching it may cost is
+ * bounded per endpoint and per sender address (docs/security.md#paypals-certificate). The body is
+ * signed only through its CRC32, so a transmission verified with one body is refused with another
+ * (docs/webhooks.md#what-paypals-signature-protects).
  *
  * Refunds and disputes name the capture, not the order: their events are about that capture's
  * payment, which the module remembers when a capture event is processed (`ProviderEvent.captureId`,
@@ -212,28 +250,42 @@ function certHostsOf(value: unknown): string[] | null {
  */
 export function createPaypalProvider(options: PaypalProviderOptions = {}): ProviderAdapter {
   const limits: CertificateLimits = { ...DEFAULT_CERTIFICATE_LIMITS, ...options.limits, sender: { ...DEFAULT_CERTIFICATE_LIMITS.sender, ...options.limits?.sender } };
-  const certificates = new PaypalCertificates(limits, options.fetchCertificate);
-  const settingsByEndpoint = new WeakMap<ProviderEndpoint, PaypalSettings>();
+  const maxTransmissions = options.maxRememberedTransmissions ?? 100_000;
+  // Per endpoint object: two apps in one process (two tests, say) never share a cache or a budget.
+  const byEndpoint = new WeakMap<ProviderEndpoint, EndpointState>();
+  /** The trust of each `caFile`, as read when an endpoint naming it was checked at start. */
+  const caFiles = new Map<string, CertificateTrust>();
 
-  /** The CA bundle an endpoint names, as PEM: `caPem` itself, or the file `caFile` names. */
-  function caBundle(settings: Readonly<Record<string, unknown>>): { pem: string; key: string } | null {
-    if (typeof settings.caPem === 'string') return { pem: settings.caPem, key: `pem:${settings.caPem}` };
-    if (typeof settings.caFile === 'string') return { pem: readFileSync(settings.caFile, 'latin1'), key: `file:${settings.caFile}` };
-    return null;
+  function trustOf(settings: Readonly<Record<string, unknown>>): CertificateTrust {
+    if (typeof settings.caPem === 'string') return bundleTrust(settings.caPem);
+    if (typeof settings.caFile === 'string') {
+      // An endpoint resolved without its start-up check (one built by hand) reads its file here.
+      return caFiles.get(settings.caFile) ?? bundleTrust(readFileSync(settings.caFile, 'latin1'));
+    }
+    return systemCertificateTrust();
   }
 
-  function settingsOf(endpoint: ProviderEndpoint): PaypalSettings {
-    let settings = settingsByEndpoint.get(endpoint);
-    if (settings) return settings;
+  function stateOf(endpoint: ProviderEndpoint): EndpointState {
+    let state = byEndpoint.get(endpoint);
+    if (state) return state;
     const s = endpoint.settings;
-    const bundle = caBundle(s);
-    settings = {
+    state = {
       webhookId: String(s.webhookId),
       certHosts: certHostsOf(s.certHosts) ?? [],
-      trust: bundle ? bundleTrust(bundle.pem, bundle.key) : systemCertificateTrust(),
+      certificates: new PaypalCertificates(trustOf(s), limits, options.fetchCertificate),
     };
-    settingsByEndpoint.set(endpoint, settings);
-    return settings;
+    byEndpoint.set(endpoint, state);
+    return state;
+  }
+
+  /**
+   * A delivery of a transmission is signed at its transmission time and verifies within tolerance
+   * of it, each way: remembered from its first delivery for twice the tolerance (and at least the
+   * default's five minutes each way), every delivery of it that can still verify finds it.
+   */
+  function transmissionsOf(state: EndpointState, toleranceSeconds: number): ExpiringMap<string> {
+    state.transmissions ??= new ExpiringMap(maxTransmissions, 2 * Math.max(toleranceSeconds * 1000, MIN_TRANSMISSION_TOLERANCE_MS));
+    return state.transmissions;
   }
 
   function identify(body: Record<string, unknown>, text: string, transmissionId: string): ReceivedEvent {
@@ -254,8 +306,9 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
     name: 'paypal',
     storedHeaders: [H.id, H.time, H.certUrl, H.algo, H.sig, 'paypal-auth-version'],
     signatureHeaders: [H.sig],
-    // `resource.payee.merchant_id`, when a capture or an authorization carries it.
-    declaresAccount: true,
+    // Most events carry no `resource.payee`: an endpoint serves one account. A `payee.merchant_id`
+    // that is present is still checked against it.
+    declaresAccount: false,
     // The key is PayPal's certificate's, fetched per delivery: an endpoint has no secret.
     secrets: 'none',
     endpointFields: FIELDS,
@@ -268,13 +321,18 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
       if (typeof webhookId !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(webhookId)) {
         return '"webhookId" is required: the id PayPal shows for the webhook (letters, digits, - and _)';
       }
+      if (webhookId.toUpperCase() === SIMULATOR_WEBHOOK_ID) {
+        return `"webhookId" ${webhookId} is the id PayPal's Webhooks Simulator signs with: anyone can have deliveries signed for it`;
+      }
       if (certHostsOf(certHosts) === null) return '"certHosts" must be a non-empty list of hosts (with a port where one is used), such as ["api.paypal.com"]';
       if (caFile !== undefined && caPem !== undefined) return 'give "caFile" or "caPem", not both';
       if (caFile !== undefined && (typeof caFile !== 'string' || caFile === '')) return '"caFile" must be the path of a PEM bundle';
       if (caPem !== undefined && typeof caPem !== 'string') return '"caPem" must be a PEM bundle (text)';
       if (caFile !== undefined || caPem !== undefined) {
         try {
-          bundleTrust(caPem !== undefined ? (caPem as string) : readFileSync(caFile as string, 'latin1'), 'check');
+          // The file is read here, once: a delivery never waits for the disk, nor finds the file changed.
+          const trust = bundleTrust(caPem !== undefined ? (caPem as string) : readFileSync(caFile as string, 'latin1'));
+          if (caFile !== undefined) caFiles.set(caFile as string, trust);
         } catch (err) {
           const why = (err as NodeJS.ErrnoException).code ? `cannot be read (${(err as NodeJS.ErrnoException).code})` : (err as Error).message;
           return caPem !== undefined ? `"caPem" ${why}` : `"caFile" ${why}`;
@@ -294,19 +352,29 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
     async receive(delivery: RawDelivery, context: ReceiveContext): Promise<ReceiveResult> {
       const signed = signedHeaders(delivery);
       if (!signed) return { ok: false, error: 'missing_signature' };
-      const settings = settingsOf(context.endpoint);
-      const url = allowedCertUrl(signed.certUrl, settings.certHosts);
+      const state = stateOf(context.endpoint);
+      const url = allowedCertUrl(signed.certUrl, state.certHosts);
       if (!url) return { ok: false, error: 'invalid_signature' };
-      const certificate = await certificates.keyFor(url, settings.trust, { endpoint: context.endpoint, sender: context.sender, nowMs: context.nowMs });
-      if (!certificate.ok) {
-        if (certificate.error === 'unavailable') throw new Error(`PayPal's certificate could not be had: ${certificate.reason}`);
-        return { ok: false, error: certificate.error };
+      const content = Buffer.from(`${signed.id}|${signed.time}|${state.webhookId}|${crc32(delivery.body)}`);
+      const checked = await state.certificates.verify(url, (publicKey) => verify('sha256', content, publicKey, signed.signature), {
+        sender: context.sender,
+        nowMs: context.nowMs,
+      });
+      if (!checked.ok) {
+        if (checked.error === 'unavailable') throw new Error(`PayPal's certificate could not be had: ${checked.reason}`);
+        return { ok: false, error: checked.error };
       }
-      const content = `${signed.id}|${signed.time}|${settings.webhookId}|${crc32(delivery.body)}`;
-      if (!verify('sha256', Buffer.from(content), certificate.publicKey, signed.signature)) return { ok: false, error: 'invalid_signature' };
+      // PayPal signs the body's CRC32, not the body, and anyone can write other bytes of the same
+      // CRC32: a transmission verified with one body is refused with any other. The same bytes
+      // again are a resend of the same delivery.
+      const digest = createHash('sha256').update(delivery.body).digest('base64url');
+      const transmissions = transmissionsOf(state, context.toleranceSeconds);
+      const seen = transmissions.get(signed.id, context.nowMs);
+      if (seen !== undefined && seen !== digest) return { ok: false, error: 'invalid_signature' };
       if (context.toleranceSeconds > 0 && Math.abs(context.nowMs - signed.timeMs) > context.toleranceSeconds * 1000) {
         return { ok: false, error: 'timestamp_out_of_tolerance' };
       }
+      if (seen === undefined) transmissions.set(signed.id, digest, context.nowMs);
       const { text: bodyText, body } = readJsonObject(delivery.body);
       return { ok: true, secretIndex: null, events: [identify(body, bodyText, signed.id)] };
     },
@@ -323,9 +391,12 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
         const money = asObject(isDispute(eventType) ? resource.dispute_amount : resource.amount);
         const refundId = text(resource.id);
         const outcome = text(asObject(resource.dispute_outcome)?.outcome_code);
-        const kind = eventType === 'CUSTOMER.DISPUTE.RESOLVED' && outcome !== null && KEPT_BY_SELLER.has(outcome) ? 'dispute_won' : baseKind;
+        // A resolution that does not say for whom decides nothing: ignored, never guessed lost.
+        if (eventType === 'CUSTOMER.DISPUTE.RESOLVED' && outcome === null) return null;
+        const kind = eventType === 'CUSTOMER.DISPUTE.RESOLVED' && KEPT_BY_SELLER.has(outcome!) ? 'dispute_won' : baseKind;
         const value = decimal(money?.value);
         if (REFUNDS.has(eventType) && (refundId === null || value === null)) return null;
+        const reversal = eventType === 'PAYMENT.CAPTURE.REVERSED';
         return {
           kind,
           resourceId,
@@ -334,7 +405,7 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
           amount: null,
           currency: text(money?.currency_code),
           refundedAmount: null,
-          refund: REFUNDS.has(eventType) ? { id: refundId!, amount: value! } : null,
+          refund: REFUNDS.has(eventType) ? { id: refundId!, amount: value!, ...(reversal ? { reversal } : {}) } : null,
           declaredAccount,
           occurredAt,
         };

@@ -1,14 +1,18 @@
 import request from 'supertest';
+import { crc32 } from '../../src/common/crc32';
 import type { EndpointDefinition } from '../../src/config/options';
 import { paypalHeaders, paypalTransmissionTime, PaypalCertServer, startPaypalCertServer } from '../../src/testing/paypal';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { paypalBody } from '../fixtures/paypal';
 import { AUTH, createTestApp, eventually, PLATFORMS, TestApp, truncateAll } from '../support/app';
+import { padToCrc32 } from '../support/crc32-collision';
 import { driver, uniqueId } from '../support/domain';
 
 const WEBHOOK_ID = '4JH86294D6297924G';
 const ACCOUNT = 'MERCHANTPP1';
+/** The account of a second endpoint, for what one account's events may do to another's payments. */
+const OTHER_ACCOUNT = 'MERCHANTPP2';
 
 const FAST = { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepIntervalMs: 200, sweepAfterMs: 100, inboxAttempts: 3, inboxBackoffMs: 50 };
 
@@ -94,6 +98,7 @@ describe.each(PLATFORMS)('%s: PayPal webhooks, end to end (workers on)', (platfo
     certs = await startPaypalCertServer();
     const endpoints: EndpointDefinition[] = [
       { id: 'paypal-main', provider: 'paypal', secrets: [], merchantAccountId: ACCOUNT, webhookId: WEBHOOK_ID, caPem: certs.caPem, certHosts: [certs.certHost] },
+      { id: 'paypal-other', provider: 'paypal', secrets: [], merchantAccountId: OTHER_ACCOUNT, webhookId: WEBHOOK_ID, caPem: certs.caPem, certHosts: [certs.certHost] },
     ];
     t = await createTestApp(
       { endpoints, runWorkers: true, carriers: [{ name: 'default', url: sim.url, timeoutMs: 1_000 }], tuning: FAST, webhookMaxBodyBytes: 64 * 1024 },
@@ -111,11 +116,12 @@ describe.each(PLATFORMS)('%s: PayPal webhooks, end to end (workers on)', (platfo
     sim.reset();
   });
 
-  const post = (text: string, headers: Record<string, string>) => request(t.app.getHttpServer()).post('/webhooks/paypal-main').set(headers).send(text);
+  const post = (text: string, headers: Record<string, string>, endpointId = 'paypal-main') =>
+    request(t.app.getHttpServer()).post(`/webhooks/${endpointId}`).set(headers).send(text);
   /** Signs and posts a body as PayPal does (a new transmission each time). */
-  async function deliver(body: Record<string, unknown> | string, expected: 'accepted' | 'duplicate' = 'accepted') {
+  async function deliver(body: Record<string, unknown> | string, expected: 'accepted' | 'duplicate' = 'accepted', endpointId = 'paypal-main') {
     const text = typeof body === 'string' ? body : JSON.stringify(body);
-    const res = await post(text, signedHeaders('paypal', WEBHOOK_ID, text, { certUrl: certs.certUrl }));
+    const res = await post(text, signedHeaders('paypal', WEBHOOK_ID, text, { certUrl: certs.certUrl }), endpointId);
     expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { status: expected, eventId: JSON.parse(text).id } });
     return text;
   }
@@ -220,6 +226,68 @@ describe.each(PLATFORMS)('%s: PayPal webhooks, end to end (workers on)', (platfo
     expect(await paymentOf(order.id)).toMatchObject({ status: 'refunded', refundedAmount: '49.90' });
   });
 
+  it('PAYMENT.CAPTURE.REVERSED of a payment not captured yet is a refund too early: rejected/illegal_transition, never a cancel, and applied once the capture completes', async () => {
+    const reference = uniqueId('ORD');
+    const order = await d.createOrder('49.90', 'EUR', { reference });
+    const ids = { orderId: paypalId('O'), captureId: paypalId('C'), reference };
+    const pending = capture('PAYMENT.CAPTURE.PENDING', ids);
+    await deliver(pending);
+    expect(await d.processed(idOf(pending))).toMatchObject({ status: 'processed', outcome: 'applied' });
+    const reversed = refund('PAYMENT.CAPTURE.REVERSED', { refundId: paypalId('R'), captureId: ids.captureId, value: '49.90' });
+    await deliver(reversed);
+    const early = await d.processed(idOf(reversed));
+    const payment = await paymentOf(order.id);
+    console.log(`[${platform}] a reversal of a payment still processing: ${early.status}/${early.outcome}, payment ${payment.status}`);
+    expect(early).toMatchObject({ status: 'rejected', outcome: 'illegal_transition' });
+    expect(payment).toMatchObject({ status: 'processing', refundedAmount: '0.00' });
+    const completed = capture('PAYMENT.CAPTURE.COMPLETED', ids);
+    await deliver(completed);
+    expect(await d.processed(idOf(completed))).toMatchObject({ status: 'processed', outcome: 'applied' });
+    await eventually(async () => (await paymentOf(order.id))?.status === 'refunded', 15_000, 'the early reversal applied once captured');
+    expect(await paymentOf(order.id)).toMatchObject({ status: 'refunded', refundedAmount: '49.90' });
+  });
+
+  it("another account's refund naming a capture of this account moves nothing: it waits for a capture of its own account", async () => {
+    const { order, captureId } = await paidOrder();
+    // Through the other account's endpoint: the capture is looked up in that account, where it is not.
+    const foreign = refund('PAYMENT.CAPTURE.REFUNDED', { refundId: paypalId('R'), captureId, value: '49.90' });
+    await deliver(foreign, 'accepted', 'paypal-other');
+    const outcome = await d.processed(idOf(foreign), 30_000);
+    expect(outcome).toMatchObject({ status: 'unmatched', outcome: 'payment_not_found' });
+    // The same, declaring this account as payee: the other endpoint does not serve it.
+    const declaring = { ...refund('PAYMENT.CAPTURE.REFUNDED', { refundId: paypalId('R'), captureId, value: '49.90' }) };
+    (declaring.resource as Record<string, unknown>).payee = { merchant_id: ACCOUNT };
+    await deliver(declaring, 'accepted', 'paypal-other');
+    expect(await d.processed(idOf(declaring))).toMatchObject({ status: 'rejected', outcome: 'account_mismatch' });
+    console.log(`[${platform}] another account's refunds of this account's capture: ${outcome.status}/${outcome.outcome}, then account_mismatch`);
+    expect(await paymentOf(order.id)).toMatchObject({ merchantAccountId: ACCOUNT, status: 'succeeded', refundedAmount: '0.00' });
+    expect((await d.getOrder(order.id)).status).not.toBe('refunded');
+  });
+
+  it("a body of another event with the genuine body's CRC32, under the genuine headers: 401 once the genuine one came, nothing recorded; the genuine bytes again are a duplicate", async () => {
+    const reference = uniqueId('ORD');
+    const order = await d.createOrder('49.90', 'EUR', { reference });
+    const ids = { orderId: paypalId('O'), captureId: paypalId('C'), reference };
+    const genuine = JSON.stringify(capture('PAYMENT.CAPTURE.COMPLETED', ids));
+    const headers = paypalHeaders(WEBHOOK_ID, genuine, { certUrl: certs.certUrl });
+    expect((await post(genuine, headers)).status).toBe(200);
+    await d.processed(JSON.parse(genuine).id);
+    // What anyone who saw the delivery can write: a refund of the whole capture, padded to the same CRC32.
+    const refundText = JSON.stringify(refund('PAYMENT.CAPTURE.REFUNDED', { refundId: paypalId('R'), captureId: ids.captureId, value: '49.90' }));
+    // Text, so that supertest sends the bytes as they are (a Buffer with a JSON content type it would serialise).
+    const forged = padToCrc32(Buffer.from(refundText), crc32(Buffer.from(genuine))).toString('utf8');
+    expect(crc32(Buffer.from(forged))).toBe(crc32(Buffer.from(genuine)));
+    const rows = await d.count('SELECT 1 FROM webhook_inbox');
+    const res = await post(forged, headers);
+    console.log(`[${platform}] a forged refund of the genuine CRC32 under the genuine headers: ${res.status} ${JSON.stringify(res.body)}`);
+    expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { error: 'invalid_signature' } });
+    expect(await d.count('SELECT 1 FROM webhook_inbox')).toBe(rows);
+    expect(await paymentOf(order.id)).toMatchObject({ status: 'succeeded', refundedAmount: '0.00' });
+    // PayPal's resend of that transmission: the same bytes, a duplicate.
+    const again = await post(genuine, headers);
+    expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: { status: 'duplicate', eventId: JSON.parse(genuine).id } });
+  });
+
   it('a refund of a capture not seen yet waits (unmatched/payment_not_found) and is applied once the capture is processed', async () => {
     const reference = uniqueId('ORD');
     const order = await d.createOrder('49.90', 'EUR', { reference });
@@ -253,6 +321,17 @@ describe.each(PLATFORMS)('%s: PayPal webhooks, end to end (workers on)', (platfo
     await deliver(buyerWins);
     expect(await d.processed(idOf(buyerWins))).toMatchObject({ status: 'processed', outcome: 'applied' });
     expect(await paymentOf(lost.order.id)).toMatchObject({ status: 'dispute_lost' });
+
+    // A resolution that names no outcome decides nothing.
+    const open = await paidOrder();
+    const opening = dispute('CUSTOMER.DISPUTE.CREATED', open.captureId);
+    await deliver(opening);
+    expect(await d.processed(idOf(opening))).toMatchObject({ status: 'processed', outcome: 'applied' });
+    const unsaid = dispute('CUSTOMER.DISPUTE.RESOLVED', open.captureId);
+    (unsaid.resource as Record<string, unknown>).status = 'RESOLVED';
+    await deliver(unsaid);
+    expect(await d.processed(idOf(unsaid))).toMatchObject({ status: 'ignored' });
+    expect(await paymentOf(open.order.id)).toMatchObject({ status: 'disputed' });
   });
 
   it("another merchant's capture (resource.payee.merchant_id) is recorded and answered, then rejected/account_mismatch; nothing paid", async () => {
