@@ -8,6 +8,7 @@ import { migrateCommand, statusCommand } from './migrate.command';
 import { reconcileCommand } from './reconcile.command';
 import { simulateCommand } from './simulate.command';
 import { conformanceCommand } from './conformance.command';
+import { paypalTestCaCommand } from './paypal-test-ca.command';
 import { CliCommand, CliContext, CliExit, describeDatabase, EXIT } from './context';
 
 export { CliExit, EXIT } from './context';
@@ -19,6 +20,7 @@ export const COMMANDS: Record<string, CliCommand> = {
   backfill: backfillCommand,
   simulate: simulateCommand,
   conformance: conformanceCommand,
+  'paypal-test-ca': paypalTestCaCommand,
 };
 
 export function usage(): string {

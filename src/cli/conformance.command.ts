@@ -19,11 +19,13 @@ import { isSigningSecret } from '../providers/standard-keys';
 import { adyenLibrary, isAdyenKey } from './remote/adyen';
 import { CHECK_SUMMARIES, CHECKS, CheckResult, runConformance } from './remote/conformance';
 import { serveObjects } from './remote/objects-server';
-import type { RemoteProvider } from './remote/events';
+import { REMOTE_PROVIDERS, type RemoteProvider } from './remote/events';
+import { PROVIDER_OPTIONS, readProviderSettings, startPaypalKit } from './remote/provider-options';
+import type { PaypalCertServer } from '../testing/paypal';
 import { mollieRefusal } from './simulate.command';
 
 /** The providers the checks can play (not mollie: its deliveries are authenticated by Mollie's own API). */
-const PROVIDERS: readonly RemoteProvider[] = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen'];
+const PROVIDERS: readonly RemoteProvider[] = REMOTE_PROVIDERS;
 
 const USAGE = [
   `usage: payment-webhooks conformance --url <base URL> --endpoint <id> --provider ${PROVIDERS.join('|')}`,
@@ -49,6 +51,13 @@ const USAGE = [
   "  its notification is sent: point the endpoint's apiBaseUrl at http://<host:port>, reachable from the service.",
   "  --stripe-api-key-file: the endpoint's apiKey, which each fetch must carry (default: any bearer); never printed.",
   '  Thin adds the checks missing-object and fetched-once; every other check applies to thin as it is.',
+  "  paypal: --secret is the endpoint's webhookId. The kit signs with its own key and serves the certificate on",
+  '  https://127.0.0.1:<--paypal-cert-port> (default a free port, printed on stderr): the endpoint must list',
+  '  "certHosts": ["127.0.0.1:<port>"] and "caFile": a file holding the kit\'s CA (payment-webhooks paypal-test-ca),',
+  '  and the service run on this machine. checkout: the webhook\'s signature key. square: the signature key,',
+  "  --merchant <merchant_id> (the endpoint's account) and --notification-url <url>, the endpoint's notificationUrl",
+  '  exactly (default <url>/webhooks/<endpoint> when that is https). paddle: the destination\'s secret key',
+  '  (pdl_ntfset_…; several sign at once, as during a rotation).',
   '  One line per check, PASS|FAIL <check> — <detail>, then "conformance: N/M checks pass"; --json prints one JSON',
   '  document instead. Exit 0 only when every check passes, 1 when one fails, 2 when it could not run.',
   '  Checks:',
@@ -75,6 +84,7 @@ export const conformanceCommand: CliCommand = {
       wait: { type: 'string' },
       json: { type: 'boolean' },
       ...THIN_OPTIONS,
+      ...PROVIDER_OPTIONS,
     });
     requireOptions('conformance', USAGE, values, ['url', 'endpoint', 'provider', secretsGiven(values), adminTokenGiven(values['admin-token'], ctx.remoteEnv)]);
     if (values.provider === 'mollie') throw new CliExit(EXIT.couldNotRun, mollieRefusal('conformance'));
@@ -100,13 +110,16 @@ export const conformanceCommand: CliCommand = {
       }
       adyenLibrary('conformance');
     }
+    const settings = readProviderSettings('conformance', values.provider as RemoteProvider, values, secrets, values.url!, values.endpoint!);
     const adminToken = readAdminToken('conformance', values['admin-token'], ctx.remoteEnv)!;
 
     const json = values.json === true;
     const startedAt = new Date().toISOString();
     const objects = serving ? await serveObjects('conformance', serving.address, serving.apiKey) : undefined;
+    let paypal: PaypalCertServer | undefined;
     let results: CheckResult[];
     try {
+      if (settings.paypalCertPort !== undefined) paypal = await startPaypalKit('conformance', settings.paypalCertPort, (line) => process.stderr.write(`${line}\n`));
       results = await runConformance({
         url: url.toString(),
         endpoint: values.endpoint!,
@@ -120,9 +133,12 @@ export const conformanceCommand: CliCommand = {
         onResult: json ? undefined : (r) => ctx.out(formatResult(r)),
         payloadStyle: style,
         objects,
+        notificationUrl: settings.notificationUrl,
+        paypalCertUrl: paypal?.certUrl,
       });
     } finally {
       await objects?.close();
+      await paypal?.close();
     }
     const passed = results.filter((r) => r.pass).length;
     if (json) {

@@ -17,7 +17,9 @@ import { CliCommand, CliExit, EXIT, RemoteEnv } from './context';
 import { isSigningSecret } from '../providers/standard-keys';
 import { deliver, type Delivery, describeWithCause, joinUrl, send, webhookUrl } from './remote/delivery';
 import { adyenLibrary, isAdyenKey } from './remote/adyen';
-import type { PayloadStyle, RemoteProvider } from './remote/events';
+import { REMOTE_PROVIDERS, type PayloadStyle, type RemoteProvider } from './remote/events';
+import { PROVIDER_OPTIONS, readProviderSettings, startPaypalKit } from './remote/provider-options';
+import type { PaypalCertServer } from '../testing/paypal';
 import { type ObjectServer, serveObjects } from './remote/objects-server';
 import {
   ORDER_AMOUNT,
@@ -33,7 +35,7 @@ import {
 } from './remote/simulation';
 import { attemptsOf, formatDuration, SCHEDULE_NAMES, ScheduleName, SCHEDULES, seededRandom } from './remote/schedules';
 
-const PROVIDERS: readonly RemoteProvider[] = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen'];
+const PROVIDERS: readonly RemoteProvider[] = REMOTE_PROVIDERS;
 
 /** Why `--provider mollie` is refused, by simulate and conformance alike. */
 export function mollieRefusal(command: string): string {
@@ -44,7 +46,7 @@ export function mollieRefusal(command: string): string {
 }
 
 const USAGE = [
-  'usage: payment-webhooks simulate --url <base URL> --endpoint <id> --provider paymos|factuarea|stripe|standard|adyen',
+  `usage: payment-webhooks simulate --url <base URL> --endpoint <id> --provider ${REMOTE_PROVIDERS.join('|')}`,
   '         --secret-file <path> | --secret <s> [options]',
   '  Sends signed events to <base URL>/webhooks/<id> as the provider would, retries every failed delivery on the',
   "  provider's published schedule (shrunk by --time-scale), and prints what the service answered.",
@@ -55,6 +57,9 @@ const USAGE = [
   '                           standard: a whsec_ signs v1, a whsk_ (ed25519 private key) v1a; both may sign at once',
   "                           adyen: the endpoint's hex HMAC key; each item carries one signature, by the first key",
   '                           (Adyen signs with its current key only); signed with the official @adyen/api-library',
+  "                           paypal: the endpoint's webhookId (the kit signs with its own key: --paypal-cert-port);",
+  "                           checkout, square: the webhook's signature key (one); paddle: the destination's secret key",
+  '                           (pdl_ntfset_…; several sign at once, as during a rotation)',
   "  --events N               distinct events (default 10), in the provider's payment lifecycles (Factuarea: created,",
   '                           sent, paid); the last payment may lack its first steps, every payment ends paid',
   '  --duplicates <0..1>      share of events the provider sends again on its own once acknowledged (default 0);',
@@ -64,15 +69,22 @@ const USAGE = [
   '  --concurrency C          requests in flight at once (default 8); waiting retries hold none',
   '  --batch N                adyen: events one delivery carries (default 1, at most 100), as Adyen batches them;',
   '                           a delivery is retried, and sent again, as a whole',
-  "  --schedule <name>        paymos|factuarea|stripe|standard|adyen (default: the provider's own)",
+  `  --schedule <name>        ${SCHEDULE_NAMES.join('|')} (default: the provider's own)`,
   '  --time-scale X           divides every wait between attempts by X (default 1, real time; 120 makes 1 min 0.5 s)',
   '  --timeout <ms>           per request, not scaled (default 10000)',
-  '  --merchant <account>     the account the bodies declare (not paymos; an endpoint of many accounts needs one;',
+  '  --merchant <account>     the account the bodies declare (not paymos, checkout, paddle: their bodies declare none;',
+  "                           square: required, the merchant_id, the endpoint's account; paypal: payee.merchant_id;",
+  '                           an endpoint of many accounts needs one;',
   "                           adyen: required, the merchantAccountCode, the endpoint's merchantAccountId;",
   '                           stripe thin: the notifications\' context, the connected account)',
   '  --payload-style <style>  stripe: snapshot (default; events carry the object) or thin: the thin twin of each',
   '                           event (type v1.<type>, a fresh evt_test_ id, related_object naming the object), for an',
   '                           endpoint with "payloadStyle": "thin"',
+  '  --notification-url <url> square: the endpoint\'s notificationUrl exactly, which Square signs before the body',
+  '                           (default <url>/webhooks/<endpoint> when that is https); square needs --merchant too',
+  '  --paypal-cert-port <n>   paypal: the kit serves its signing certificate on https://127.0.0.1:<n> (default a free',
+  '                           port, printed on stderr); the endpoint lists "certHosts": ["127.0.0.1:<n>"] and "caFile":',
+  "                           a file of the kit's CA (payment-webhooks paypal-test-ca); the service runs on this machine",
   '  --serve-objects <host:port>',
   '                           with thin, required: for the run, serves GET /v1/payment_intents|charges|disputes/{id}',
   "                           there (404 resource_missing otherwise), the object each notification names put in before",
@@ -131,6 +143,10 @@ export interface SimulateOptions {
   /** Stripe: `thin` sends notifications, their objects served at `serving`. */
   payloadStyle: PayloadStyle;
   serving?: ThinServing;
+  /** Square: the endpoint's notificationUrl, signed before the body. */
+  notificationUrl?: string;
+  /** PayPal: the port of the kit's certificate server on 127.0.0.1 (0: a free one). */
+  paypalCertPort?: number;
 }
 
 function usageError(message: string): never {
@@ -190,6 +206,7 @@ export function parseSimulateArgs(args: string[], env: RemoteEnv = {}): Simulate
     seed: { type: 'string' },
     json: { type: 'boolean' },
     ...THIN_OPTIONS,
+    ...PROVIDER_OPTIONS,
   });
   requireOptions('simulate', USAGE, v, ['url', 'endpoint', 'provider', secretsGiven(v)]);
   const adminToken = readAdminToken('simulate', v['admin-token'], env);
@@ -205,7 +222,10 @@ export function parseSimulateArgs(args: string[], env: RemoteEnv = {}): Simulate
     const which = v['secret-file'] === undefined ? '--secret of a standard endpoint' : '--secret-file: each secret of a standard endpoint';
     usageError(`${which} must be whsec_ or whsk_ followed by base64 (Standard Webhooks signs with the decoded key: whsec_ v1, whsk_ v1a)`);
   }
-  if (provider === 'paymos' && v.merchant !== undefined) usageError('--merchant does not apply to paymos: its bodies declare no account');
+  if ((provider === 'paymos' || provider === 'checkout' || provider === 'paddle') && v.merchant !== undefined) {
+    usageError(`--merchant does not apply to ${provider}: its bodies declare no account`);
+  }
+  const settings = readProviderSettings('simulate', provider, v, secrets, v.url!, v.endpoint!);
   if (v.merchant === '') usageError('--merchant must not be empty');
   if (provider === 'adyen') {
     if (!secrets.every(isAdyenKey)) {
@@ -248,6 +268,7 @@ export function parseSimulateArgs(args: string[], env: RemoteEnv = {}): Simulate
     json: v.json ?? false,
     payloadStyle,
     ...(serving ? { serving } : {}),
+    ...settings,
   };
 }
 
@@ -666,6 +687,13 @@ export const simulateCommand: CliCommand = {
 
     // Listening first: an address that cannot be served ends the command before anything is created or sent.
     const objects = options.serving ? await serveObjects('simulate', options.serving.address, options.serving.apiKey) : undefined;
+    let paypal: PaypalCertServer | undefined;
+    try {
+      if (options.paypalCertPort !== undefined) paypal = await startPaypalKit('simulate', options.paypalCertPort, (line) => process.stderr.write(`${line}\n`));
+    } catch (err) {
+      await objects?.close();
+      throw err;
+    }
 
     // The first Ctrl-C stops and prints what was answered so far; a second one ends the process at
     // once. SIGTERM (what a CI job's timeout sends) does the same, so its log keeps the summary.
@@ -698,6 +726,8 @@ export const simulateCommand: CliCommand = {
           copies: options.copies,
           concurrency: options.concurrency,
           payments,
+          notificationUrl: options.notificationUrl,
+          paypalCertUrl: paypal?.certUrl,
         },
         { transport, clock: realClock },
       );
@@ -747,6 +777,7 @@ export const simulateCommand: CliCommand = {
       process.removeListener('SIGINT', onInterrupt);
       process.removeListener('SIGTERM', onInterrupt);
       await objects?.close();
+      await paypal?.close();
     }
   },
 };

@@ -191,10 +191,11 @@ export interface PaypalCertServer {
 }
 
 /**
- * Starts the kit's certificate server on 127.0.0.1 (a free port), with TLS by the kit's CA. It
- * serves the signing certificate at PAYPAL_TEST_CERT_PATH, `routes` besides, and 404 elsewhere.
+ * Starts the kit's certificate server on 127.0.0.1 (`options.port`, default a free one), with TLS by
+ * the kit's CA. It serves the signing certificate at PAYPAL_TEST_CERT_PATH, `routes` besides, and
+ * 404 elsewhere.
  */
-export async function startPaypalCertServer(routes: Record<string, PaypalCertRoute> = {}): Promise<PaypalCertServer> {
+export async function startPaypalCertServer(routes: Record<string, PaypalCertRoute> = {}, options: { port?: number } = {}): Promise<PaypalCertServer> {
   const table = new Map<string, PaypalCertRoute>([[PAYPAL_TEST_CERT_PATH, PAYPAL_TEST_SIGNING_CERT_PEM], ...Object.entries(routes)]);
   const seen = new Map<string, number>();
   let requests = 0;
@@ -213,7 +214,7 @@ export async function startPaypalCertServer(routes: Record<string, PaypalCertRou
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
   const base = `https://127.0.0.1:${port}`;

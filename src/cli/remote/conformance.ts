@@ -32,6 +32,10 @@ export interface ConformanceOptions {
   payloadStyle?: PayloadStyle;
   /** With thin: the kit's objects server, the endpoint's `apiBaseUrl`; the run puts each object in before its notification. */
   objects?: ObjectServer;
+  /** Square: the endpoint's `notificationUrl`, signed before the body. */
+  notificationUrl?: string;
+  /** PayPal: where the kit serves its signing certificate (`PAYPAL-CERT-URL`); `secrets[0]` is the endpoint's webhookId. */
+  paypalCertUrl?: string;
 }
 
 export interface CheckResult {
@@ -79,7 +83,8 @@ export const CHECK_SUMMARIES: Record<CheckName, string> = {
   delivery: 'a paid event for a new order is processed and the order fulfilled once',
   duplicate: 'the same delivery again, as sent and re-signed (adyen: beside a new item), answers duplicate and changes nothing',
   concurrent: 'ten copies of a new event sent at once give one accepted',
-  stale: 'a late pending after succeeded is stale and nothing goes back (adyen: the refused AUTHORISATION of the paid payment; thin: the object read is the succeeded one)',
+  stale:
+    'a late pending after succeeded is stale and nothing goes back (adyen: the refused AUTHORISATION of the paid payment; paddle: its transaction.payment_failed; paypal: CHECKOUT.ORDER.APPROVED; square: payment.created APPROVED; thin: the object read is the succeeded one)',
   amount: 'a wrong amount is rejected with no shipment (thin: the object served says the wrong amount)',
   'missing-object': 'thin only: a notification whose object does not exist (404 resource_missing) ends rejected/resource_not_found, no shipment',
   'fetched-once': "thin only: each notification recorded so far made exactly one request for its object at the kit's server, none of a duplicate",
@@ -277,6 +282,18 @@ class ConformanceRun {
         'something between here and the service parses and serialises JSON bodies again (an API gateway, a body-parsing middleware before the webhook route): the signature covers the raw bytes, so every provider delivery that is not already compact fails; pass /webhooks/* through untouched',
       );
     }
+    if (has('invalid_signature') && this.o.provider === 'paypal') {
+      throw new Failed(
+        evidence,
+        `no signature verified: --secret is not endpoint "${this.o.endpoint}"'s webhookId, or the endpoint does not trust the kit: its certHosts must list ${hostOf(this.o.paypalCertUrl)} and its caFile hold the kit's CA (payment-webhooks paypal-test-ca)`,
+      );
+    }
+    if (has('invalid_signature') && this.o.provider === 'square') {
+      throw new Failed(
+        evidence,
+        `no signature matched: the signature key (--secret) is not endpoint "${this.o.endpoint}"'s, or --notification-url (${this.o.notificationUrl}) is not its notificationUrl exactly (Square signs the URL before the body)`,
+      );
+    }
     if (has('invalid_signature')) {
       throw new Failed(
         evidence,
@@ -295,6 +312,12 @@ class ConformanceRun {
           : this.o.merchant
             ? 'is --merchant one of the endpoint\'s accounts?'
             : 'a merchantAccountIds endpoint needs --merchant <account>',
+      );
+    }
+    if (this.o.provider === 'paypal' && answers.some((x) => x.status === 503)) {
+      throw new Failed(
+        evidence,
+        `the service could not fetch the kit's certificate from ${this.o.paypalCertUrl}: the kit serves it on 127.0.0.1, so the service must run on this machine (or --paypal-cert-port be forwarded to it); its logs say why`,
       );
     }
     if (answers.some((x) => x.status === 503 || x.status === 0)) {
@@ -684,6 +707,8 @@ class ConformanceRun {
       secrets: this.o.secrets,
       timestamp,
       deliveryId: this.o.provider === 'factuarea' ? newEventId('factuarea') : undefined,
+      notificationUrl: this.o.notificationUrl,
+      paypalCertUrl: this.o.paypalCertUrl,
     });
   }
 
@@ -839,6 +864,15 @@ class ConformanceRun {
   }
 }
 
+/** `127.0.0.1:8443` of `https://127.0.0.1:8443/…`: what an endpoint's certHosts lists. */
+function hostOf(url: string | undefined): string {
+  try {
+    return url ? new URL(url).host : 'the kit\'s host';
+  } catch {
+    return String(url);
+  }
+}
+
 /** The fields a `400 validation_failed` names. */
 function fieldsOf(answer: Answer): string[] {
   const details = answer.json?.details;
@@ -860,8 +894,10 @@ function tallyAnswers(answers: Answer[]): string {
   return [...counts].map(([word, n]) => `${n} × ${word}`).join(', ');
 }
 
+/** The event type a body names: `type`, or (PayPal, Paddle) `event_type`. */
 function eventTypeOf(delivery: Delivery): string {
-  return String((JSON.parse(delivery.body) as { type?: unknown }).type);
+  const body = JSON.parse(delivery.body) as { type?: unknown; event_type?: unknown };
+  return String(body.type ?? body.event_type);
 }
 
 function hintFor(row: ArchiveItem): string | undefined {

@@ -42,6 +42,10 @@ export interface SignDeliveryOptions {
   timestamp?: number;
   /** Factuarea's delivery id (one per endpoint and event, the same on every attempt). */
   deliveryId?: string;
+  /** Square: the subscription's notification URL, as registered (signed before the body). */
+  notificationUrl?: string;
+  /** PayPal: `PAYPAL-CERT-URL`, where the kit serves its signing certificate (the secret is the webhook id). */
+  paypalCertUrl?: string;
 }
 
 /**
@@ -58,10 +62,14 @@ export function signDelivery(provider: RemoteProvider, url: string, eventId: str
   }
   const [secret, ...extraSecrets] = options.secrets;
   const headers = signedHeaders(provider, secret, body, {
-    eventId,
+    // Checkout.com and Square send no event id header; PayPal's transmission id is its own, one per attempt.
+    eventId: provider === 'checkout' || provider === 'square' || provider === 'paypal' ? undefined : eventId,
     timestamp: options.timestamp,
-    deliveryId: options.deliveryId,
-    extraSecrets,
+    deliveryId: provider === 'paypal' ? undefined : options.deliveryId,
+    // Checkout.com, Square and PayPal sign with one key only.
+    extraSecrets: provider === 'checkout' || provider === 'square' || provider === 'paypal' ? undefined : extraSecrets,
+    notificationUrl: options.notificationUrl,
+    certUrl: options.paypalCertUrl,
   });
   if (provider === 'factuarea') headers['factuarea-event-type'] = String((JSON.parse(body) as { type?: unknown }).type ?? '');
   headers['user-agent'] = 'payment-webhooks-kit';

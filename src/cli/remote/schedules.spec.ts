@@ -1,4 +1,4 @@
-import { attemptsOf, formatDuration, isSuccess, SCHEDULES, seededRandom, waitAfter } from './schedules';
+import { attemptsOf, backoffWithin, formatDuration, isSuccess, SCHEDULES, seededRandom, waitAfter } from './schedules';
 
 /** The retry schedules `simulate` plays, as each provider publishes them. */
 describe('retry schedules', () => {
@@ -93,6 +93,53 @@ describe('retry schedules', () => {
     // Shrunk by the time scale as the others: 30 days at 100000× is about 26 s.
     expect(sum(s.waitsMs.map((_, i) => waitAfter(s, i + 1, 100_000, Math.random)!)) / SEC).toBeCloseTo(sum(s.waitsMs) / 100_000 / SEC, 6);
     expect(waitAfter(s, 100, 1, Math.random)).toBeUndefined();
+  });
+
+  it('PayPal: 26 attempts (25 retries) filling exactly 3 days, waits doubling from 1 min to 128 min, then level', () => {
+    const s = SCHEDULES.paypal;
+    expect(attemptsOf(s)).toBe(26);
+    expect(s.waitsMs.slice(0, 8)).toEqual([1, 2, 4, 8, 16, 32, 64, 128].map((m) => m * MIN));
+    const level = s.waitsMs.slice(8);
+    expect(level).toHaveLength(17);
+    expect(new Set(level).size).toBe(1);
+    expect(level[0]).toBe(Math.round(((3 * DAY - 255 * MIN) / 17) / 1000) * 1000);
+    expect(Math.abs(sum(s.waitsMs) - 3 * DAY)).toBeLessThan(17 * 1000);
+    expect(s.jitter).toBe(0);
+    expect([500, 404, 401, 301, 0].map((status) => s.retryable({ status }))).toEqual([true, true, true, true, true]);
+  });
+
+  it('Checkout.com: 9 attempts, waits 5 min, 10 min, 15 min, 30 min, 1 h, 4 h, 12 h, 12 h', () => {
+    const s = SCHEDULES.checkout;
+    expect(attemptsOf(s)).toBe(9);
+    expect(s.waitsMs).toEqual([5 * MIN, 10 * MIN, 15 * MIN, 30 * MIN, HOUR, 4 * HOUR, 12 * HOUR, 12 * HOUR]);
+    expect(sum(s.waitsMs)).toBe(30 * HOUR);
+    expect(s.retryable({ status: 400 })).toBe(true);
+  });
+
+  it('Square: 79 attempts, waits 1, 2, 4, 8, 16, 32 min then 72 hourly ones: retry 78 lands 73 h 3 min after the event', () => {
+    const s = SCHEDULES.square;
+    expect(attemptsOf(s)).toBe(79);
+    expect(s.waitsMs.slice(0, 6)).toEqual([1, 2, 4, 8, 16, 32].map((m) => m * MIN));
+    expect(s.waitsMs.slice(6)).toEqual(Array(72).fill(HOUR));
+    expect(sum(s.waitsMs)).toBe(63 * MIN + 72 * HOUR);
+    expect(s.retryable({ status: 302 })).toBe(true);
+  });
+
+  it('Paddle: 61 attempts (60 retries) filling exactly 3 days, doubling from 1 min to 64 min, then 53 level waits', () => {
+    const s = SCHEDULES.paddle;
+    expect(attemptsOf(s)).toBe(61);
+    expect(s.waitsMs.slice(0, 7)).toEqual([1, 2, 4, 8, 16, 32, 64].map((m) => m * MIN));
+    expect(new Set(s.waitsMs.slice(7))).toEqual(new Set([Math.round((3 * DAY - 127 * MIN) / 53 / 1000) * 1000]));
+    expect(Math.abs(sum(s.waitsMs) - 3 * DAY)).toBeLessThan(53 * 1000);
+  });
+
+  it('backoffWithin: never a level wait below the last doubled one; the count is the retries asked for', () => {
+    for (const [retries, total] of [[25, 3 * DAY], [60, 3 * DAY], [5, HOUR], [1, DAY], [10, 10 * MIN]] as const) {
+      const waits = backoffWithin(retries, total);
+      expect(waits).toHaveLength(retries);
+      for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThanOrEqual(waits[i - 1]);
+      expect(Math.abs(sum(waits) - total)).toBeLessThanOrEqual(retries * 1000);
+    }
   });
 
   it('the descriptions name the attempts each schedule has', () => {

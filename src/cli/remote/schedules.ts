@@ -6,7 +6,7 @@ import type { Answer } from './delivery';
  * the random source is passed in, so a seeded run waits the same, and tests never sleep.
  */
 
-export const SCHEDULE_NAMES = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen'] as const;
+export const SCHEDULE_NAMES = ['paymos', 'factuarea', 'stripe', 'standard', 'adyen', 'paypal', 'checkout', 'square', 'paddle'] as const;
 export type ScheduleName = (typeof SCHEDULE_NAMES)[number];
 
 const SECOND = 1_000;
@@ -74,6 +74,28 @@ function adyenWaits(): number[] {
   return waits;
 }
 
+/**
+ * `retries` waits filling `totalMs` exactly, for a provider that publishes only a count and a period
+ * ("exponential backoff"): waits doubling from 1 minute, then level at what is left divided by the
+ * waits left, doubling as long as that level wait stays at least the last doubled one.
+ */
+export function backoffWithin(retries: number, totalMs: number): number[] {
+  let doubled = 0;
+  const level = (k: number) => (totalMs - (2 ** k - 1) * MINUTE) / (retries - k);
+  while (doubled + 1 < retries && level(doubled + 1) >= 2 ** doubled * MINUTE) doubled += 1;
+  const rest = Math.round(level(doubled) / SECOND) * SECOND;
+  return [...Array.from({ length: doubled }, (_, i) => 2 ** i * MINUTE), ...Array.from({ length: retries - doubled }, () => rest)];
+}
+
+/**
+ * Square's published schedule (https://developer.squareup.com/docs/webhooks-api/delivery-sla):
+ * retries 1 to 6 after 1, 2, 4, 8, 16 and 32 minutes, retries 7 to 78 every 60 minutes, for up
+ * to 72 hours after the event; any answer but a 2xx within 10 seconds (a 3xx too) is a failure.
+ */
+function squareWaits(): number[] {
+  return [...[1, 2, 4, 8, 16, 32].map((m) => m * MINUTE), ...Array.from({ length: 72 }, () => HOUR)];
+}
+
 export const SCHEDULES: Record<ScheduleName, RetrySchedule> = {
   // Published: 11 attempts over about 16 hours, from 1 minute to 8 hours apart (no jitter published).
   paymos: {
@@ -114,6 +136,44 @@ export const SCHEDULES: Record<ScheduleName, RetrySchedule> = {
     jitter: 0,
     retryable: anyFailure,
     describe: `${adyenWaits().length + 1} attempts within 30 days, waits 9s 9s 9s 2m 5m 10m 15m 30m 1h 2h 4h 8h, then 8h; retries any non-2xx`,
+  },
+  // PayPal's webhooks page (https://developer.paypal.com/api/rest/webhooks/): a delivery not answered
+  // with a 2xx is retried up to 25 times over 3 days. No waits are published: backoffWithin(25, 3 days)
+  // makes them, doubling from 1 min to 128 min, then 17 waits of 3 h 59 min.
+  paypal: {
+    name: 'paypal',
+    waitsMs: backoffWithin(25, 3 * DAY),
+    jitter: 0,
+    retryable: anyFailure,
+    describe: '26 attempts over 3 days, waits 1m 2m 4m … 128m, then 17 × 4h (derived: PayPal publishes 25 retries over 3 days); retries any non-2xx',
+  },
+  // Checkout.com's published schedule (https://www.checkout.com/docs/workflows, "Receive webhooks"):
+  // a webhook that fails or is not acknowledged is sent again up to 8 times, 5 min, 10 min, 15 min,
+  // 30 min, 1 h, 4 h, 12 h and 12 h after the previous attempt; then it is cancelled.
+  checkout: {
+    name: 'checkout',
+    waitsMs: [5, 10, 15, 30].map((m) => m * MINUTE).concat([1, 4, 12, 12].map((h) => h * HOUR)),
+    jitter: 0,
+    retryable: anyFailure,
+    describe: '9 attempts over 30 h, waits 5m 10m 15m 30m 1h 4h 12h 12h; retries any non-2xx',
+  },
+  // Square's published schedule: see squareWaits.
+  square: {
+    name: 'square',
+    waitsMs: squareWaits(),
+    jitter: 0,
+    retryable: anyFailure,
+    describe: '79 attempts over 73 h, waits 1m 2m 4m 8m 16m 32m, then 72 × 1h; retries any non-2xx (a 3xx too)',
+  },
+  // Paddle's published policy for live accounts (https://developer.paddle.com/webhooks/respond-to-webhooks):
+  // up to 60 retries over 3 days with exponential backoff, no waits published: backoffWithin(60, 3 days)
+  // makes them, doubling from 1 min to 64 min, then 53 waits of 79 min. Sandbox accounts retry fewer times.
+  paddle: {
+    name: 'paddle',
+    waitsMs: backoffWithin(60, 3 * DAY),
+    jitter: 0,
+    retryable: anyFailure,
+    describe: '61 attempts over 3 days, waits 1m 2m 4m … 64m, then 53 × 79m (derived: Paddle publishes 60 retries over 3 days, live); retries any non-2xx',
   },
 };
 

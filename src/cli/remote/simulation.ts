@@ -176,6 +176,10 @@ export interface SimulationPlan {
   copies: number;
   concurrency: number;
   payments: PlannedPayment[];
+  /** Square: the subscription's notification URL, signed before the body. */
+  notificationUrl?: string;
+  /** PayPal: where the kit serves its signing certificate. */
+  paypalCertUrl?: string;
 }
 
 export interface SimulationDeps {
@@ -453,6 +457,8 @@ export class Simulation {
         secrets: this.plan.secrets,
         timestamp: Math.floor(this.deps.clock.now() / 1000),
         deliveryId: event.deliveryId,
+        notificationUrl: this.plan.notificationUrl,
+        paypalCertUrl: this.plan.paypalCertUrl,
       });
       this.counts.attempts += 1;
       this.counts.requests += copies;
