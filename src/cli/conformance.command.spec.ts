@@ -108,7 +108,7 @@ describe('payment-webhooks conformance: the secrets and the token', () => {
   });
 
   it.each([
-    ['an unknown provider', ['--url', 'http://h', '--endpoint', 'e', '--provider', 'paypal', '--secret', SECRET], 'conformance: --provider must be one of paymos, factuarea, stripe, standard, adyen'],
+    ['an unknown provider', ['--url', 'http://h', '--endpoint', 'e', '--provider', 'braintree', '--secret', SECRET], 'conformance: --provider must be one of paymos, factuarea, stripe, standard, adyen, paypal, checkout, square, paddle'],
     [
       'mollie',
       ['--url', 'http://h', '--endpoint', 'e', '--provider', 'mollie', '--secret', 'test_key'],
@@ -125,7 +125,7 @@ describe('payment-webhooks conformance: the secrets and the token', () => {
   });
 
   it('the usage lists the providers the checks play, and says why not mollie', () => {
-    expect(conformanceCommand.usage).toContain('--provider paymos|factuarea|stripe|standard|adyen\n');
+    expect(conformanceCommand.usage).toContain('--provider paymos|factuarea|stripe|standard|adyen|paypal|checkout|square|paddle\n');
     expect(conformanceCommand.usage).toContain("mollie is refused: its deliveries are authenticated by fetching the payment from Mollie's API.");
   });
 
@@ -211,5 +211,44 @@ describe('payment-webhooks conformance: the secrets and the token', () => {
   it('the usage shows --secret-file and ADMIN_TOKEN', () => {
     expect(conformanceCommand.usage).toContain('--secret-file <path> | --secret <s> [--admin-token <t>]');
     expect(conformanceCommand.usage).toContain('ADMIN_TOKEN from the environment');
+  });
+});
+
+describe('payment-webhooks conformance: paypal, checkout, square, paddle', () => {
+  beforeEach(() => run.mockClear());
+  const target = (provider: string) => ['--url', 'http://127.0.0.1:3000', '--endpoint', `${provider}-main`, '--provider', provider, '--admin-token', TOKEN];
+
+  it('square: the notification URL handed to the checks; paypal: the kit serves its certificate for the run, named to the checks', async () => {
+    await conformanceCommand.run(context([...target('square'), '--secret', 'sq-key', '--merchant', 'SELLER', '--notification-url', 'https://shop.example.com/webhooks/sq']));
+    expect(run.mock.calls[0][0]).toMatchObject({ provider: 'square', secrets: ['sq-key'], merchant: 'SELLER', notificationUrl: 'https://shop.example.com/webhooks/sq' });
+    const port = await freePort();
+    await conformanceCommand.run(context([...target('paypal'), '--secret', 'WH-1', '--paypal-cert-port', String(port)]));
+    expect(run.mock.calls[1][0]).toMatchObject({ provider: 'paypal', secrets: ['WH-1'], paypalCertUrl: `https://127.0.0.1:${port}/v1/notifications/certs/CERT-nestjs-payment-webhooks-test` });
+    // Closed once the checks ended: the port is free again.
+    await conformanceCommand.run(context([...target('paypal'), '--secret', 'WH-1', '--paypal-cert-port', String(port)]));
+    expect(run).toHaveBeenCalledTimes(3);
+  });
+
+  it.each([
+    ['paypal', ['--secret', 'has spaces'], 'conformance: --secret of a paypal endpoint is its webhookId, the id PayPal shows for the webhook (letters, digits, - and _)'],
+    ['checkout', ['--secret', 'k', '--paypal-cert-port', '1'], 'conformance: --paypal-cert-port applies to paypal only, not checkout'],
+    ['square', ['--secret', 'k', '--merchant', 'S'], "conformance: --provider square needs --notification-url <the endpoint's notificationUrl>: Square signs the https URL registered on the subscription, and http://127.0.0.1:3000/webhooks/square-main is not one"],
+  ])('%s %j: exit 2 with one line, nothing run', async (provider, extra, message) => {
+    const err = await exitOf(context([...target(provider), ...extra]));
+    expect([err.code, err.message]).toEqual([EXIT.couldNotRun, message]);
+    expect(run).not.toHaveBeenCalled();
+  });
+
+  it('paypal, a --paypal-cert-port already taken: exit 2 naming the port', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const err = await exitOf(context([...target('paypal'), '--secret', 'WH-1', '--paypal-cert-port', String(port)]));
+      expect([err.code, err.message]).toEqual([EXIT.couldNotRun, `conformance: --paypal-cert-port ${port}: the kit's certificate server could not listen on 127.0.0.1:${port} (EADDRINUSE)`]);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+    expect(run).not.toHaveBeenCalled();
   });
 });

@@ -548,7 +548,7 @@ describe('parseSimulateArgs', () => {
     [['--concurrency', '0'], 'simulate: --concurrency must be a whole number from 1 to 10000, got "0"'],
     [['--copies', '9'], 'simulate: --copies (9) must not exceed --concurrency (8): the copies are sent at once'],
     [['--timeout', '0'], 'simulate: --timeout must be a whole number from 1 to 2147483647, got "0"'],
-    [['--schedule', 'mollie'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, adyen, got "mollie"'],
+    [['--schedule', 'mollie'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, adyen, paypal, checkout, square, paddle, got "mollie"'],
     [['--seed=-1'], 'simulate: --seed must be a whole number from 0 to 4294967295, got "-1"'],
     [['--admin-url', 'http://10.0.0.2'], 'simulate: --admin-url needs --admin-token or ADMIN_TOKEN'],
     [['--wait', '5'], 'simulate: --wait needs --admin-token or ADMIN_TOKEN (it bounds the wait for the orders)'],
@@ -564,7 +564,7 @@ describe('parseSimulateArgs', () => {
     [['--url', 'http://h/?x=1', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must be a base URL, without a query or fragment'],
     [['--url', 'http://u:hunter2@h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's'], 'simulate: --url must not carry a user name or password'],
     [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paymos', '--secret', 's', '--admin-token', 'tok', '--admin-url', 'http://u:p@h'], 'simulate: --admin-url must not carry a user name or password'],
-    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'paypal', '--secret', 's'], 'simulate: --provider must be one of paymos, factuarea, stripe, standard, adyen, got "paypal"'],
+    [['--url', 'http://h', '--endpoint', 'e', '--provider', 'braintree', '--secret', 's'], 'simulate: --provider must be one of paymos, factuarea, stripe, standard, adyen, paypal, checkout, square, paddle, got "braintree"'],
     [
       ['--url', 'http://h', '--endpoint', 'e', '--provider', 'mollie', '--secret', 's'],
       "simulate: --provider mollie cannot be played: a Mollie delivery is an unsigned hint, authenticated by the service fetching the payment from Mollie's API, which no sender but Mollie can answer; see docs/going-live.md#mollie-check-it-with-mollie-itself",
@@ -1015,5 +1015,48 @@ describe('simulate --payload-style thin (Stripe thin notifications, the objects 
     expect(lines[0]).toBe('simulate stripe (thin notifications) → http://h/webhooks/stripe-thin');
     expect(lines).toContain('objects served at http://127.0.0.1:8787: 0 request(s) for 0 acknowledged notification(s) naming one; each object read');
     expect(summaryJson(run, report, undefined, undefined, objects)).toMatchObject({ ok: true, objects, run: { payloadStyle: 'thin', objectsUrl: 'http://127.0.0.1:8787' } });
+  });
+});
+
+describe('parseSimulateArgs: paypal, checkout, square, paddle', () => {
+  const target = (provider: string) => ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', provider];
+  function messageOf(args: string[]): string {
+    try {
+      parseSimulateArgs(args);
+    } catch (err) {
+      if (err instanceof CliExit) {
+        expect(err.code).toBe(EXIT.couldNotRun);
+        return err.message;
+      }
+      throw err;
+    }
+    throw new Error('no CliExit');
+  }
+
+  it.each([
+    [['--provider', 'square', '--secret', 'sq-key', '--merchant', 'SELLER'], "simulate: --provider square needs --notification-url <the endpoint's notificationUrl>: Square signs the https URL registered on the subscription, and http://127.0.0.1:1/webhooks/x is not one"],
+    [['--provider', 'square', '--secret', 'sq-key', '--merchant', 'SELLER', '--notification-url', 'http://shop.example.com/w'], "simulate: --notification-url must be an https URL, the endpoint's notificationUrl exactly as registered at Square"],
+    [['--provider', 'square', '--secret', 'sq-key'], "simulate: --provider square needs --merchant <merchant_id>: every notification names its seller, which must be the endpoint's merchant account"],
+    [['--provider', 'checkout', '--secret', 'a', '--secret', 'b'], 'simulate: --provider checkout takes one key: Checkout.com signs with the key the webhook has now (2 given)'],
+    [['--provider', 'paypal', '--secret', 'WH1', '--secret', 'WH2'], "simulate: --provider paypal takes one webhook id: PayPal's signature is the certificate's, and names one webhook (2 given)"],
+    [['--provider', 'paddle', '--secret', 'pdl_ntfset_k', '--merchant', 'x'], 'simulate: --merchant does not apply to paddle: its bodies declare no account'],
+    [['--provider', 'checkout', '--secret', 'k', '--merchant', 'x'], 'simulate: --merchant does not apply to checkout: its bodies declare no account'],
+    [['--provider', 'paypal', '--secret', 'has spaces'], 'simulate: --secret of a paypal endpoint is its webhookId, the id PayPal shows for the webhook (letters, digits, - and _)'],
+    [['--provider', 'paypal', '--secret', 'WH1', '--paypal-cert-port', '70000'], 'simulate: --paypal-cert-port must be a port from 0 to 65535, got "70000"'],
+    [['--provider', 'checkout', '--secret', 'k', '--paypal-cert-port', '1'], 'simulate: --paypal-cert-port applies to paypal only, not checkout'],
+    [['--provider', 'paddle', '--secret', 'k', '--notification-url', 'https://x.example/w'], 'simulate: --notification-url applies to square only (Square signs the URL before the body), not paddle'],
+  ])('%j: exit 2 with one line', (extra, message) => {
+    const [, provider] = extra;
+    expect(messageOf([...target(provider), ...extra.slice(2)])).toBe(message);
+  });
+
+  it('the settings each takes: square its notification URL (by default <url>/webhooks/<endpoint> when https), paypal its certificate port; each its own schedule', () => {
+    const square = parseSimulateArgs(['--url', 'https://shop.example.com/pay', '--endpoint', 'sq', '--provider', 'square', '--secret', 'k', '--merchant', 'SELLER']);
+    expect(square).toMatchObject({ notificationUrl: 'https://shop.example.com/pay/webhooks/sq', schedule: 'square', merchant: 'SELLER' });
+    expect(parseSimulateArgs([...target('paypal'), '--secret', 'WH-1_a'])).toMatchObject({ paypalCertPort: 0, schedule: 'paypal', secrets: ['WH-1_a'] });
+    expect(parseSimulateArgs([...target('paypal'), '--secret', 'WH1', '--paypal-cert-port', '8443'])).toMatchObject({ paypalCertPort: 8443 });
+    expect(parseSimulateArgs([...target('paddle'), '--secret', 'pdl_ntfset_a', '--secret', 'pdl_ntfset_b'])).toMatchObject({ secrets: ['pdl_ntfset_a', 'pdl_ntfset_b'], schedule: 'paddle' });
+    expect(parseSimulateArgs([...target('checkout'), '--secret', 'k'])).toMatchObject({ schedule: 'checkout' });
+    expect(parseSimulateArgs([...target('checkout'), '--secret', 'k']).notificationUrl).toBeUndefined();
   });
 });
