@@ -101,51 +101,60 @@ export function describeV4Providers(platform: 'express' | 'fastify', full: boole
 
     if (!full) return;
 
-    it.each(['paypal', 'checkout', 'square', 'paddle'])('simulate --provider %s --events 6 --duplicates 0.5: every event accepted once, 3 sent again answered duplicate, the orders fulfilled', async (provider) => {
-      const shipmentsBefore = sim.shipments.length;
-      const out = await runCli(
-        ['simulate', ...target(provider), ...PROVIDER_ARGS[provider](), '--events', '6', '--duplicates', '0.5', '--time-scale', '100000', '--seed', '11', '--json'],
-        { ADMIN_TOKEN: ADMIN },
-      );
-      const summary = JSON.parse(out.stdout) as Json;
-      expect(summary.ok).toBe(true);
-      expect(summary.run).toMatchObject({ provider, schedule: provider });
-      expect(summary.totals).toEqual({
-        events: 6,
-        sent: 6,
-        accepted: 6,
-        acceptedMoreThanOnce: 0,
-        duplicateOnly: 0,
-        acknowledgedOtherwise: 0,
-        gaveUp: 0,
-        unfinished: 0,
-        requests: 9,
-        attempts: 9,
-        retries: 0,
-        redeliveries: 3,
-        giveUps: 0,
-      });
-      expect(summary.answers).toEqual({ '200 accepted': 6, '200 duplicate': 3 });
-      // Paddle: one event a payment (6 orders); PayPal and Square two (3); Checkout.com three (2).
-      const orders = { paypal: 3, checkout: 2, square: 3, paddle: 6 }[provider]!;
-      expect(summary.ordersFulfilled).toMatchObject({ fulfilled: orders, total: orders });
-      expect(sim.shipments.length - shipmentsBefore).toBe(orders);
-      expect(out.code).toBe(0);
-      const rows = await api(base, ADMIN, 'GET', `/admin/webhook-deliveries?endpointId=${provider}-main&limit=100`);
-      const ours = (summary.events as Json[]).map((e) => e.eventId);
-      expect(rows.body.items.filter((r: Json) => ours.includes(r.eventId))).toHaveLength(6);
-    });
+    it.each(['paypal', 'square', 'paddle'])(
+      'simulate --provider %s --events 6 --duplicates 0.5 --json: every event accepted once, 3 sent again answered duplicate, the orders fulfilled',
+      async (provider) => {
+        const shipmentsBefore = sim.shipments.length;
+        const out = await runCli(
+          ['simulate', ...target(provider), ...PROVIDER_ARGS[provider](), '--events', '6', '--duplicates', '0.5', '--time-scale', '100000', '--seed', '11', '--json'],
+          { ADMIN_TOKEN: ADMIN },
+        );
+        const summary = JSON.parse(out.stdout) as Json;
+        expect(summary.ok).toBe(true);
+        expect(summary.run).toMatchObject({ provider, schedule: provider });
+        expect(summary.totals).toEqual({
+          events: 6,
+          sent: 6,
+          accepted: 6,
+          acceptedMoreThanOnce: 0,
+          duplicateOnly: 0,
+          acknowledgedOtherwise: 0,
+          gaveUp: 0,
+          unfinished: 0,
+          requests: 9,
+          attempts: 9,
+          retries: 0,
+          redeliveries: 3,
+          giveUps: 0,
+        });
+        expect(summary.answers).toEqual({ '200 accepted': 6, '200 duplicate': 3 });
+        // Paddle: one event a payment (6 orders); PayPal and Square two (3 orders).
+        const orders = provider === 'paddle' ? 6 : 3;
+        expect(summary.ordersFulfilled).toMatchObject({ fulfilled: orders, total: orders });
+        expect(sim.shipments.length - shipmentsBefore).toBe(orders);
+        expect(out.code).toBe(0);
+        const rows = await api(base, ADMIN, 'GET', `/admin/webhook-deliveries?endpointId=${provider}-main&limit=100`);
+        const ours = (summary.events as Json[]).map((e) => e.eventId);
+        expect(rows.body.items.filter((r: Json) => ours.includes(r.eventId))).toHaveLength(6);
+      },
+    );
 
-    it('simulate, the text summary of a checkout run: the exact counts', async () => {
-      const out = await runCli(['simulate', ...target('checkout'), ...PROVIDER_ARGS.checkout(), '--events', '3', '--duplicates', '1', '--time-scale', '100000', '--seed', '5'], {
+    it('simulate --provider checkout --events 6 --duplicates 0.5, the text summary: the exact counts, the orders fulfilled once', async () => {
+      const shipmentsBefore = sim.shipments.length;
+      const out = await runCli(['simulate', ...target('checkout'), ...PROVIDER_ARGS.checkout(), '--events', '6', '--duplicates', '0.5', '--time-scale', '100000', '--seed', '11'], {
         ADMIN_TOKEN: ADMIN,
       });
       expect(out.stdout).toContain('schedule checkout (9 attempts)');
-      expect(out.stdout).toContain('events: 3 sent of 3, 3 accepted, 0 acknowledged as duplicate only, 0 acknowledged otherwise, 0 gave up');
-      expect(out.stdout).toContain('requests: 6 (6 attempts, 0 retries, 3 redeliveries)');
-      expect(out.stdout).toContain('  200 accepted: 3\n  200 duplicate: 3\n');
-      expect(out.stdout).toContain('ok: all 3 events acknowledged, each accepted at most once, all 1 orders fulfilled');
+      expect(out.stdout).toContain('orders created: 2\n');
+      expect(out.stdout).toContain('events: 6 sent of 6, 6 accepted, 0 acknowledged as duplicate only, 0 acknowledged otherwise, 0 gave up\n');
+      expect(out.stdout).toContain('accepted more than once: 0\n');
+      expect(out.stdout).toContain('requests: 9 (9 attempts, 0 retries, 3 redeliveries)\n');
+      expect(out.stdout).toContain('answers:\n  200 accepted: 6\n  200 duplicate: 3\ngive-ups: 0\n');
+      expect(out.stdout).toContain('orders fulfilled: 2/2\n');
+      expect(out.stdout).toContain('ok: all 6 events acknowledged, each accepted at most once, all 2 orders fulfilled');
       expect(out.code).toBe(0);
+      // Checkout.com: three events a payment (pending, approved, captured), 2 orders, each shipped once.
+      expect(sim.shipments.length - shipmentsBefore).toBe(2);
     });
 
     it.each([
