@@ -218,7 +218,7 @@ describe.each(['express', 'fastify'])('payment-webhooks conformance against the 
 
   it.each([
     ['no --secret', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paymos', '--admin-token', 't'], /^payment-webhooks: conformance: --secret \(or --secret-file\) required/],
-    ['an unknown provider', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'paypal', '--secret', 's', '--admin-token', 't'], /--provider must be one of paymos, factuarea, stripe, standard, adyen$/m],
+    ['an unknown provider', ['--url', 'http://127.0.0.1:1', '--endpoint', 'x', '--provider', 'braintree', '--secret', 's', '--admin-token', 't'], /--provider must be one of paymos, factuarea, stripe, standard, adyen, paypal, checkout, square, paddle$/m],
     ['a URL that is not http', ['--url', 'ftp://x', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 't'], /--url must be an http/],
     ['an unknown option', ['--bogus'], /^payment-webhooks: conformance: Unknown option '--bogus'/],
     ['a URL with a password', ['--url', 'http://user:pw-secret@127.0.0.1:1', '--endpoint', 'x', '--provider', 'paymos', '--secret', 's', '--admin-token', 't'], /--url must not carry a user name or password/],

@@ -276,7 +276,7 @@ describe('payment-webhooks simulate', () => {
   it.each([
     ['no --url', ['--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET], 'simulate: --url required'],
     ['a time scale of 0', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--time-scale', '0'], 'simulate: --time-scale must be a positive number, got "0"'],
-    ['an unknown schedule', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--schedule', 'weekly'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, adyen, got "weekly"'],
+    ['an unknown schedule', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--schedule', 'weekly'], 'simulate: --schedule must be one of paymos, factuarea, stripe, standard, adyen, paypal, checkout, square, paddle, got "weekly"'],
     ['a ratio above 1', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--duplicates', '2'], 'simulate: --duplicates must be a ratio from 0 to 1, got "2"'],
     ['an unknown option', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret', SECRET, '--retry', '3'], /^simulate: Unknown option '--retry'/],
     ['an unreadable --secret-file', ['--url', 'U', '--endpoint', 'e', '--provider', 'factuarea', '--secret-file', '/nonexistent/secrets'], 'simulate: --secret-file "/nonexistent/secrets": cannot read it (no such file)'],

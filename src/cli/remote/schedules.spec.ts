@@ -62,7 +62,7 @@ describe('retry schedules', () => {
     expect(SCHEDULES.factuarea.retryable({ status: 0, error: 'connection' })).toBe(true);
   });
 
-  it.each(['paymos', 'stripe', 'standard', 'adyen'] as const)('%s retries any non-2xx and no answer', (name) => {
+  it.each(['paymos', 'stripe', 'standard', 'adyen', 'paypal', 'checkout', 'square', 'paddle'] as const)('%s retries any non-2xx and no answer', (name) => {
     for (const status of [0, 301, 400, 401, 404, 413, 429, 500, 503]) expect(SCHEDULES[name].retryable({ status })).toBe(true);
   });
 
