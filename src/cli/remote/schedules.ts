@@ -138,8 +138,9 @@ export const SCHEDULES: Record<ScheduleName, RetrySchedule> = {
     describe: `${adyenWaits().length + 1} attempts within 30 days, waits 9s 9s 9s 2m 5m 10m 15m 30m 1h 2h 4h 8h, then 8h; retries any non-2xx`,
   },
   // PayPal's "Integrate webhooks" (https://developer.paypal.com/api/rest/webhooks/rest): a delivery not
-  // answered with a 2xx (no answer, no connection, a 404, a 500) is retried up to 25 times over 3 days. No waits are published: backoffWithin(25, 3 days)
-  // makes them, doubling from 1 min to 128 min, then 17 waits of 3 h 59 min.
+  // answered with a 2xx (no answer, no connection, a 404, a 500) is retried up to 25 times over 3 days.
+  // No waits are published: backoffWithin(25, 3 days) makes them, doubling from 1 min to 128 min, then
+  // 17 waits of 3 h 59 min.
   paypal: {
     name: 'paypal',
     waitsMs: backoffWithin(25, 3 * DAY),
