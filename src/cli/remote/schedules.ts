@@ -89,8 +89,9 @@ export function backoffWithin(retries: number, totalMs: number): number[] {
 
 /**
  * Square's published schedule (https://developer.squareup.com/docs/webhooks-api/delivery-sla):
- * retries 1 to 6 after 1, 2, 4, 8, 16 and 32 minutes, retries 7 to 78 every 60 minutes, for up
- * to 72 hours after the event; any answer but a 2xx within 10 seconds (a 3xx too) is a failure.
+ * retries 1 to 6 after 1, 2, 4, 8, 16 and 32 minutes, retries 7 to 78 every 60 minutes, "for up
+ * to 72 hours after the event" (the table's own count ends at 73 h 3 min: the 78 retries are kept);
+ * any answer but a 2xx within 10 seconds (a 3xx too) is a failure.
  */
 function squareWaits(): number[] {
   return [...[1, 2, 4, 8, 16, 32].map((m) => m * MINUTE), ...Array.from({ length: 72 }, () => HOUR)];
