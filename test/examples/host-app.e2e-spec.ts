@@ -1,11 +1,12 @@
 import { ChildProcess, execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { Client } from 'pg';
+import type * as TestingKit from '../../src/testing';
 import type { signedHeaders as SignedHeaders } from '../../src/testing';
 import { freePort, until } from '../support/process';
 import { OtlpReceiver, ReceivedSpan } from '../support/otlp-receiver';
@@ -93,6 +94,22 @@ const children = new Set<ChildProcess>();
 const posted: Array<{ id: number; label: string }> = [];
 /** The module's orders the suites place and pay, oldest first: each has the one licence in public.licences. */
 const licensed: string[] = [];
+/** Paid orders refunded since: their licence is revoked. */
+const refunded = new Set<string>();
+/** Every order of the module's the suites placed, oldest first. */
+const placed: string[] = [];
+/** The installed package's testing kit (`nestjs-payment-webhooks/testing`), as a host's tests load it. */
+let kit: typeof TestingKit;
+/** The kit's PayPal certificate server, which the hosts' paypal-main endpoint trusts. */
+let paypalCerts: TestingKit.PaypalCertServer | undefined;
+let paypalCaFile: string;
+/** Secrets and ids of the hosts' paypal-main, checkout-main, square-main and paddle-main endpoints. */
+const PAYPAL_WEBHOOK_ID = `WH${randomBytes(8).toString('hex').toUpperCase()}`;
+const CHECKOUT_SIGNATURE_KEY = `cko-host-app-${randomBytes(16).toString('hex')}`;
+const SQUARE_SIGNATURE_KEY = randomBytes(16).toString('base64url');
+const SQUARE_NOTIFICATION_URL = 'https://shop.example/api/payments/webhooks/square-main';
+const SQUARE_MERCHANT_ID = 'ML_HOST_APP';
+const PADDLE_SECRET_KEY = `pdl_ntfset_${randomBytes(16).toString('hex')}`;
 
 
 
@@ -122,7 +139,12 @@ beforeAll(async () => {
 
   // The sender's signature, from the installed package's public `testing` entry point.
   const hostRequire = createRequire(join(hostDir, 'package.json'));
-  signedHeaders = (hostRequire('nestjs-payment-webhooks/testing') as { signedHeaders: typeof SignedHeaders }).signedHeaders;
+  kit = hostRequire('nestjs-payment-webhooks/testing') as typeof TestingKit;
+  signedHeaders = kit.signedHeaders;
+  // PayPal's part of the kit: its certificate server, whose CA the hosts' paypal-main trusts (a file, as caFile reads it).
+  paypalCerts = await kit.startPaypalCertServer();
+  paypalCaFile = join(work, 'paypal-test-ca.pem');
+  writeFileSync(paypalCaFile, kit.PAYPAL_TEST_CA_PEM);
   // The host is an ES module project (as `nest new` makes one): its own signer runs in a node of its own.
   acmeSignatureHeader = (secret, body, timestamp) =>
     execFileSync(
@@ -182,6 +204,7 @@ afterAll(() =>
     () => db?.end(),
     () => closeServer(carrier),
     () => closeServer(stripeApi),
+    () => paypalCerts?.close(),
     () => collector?.close(),
     () => dropDatabase(ADMIN_DB_URL, HOST_DB),
     () => deleteKeys(REDIS_URL, `${QUEUE_PREFIX}:*`),
@@ -237,6 +260,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       items: [{ sku: 'LICENCE-1Y', quantity: 1 }],
     });
     expect(order.status).toBe(201);
+    placed.push(order.body.id);
     return { orderId: order.body.id as string, order };
   }
   /** The order's view once its status is one of `statuses` (the workers processed and shipped it), within 20 s. */
@@ -266,6 +290,14 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       STRIPE_THIN_WEBHOOK_SECRET: STRIPE_THIN_SECRET,
       STRIPE_API_KEY,
       STRIPE_API_BASE_URL: stripeApiUrl,
+      PAYPAL_WEBHOOK_ID,
+      PAYPAL_CERT_HOSTS: paypalCerts!.certHost,
+      PAYPAL_CA_FILE: paypalCaFile,
+      CHECKOUT_SIGNATURE_KEY,
+      SQUARE_SIGNATURE_KEY,
+      SQUARE_NOTIFICATION_URL,
+      SQUARE_MERCHANT_ID,
+      PADDLE_SECRET_KEY,
       // The example's src/tracing.ts starts the OpenTelemetry SDK: spans go to the test's collector,
       // in batches sent every 100 ms (not the default 5 s).
       OTEL_EXPORTER_OTLP_ENDPOINT: collector!.url,
@@ -311,7 +343,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     const orders = await json(await fetch(`${base}/api/payments/orders`, { headers: auth }));
     expect(orders.status).toBe(200);
     // None but the ones an earlier platform's suite placed (newest first) in the shared database.
-    expect(orders.body.items.map((o: { id: string }) => o.id)).toEqual([...licensed].reverse());
+    expect(orders.body.items.map((o: { id: string }) => o.id)).toEqual([...placed].reverse());
   });
 
   it('a signed Stripe delivery is accepted once, a duplicate is recognised, a tampered body is refused', async () => {
@@ -345,7 +377,7 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     const exactlyOne = async () => {
       const licences = await json(await fetch(`${base}/api/licences`));
       expect(licences.status).toBe(200);
-      expect(licences.body.map((l: { orderId: string }) => l.orderId)).toEqual(licensed);
+      expect(licences.body.map((l: { orderId: string }) => l.orderId)).toEqual(licensed.filter((id) => !refunded.has(id)));
       expect(licences.body.find((l: { orderId: string }) => l.orderId === orderId)).toEqual({
         orderId,
         grantedAt: expect.any(String),
@@ -379,7 +411,12 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
       charge: { id: chargeId, order_id: orderId, amount: '49.90', currency: 'EUR' },
     });
     const url = `${base}/api/payments/webhooks/acme-main`;
-    const deliver = async (raw: string, signature = acmeSignatureHeader(ACME_SECRET, paid)) =>
+    // Signed once, before any request: the signer is a node of its own, run synchronously, and a
+    // loaded machine can block this process past the server's keep-alive timeout; the loop then
+    // turns once, so that a pooled connection the server closed meanwhile is not reused.
+    const acmeSignature = acmeSignatureHeader(ACME_SECRET, paid);
+    await new Promise((resolve) => setImmediate(resolve));
+    const deliver = async (raw: string, signature = acmeSignature) =>
       json(await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'acme-signature': signature }, body: raw }));
     expect(await deliver(paid)).toEqual({ status: 200, body: { status: 'accepted', eventId } });
 
@@ -477,6 +514,119 @@ describe.each(['express', 'fastify'] as const)('examples/host-app on %s, started
     expect(server.map((s) => s.spanId)).toEqual([receipt.parentSpanId]);
     expect(inTrace(traceId).some((s) => s.scope === '@opentelemetry/instrumentation-pg' && s.parentSpanId === processed.spanId)).toBe(true);
   });
+
+  /**
+   * A provider's paid and refund deliveries about one order, signed by the installed package's
+   * testing kit as a host's own tests sign them: each its body (sent as signed) and headers.
+   */
+  function deliveriesOf(provider: 'paypal' | 'checkout' | 'square' | 'paddle', orderId: string) {
+    const id = () => randomBytes(8).toString('hex');
+    const now = new Date().toISOString();
+    const signed = (body: string) => {
+      switch (provider) {
+        case 'paypal':
+          return kit.signedHeaders('paypal', PAYPAL_WEBHOOK_ID, body, { certUrl: paypalCerts!.certUrl });
+        case 'checkout':
+          return kit.signedHeaders('checkout', CHECKOUT_SIGNATURE_KEY, body);
+        case 'square':
+          return kit.signedHeaders('square', SQUARE_SIGNATURE_KEY, body, { notificationUrl: SQUARE_NOTIFICATION_URL });
+        case 'paddle':
+          return kit.signedHeaders('paddle', PADDLE_SECRET_KEY, body);
+      }
+    };
+    let paid: Record<string, unknown>;
+    let refund: Record<string, unknown>;
+    let eventIdOf: (body: Record<string, unknown>) => string;
+    if (provider === 'paypal') {
+      const captureId = id().toUpperCase();
+      const money = { value: '49.90', currency_code: 'EUR' };
+      paid = {
+        id: `WH-${id().toUpperCase()}`,
+        event_type: 'PAYMENT.CAPTURE.COMPLETED',
+        create_time: now,
+        resource: { id: captureId, status: 'COMPLETED', amount: money, custom_id: orderId, supplementary_data: { related_ids: { order_id: id().toUpperCase() } } },
+      };
+      refund = {
+        id: `WH-${id().toUpperCase()}`,
+        event_type: 'PAYMENT.CAPTURE.REFUNDED',
+        create_time: now,
+        resource: { id: id().toUpperCase(), status: 'COMPLETED', amount: money, links: [{ href: `https://api.paypal.com/v2/payments/captures/${captureId}`, rel: 'up', method: 'GET' }] },
+      };
+      eventIdOf = (b) => b.id as string;
+    } else if (provider === 'checkout') {
+      const payment = { id: `pay_${id()}`, amount: 4990, currency: 'EUR', metadata: { order_id: orderId } };
+      paid = { id: `evt_${id()}`, type: 'payment_captured', created_on: now, data: payment };
+      refund = { id: `evt_${id()}`, type: 'payment_refunded', created_on: now, data: { ...payment, action_id: `act_${id()}` } };
+      eventIdOf = (b) => b.id as string;
+    } else if (provider === 'square') {
+      const payment = { id: id(), status: 'COMPLETED', amount_money: { amount: 4990, currency: 'EUR' }, reference_id: orderId };
+      const envelope = (object: Record<string, unknown>) => ({
+        merchant_id: SQUARE_MERCHANT_ID,
+        type: 'payment.updated',
+        event_id: randomUUID(),
+        created_at: now,
+        data: { type: 'payment', id: payment.id, object: { payment: object } },
+      });
+      paid = envelope(payment);
+      refund = envelope({ ...payment, refunded_money: { amount: 4990, currency: 'EUR' } });
+      eventIdOf = (b) => b.event_id as string;
+    } else {
+      const transactionId = `txn_${id()}`;
+      const envelope = (eventType: string, data: Record<string, unknown>) => ({ event_id: `evt_${id()}`, event_type: eventType, occurred_at: now, notification_id: `ntf_${id()}`, data });
+      paid = envelope('transaction.completed', {
+        id: transactionId,
+        status: 'completed',
+        currency_code: 'EUR',
+        custom_data: { order_id: orderId },
+        details: { totals: { grand_total: '4990' } },
+      });
+      refund = envelope('adjustment.updated', {
+        id: `adj_${id()}`,
+        transaction_id: transactionId,
+        action: 'refund',
+        status: 'approved',
+        currency_code: 'EUR',
+        totals: { total: '4990', currency_code: 'EUR' },
+      });
+      eventIdOf = (b) => b.event_id as string;
+    }
+    const delivery = (body: Record<string, unknown>) => {
+      const text = JSON.stringify(body);
+      return { eventId: eventIdOf(body), body: text, headers: signed(text) };
+    };
+    return { paid: delivery(paid), refund: delivery(refund) };
+  }
+
+  it.each(['paypal', 'checkout', 'square', 'paddle'] as const)(
+    '%s: an order paid by a signed delivery, fulfilled once, refunded by a signed refund delivery (its licence revoked)',
+    async (provider) => {
+      const { orderId } = await placeOrder();
+      licensed.push(orderId);
+      const { paid, refund } = deliveriesOf(provider, orderId);
+      const deliver = async (d: { body: string; headers: Record<string, string> }) =>
+        json(await fetch(`${base}/api/payments/webhooks/${provider}-main`, { method: 'POST', headers: d.headers, body: d.body }));
+
+      expect(await deliver(paid)).toEqual({ status: 200, body: { status: 'accepted', eventId: paid.eventId } });
+      const fulfilled = await orderOnceIn(orderId, ['fulfilled']);
+      expect(fulfilled.payments).toMatchObject([{ provider, status: 'succeeded', amount: '49.90' }]);
+      expect(shipments.get(orderId)).toBe(1);
+      expect(await deliver(paid)).toEqual({ status: 200, body: { status: 'duplicate', eventId: paid.eventId } });
+
+      expect(await deliver(refund)).toEqual({ status: 200, body: { status: 'accepted', eventId: refund.eventId } });
+      const view = await orderOnceIn(orderId, ['refunded']);
+      expect(view.payments).toMatchObject([{ provider, status: 'refunded', refundedAmount: '49.90' }]);
+      refunded.add(orderId);
+      // The host's LicenceGrants revokes the licence on order.refunded, after the commit, on the workers.
+      await until(
+        `the licence of ${orderId} revoked`,
+        async () => !(await json(await fetch(`${base}/api/licences`))).body.some((l: { orderId: string }) => l.orderId === orderId),
+        10_000,
+        100,
+      );
+      // Shipped once, whatever the deliveries since.
+      expect(shipments.get(orderId)).toBe(1);
+    },
+  );
 
   it("the module's Swagger UI is at /api/payments/docs, behind the admin token", async () => {
     const anonymous = await fetch(`${base}/api/payments/docs`);

@@ -63,6 +63,56 @@ import { shutdownTracing } from './tracing.js';
                 },
               ]
             : []),
+          // PayPal, Checkout.com, Square and Paddle, each once its secret is configured.
+          ...(config.get<string>('PAYPAL_WEBHOOK_ID')
+            ? [
+                {
+                  id: 'paypal-main',
+                  provider: 'paypal',
+                  // PayPal signs with a certificate's key, not a shared secret.
+                  secrets: [],
+                  merchantAccountId: config.get<string>('PAYPAL_MERCHANT_ID', 'MERCHANTHOSTAPP'),
+                  webhookId: config.getOrThrow<string>('PAYPAL_WEBHOOK_ID'),
+                  // Where PayPal's signing certificates are served, and a CA bundle to trust instead of
+                  // the system's (a test sets both to the testing kit's certificate server and CA).
+                  certHosts: config.get<string>('PAYPAL_CERT_HOSTS', 'api.paypal.com').split(','),
+                  ...(config.get<string>('PAYPAL_CA_FILE') ? { caFile: config.getOrThrow<string>('PAYPAL_CA_FILE') } : {}),
+                },
+              ]
+            : []),
+          ...(config.get<string>('CHECKOUT_SIGNATURE_KEY')
+            ? [
+                {
+                  id: 'checkout-main',
+                  provider: 'checkout',
+                  secrets: [config.getOrThrow<string>('CHECKOUT_SIGNATURE_KEY')],
+                  merchantAccountId: config.get<string>('CHECKOUT_ENTITY_ID', 'ent_host_app'),
+                },
+              ]
+            : []),
+          // Needs the `square` package (a dependency here): the module verifies with its WebhooksHelper.
+          ...(config.get<string>('SQUARE_SIGNATURE_KEY')
+            ? [
+                {
+                  id: 'square-main',
+                  provider: 'square',
+                  secrets: [config.getOrThrow<string>('SQUARE_SIGNATURE_KEY')],
+                  merchantAccountId: config.get<string>('SQUARE_MERCHANT_ID', 'ML_HOST_APP'),
+                  // The URL exactly as registered on the Square subscription: Square signs it.
+                  notificationUrl: config.getOrThrow<string>('SQUARE_NOTIFICATION_URL'),
+                },
+              ]
+            : []),
+          ...(config.get<string>('PADDLE_SECRET_KEY')
+            ? [
+                {
+                  id: 'paddle-main',
+                  provider: 'paddle',
+                  secrets: [config.getOrThrow<string>('PADDLE_SECRET_KEY')],
+                  merchantAccountId: config.get<string>('PADDLE_SELLER_ID', 'seller_host_app'),
+                },
+              ]
+            : []),
           {
             id: 'acme-main',
             provider: 'acme',

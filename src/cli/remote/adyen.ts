@@ -1,4 +1,15 @@
 import { randomInt } from 'node:crypto';
+import {
+  ADYEN_LIBRARY,
+  AdyenLibraryError,
+  adyenNotificationBody,
+  AdyenNotificationBody,
+  AdyenNotificationItem,
+  AdyenSigningLibrary,
+  adyenSigningLibrary,
+  signAdyenBody,
+  signAdyenItem,
+} from '../../testing/adyen';
 import { CliExit, EXIT } from '../context';
 
 /**
@@ -8,39 +19,26 @@ import { CliExit, EXIT } from '../context';
  */
 
 /** The official package the kit signs with, as the module verifies with it. */
-export const ADYEN_LIBRARY = '@adyen/api-library';
-
-/** What the kit uses of the official package. */
-interface AdyenSigningLibrary {
-  hmacValidator: new () => { calculateHmac(item: Record<string, unknown>, hexKey: string): string };
-}
-
-let library: AdyenSigningLibrary | undefined;
-const requireLibrary = (): unknown => require(ADYEN_LIBRARY);
+export { ADYEN_LIBRARY };
 
 /**
  * The official package, loaded once; when it is not installed (or has no `hmacValidator`) the
  * command ends with exit 2 and one line saying how to install it. `load` is for the tests.
  */
-export function adyenLibrary(command: string, load: () => unknown = requireLibrary): AdyenSigningLibrary {
-  if (library && load === requireLibrary) return library;
-  let loaded: unknown;
+export function adyenLibrary(command: string, load?: () => unknown): AdyenSigningLibrary {
   try {
-    loaded = load();
+    return adyenSigningLibrary(load);
   } catch (err) {
-    const notInstalled = (err as { code?: unknown })?.code === 'MODULE_NOT_FOUND';
+    if (!(err instanceof AdyenLibraryError)) throw err;
     throw new CliExit(
       EXIT.couldNotRun,
-      notInstalled
+      err.reason === 'not-installed'
         ? `${command}: --provider adyen signs with the official ${ADYEN_LIBRARY}, which is not installed: npm install ${ADYEN_LIBRARY}`
-        : `${command}: --provider adyen could not load ${ADYEN_LIBRARY}: ${String((err as Error)?.message ?? err).split('\n')[0]}`,
+        : err.reason === 'no-hmac-validator'
+          ? `${command}: the installed ${ADYEN_LIBRARY} has no hmacValidator: npm install ${ADYEN_LIBRARY}@latest`
+          : `${command}: --provider adyen could not load ${ADYEN_LIBRARY}: ${err.detail}`,
     );
   }
-  if (typeof (loaded as Partial<AdyenSigningLibrary> | null)?.hmacValidator !== 'function') {
-    throw new CliExit(EXIT.couldNotRun, `${command}: the installed ${ADYEN_LIBRARY} has no hmacValidator: npm install ${ADYEN_LIBRARY}@latest`);
-  }
-  if (load === requireLibrary) library = loaded as AdyenSigningLibrary;
-  return loaded as AdyenSigningLibrary;
 }
 
 /** An Adyen HMAC key as the Customer Area shows it: hex, an even number of digits. */
@@ -59,16 +57,13 @@ export function adyenEventId(item: Record<string, unknown>): string {
 }
 
 /** One `NotificationRequestItem`, not yet signed. */
-export type NotificationItem = Record<string, unknown> & { additionalData?: Record<string, unknown> };
+export type NotificationItem = AdyenNotificationItem;
 
 /** The body of a delivery: `{ live, notificationItems: [{ NotificationRequestItem }, …] }`. */
-export interface NotificationBody {
-  live: string;
-  notificationItems: Array<{ NotificationRequestItem: NotificationItem }>;
-}
+export type NotificationBody = AdyenNotificationBody;
 
 export function notificationBody(items: NotificationItem[]): NotificationBody {
-  return { live: 'false', notificationItems: items.map((item) => ({ NotificationRequestItem: item })) };
+  return adyenNotificationBody(items);
 }
 
 /** The items of a body built by `notificationBody` (or as Adyen sends one). */
@@ -77,21 +72,16 @@ export function itemsOf(body: unknown): NotificationItem[] {
   return Array.isArray(list) ? list.map((entry) => entry?.NotificationRequestItem ?? {}) : [];
 }
 
-/**
- * `item` signed as Adyen signs it, by the official library: HMAC-SHA256 keyed with the decoded hex
- * key over `pspReference:originalReference:merchantAccountCode:merchantReference:value:currency:
- * eventCode:success`, standard base64, in `additionalData.hmacSignature` (any signature it had is replaced).
- */
+/** `item` signed as Adyen signs it, by the kit (`signAdyenItem`); a missing official package ends `command` with exit 2. */
 export function signItem(item: NotificationItem, hexKey: string, command = 'simulate'): NotificationItem {
-  const { hmacSignature: _previous, ...additionalData } = item.additionalData ?? {};
-  const unsigned = { ...item, additionalData };
-  const hmacSignature = new (adyenLibrary(command).hmacValidator)().calculateHmac(unsigned, hexKey);
-  return { ...item, additionalData: { ...additionalData, hmacSignature } };
+  adyenLibrary(command);
+  return signAdyenItem(item, hexKey);
 }
 
 /** Every item of `body` signed with `hexKey`: Adyen signs with the current key only, so one signature an item. */
-export function signBody(body: NotificationBody, hexKey: string, command?: string): NotificationBody {
-  return { ...body, notificationItems: body.notificationItems.map((entry) => ({ NotificationRequestItem: signItem(entry.NotificationRequestItem, hexKey, command) })) };
+export function signBody(body: NotificationBody, hexKey: string, command = 'simulate'): NotificationBody {
+  adyenLibrary(command);
+  return signAdyenBody(body, hexKey);
 }
 
 /** What the module answers (and Adyen waits for) once every item of a delivery is recorded, now or before. */
