@@ -11,7 +11,7 @@
  *
  * Replay: `FUZZ_SEED=<n> npx jest test/fuzz/sequences -t <provider>` (the default seed is fixed, so
  * that the non-vacuity checks below hold run after run); `FUZZ_PATH` as fast-check prints it;
- * `FUZZ_SEQUENCES` (default 10 per provider) raises the count; `FUZZ_PLATFORMS=express,fastify`.
+ * `FUZZ_SEQUENCES` (default 20 per provider) raises the count; `FUZZ_PLATFORMS=express,fastify`.
  */
 import fc from 'fast-check';
 import type { AddressInfo } from 'node:net';
@@ -28,7 +28,7 @@ import { ACCOUNTS, bodyOf, newEventId, SequenceIds } from './sequence-bodies';
 import { SEQUENCE_PROVIDERS, sequenceArb, SequenceModel, SequenceProvider, Step } from './sequences';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 34;
-const RUNS = Number(process.env.FUZZ_SEQUENCES || 10);
+const RUNS = Number(process.env.FUZZ_SEQUENCES || 20);
 const PATH = process.env.FUZZ_PATH || undefined;
 const FUZZ_PLATFORMS = (process.env.FUZZ_PLATFORMS || 'express').split(',').map((p) => p.trim()) as Platform[];
 
@@ -42,10 +42,10 @@ const FAST = { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 200, sweepInterval
  * producing one fails the test.
  */
 const MUST_SEE: Record<SequenceProvider, string[]> = {
-  paypal: ['paid and shipped', 'refunds summed', 'refund id again', 'order refunded', 'reversal', 'dispute opened', 'dispute lost', 'stale', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'another account'],
-  checkout: ['paid and shipped', 'refunds summed', 'refund id again', 'order refunded', 'dispute opened', 'dispute won', 'dispute lost', 'stale', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'ignored'],
-  square: ['paid and shipped', 'refunds summed', 'refund behind', 'refund nothing new', 'order refunded', 'dispute opened', 'dispute lost', 'stale', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'another account'],
-  paddle: ['paid and shipped', 'refunds summed', 'refund id again', 'order refunded', 'dispute lost', 'stale', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'ignored'],
+  paypal: ['paid and shipped', 'refunds summed', 'refund id again', 'order refunded', 'reversal', 'dispute opened', 'dispute lost', 'stale', 'dispute before capture', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'another account'],
+  checkout: ['paid and shipped', 'refunds summed', 'refund id again', 'order refunded', 'dispute opened', 'dispute won', 'dispute lost', 'stale', 'dispute before capture', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'ignored'],
+  square: ['paid and shipped', 'refunds summed', 'refund behind', 'refund nothing new', 'order refunded', 'dispute opened', 'dispute lost', 'stale', 'dispute before capture', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'another account'],
+  paddle: ['paid and shipped', 'refunds summed', 'refund id again', 'order refunded', 'dispute lost', 'stale', 'dispute before capture', 'resend duplicate', 'sent concurrent', 'forged', 'tampered', 'wrong amount', 'ignored'],
 };
 
 describe.each(FUZZ_PLATFORMS)('%s: fuzzing sequences of PayPal, Checkout.com, Square and Paddle deliveries (workers on)', (platform) => {
