@@ -25,7 +25,7 @@ import { driver } from '../support/domain';
 import { Answer, post } from './client';
 import type { HeaderLine } from './model';
 import { ACCOUNTS, bodyOf, newEventId, SequenceIds } from './sequence-bodies';
-import { SEQUENCE_PROVIDERS, sequenceArb, SequenceModel, SequenceProvider, Step } from './sequences';
+import { Kind, SEQUENCE_PROVIDERS, sequenceArb, SequenceModel, SequenceProvider, Step } from './sequences';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 34;
 const RUNS = Number(process.env.FUZZ_SEQUENCES || 20);
@@ -179,6 +179,15 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing sequences of PayPal, Checkout.com, Sq
     }
     for (const [k, n] of Object.entries(model.seen)) seen[k] = (seen[k] ?? 0) + n;
   }
+
+  it.each(SEQUENCE_PROVIDERS.map((p) => [p] as [SequenceProvider]))('%s: a refund and a dispute before the capture are processed again once it comes (out of order)', async (provider) => {
+    const event = (kind: Kind, refundMinor = 1000): Step => ({ op: 'event', kind, pick: 0, refundId: 0, refundMinor, variant: 'ok', send: 'once' });
+    const seen: Record<string, number> = {};
+    const first = provider === 'paddle' ? 'failed' : 'processing';
+    const dispute = provider === 'paddle' ? 'dispute_lost' : 'disputed';
+    await runSequence(provider, [event(first), event('refund'), event(dispute), event('succeeded')], seen);
+    expect({ provider, again: seen['processed again'] ?? 0, early: (seen['refund before capture'] ?? 0) + (seen['dispute before capture'] ?? 0) }).toEqual({ provider, again: 1, early: 2 });
+  }, 60_000);
 
   it.each(SEQUENCE_PROVIDERS.map((p) => [p] as [SequenceProvider]))(`%s: sequences of deliveries (FUZZ_SEQUENCES ${RUNS}), seed ${SEED}`, async (provider) => {
     const seen: Record<string, number> = {};
