@@ -9,6 +9,11 @@
  * delivery's processing ends, the payment's status and refunded amount, the order's status, and the
  * shipments (exactly one once the order is paid, none before).
  *
+ * And single deliveries of each provider changed after signing (a body byte, the signature, its
+ * header dropped or repeated, the body re-serialised, a stale timestamp, another key), or signed
+ * properly but no event, or changed where nothing is signed (header case, `Content-Type`): `401`
+ * with the contract's error, `400 malformed_payload`, or `200 accepted`; a row only for a `200`.
+ *
  * Replay: `FUZZ_SEED=<n> npx jest test/fuzz/sequences -t <provider>` (the default seed is fixed, so
  * that the non-vacuity checks below hold run after run); `FUZZ_PATH` as fast-check prints it;
  * `FUZZ_SEQUENCES` (default 20 per provider) raises the count; `FUZZ_PLATFORMS=express,fastify`.
@@ -25,7 +30,7 @@ import { driver } from '../support/domain';
 import { Answer, post } from './client';
 import type { HeaderLine } from './model';
 import { ACCOUNTS, bodyOf, newEventId, SequenceIds } from './sequence-bodies';
-import { Kind, SEQUENCE_PROVIDERS, sequenceArb, SequenceModel, SequenceProvider, Step } from './sequences';
+import { Kind, KINDS, SEQUENCE_PROVIDERS, sequenceArb, SequenceModel, SequenceProvider, Step } from './sequences';
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 34;
 const RUNS = Number(process.env.FUZZ_SEQUENCES || 20);
@@ -179,6 +184,138 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing sequences of PayPal, Checkout.com, Sq
     }
     for (const [k, n] of Object.entries(model.seen)) seen[k] = (seen[k] ?? 0) + n;
   }
+
+  /** Where each provider signs: its signature header, and whether a timestamp is signed. */
+  const SIGNATURE_HEADER: Record<SequenceProvider, string> = { paypal: 'paypal-transmission-sig', checkout: 'cko-signature', square: 'x-square-hmacsha256-signature', paddle: 'paddle-signature' };
+  const TIMESTAMPED: Record<SequenceProvider, boolean> = { paypal: true, checkout: false, square: false, paddle: true };
+
+  type Mutation =
+    | { op: 'none' | 'dropSig' | 'dupSig' | 'recase' | 'textPlain' | 'reserialize' | 'forged' | 'stale' }
+    | { op: 'flipBody'; pos: number; mask: number }
+    | { op: 'flipSig'; pos: number; pick: number }
+    | { op: 'garbage'; text: string };
+
+  const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom<Mutation>({ op: 'none' }, { op: 'recase' }, { op: 'textPlain' }) },
+    { weight: 6, arbitrary: fc.constantFrom<Mutation>({ op: 'dropSig' }, { op: 'dupSig' }, { op: 'reserialize' }, { op: 'forged' }, { op: 'stale' }) },
+    { weight: 4, arbitrary: fc.record({ op: fc.constant('flipBody' as const), pos: fc.nat(), mask: fc.integer({ min: 1, max: 255 }) }) },
+    { weight: 3, arbitrary: fc.record({ op: fc.constant('flipSig' as const), pos: fc.nat(), pick: fc.nat() }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('garbage' as const), text: fc.oneof(fc.constantFrom('', '[]', '{}', 'null', '{"id":1}', '{"data":{}}', 'not json'), fc.string({ maxLength: 40 })) }) },
+  );
+
+  /**
+   * One delivery of the provider, changed after signing as the mutation says, and the answers the
+   * contract allows for it: a change of a signed byte or of the signature is `401`, a body signed
+   * properly that is no event `400`, what changes nothing signed (header case, `Content-Type`) `200`.
+   */
+  async function checkMutation(provider: SequenceProvider, kind: Kind, m: Mutation, stats: Record<string, number>): Promise<void> {
+    const hex = randomUUID().replace(/-/g, '');
+    const ids: SequenceIds = { orderId: randomUUID(), reference: `ORD-${hex.slice(0, 8)}`, paymentId: `pm${hex.slice(0, 16)}`, captureId: `3C${hex.slice(16, 30).toUpperCase()}`, prefix: hex.slice(0, 6) };
+    const eventId = newEventId(provider);
+    let text = m.op === 'garbage' ? m.text : bodyOf(provider, { op: 'event', kind, pick: 0, refundId: 0, refundMinor: 1000, variant: 'ok', send: 'once' }, eventId, ids);
+    const nowSeconds = Math.floor(t.clock.now() / 1000);
+    const signAt = m.op === 'stale' && TIMESTAMPED[provider] ? nowSeconds - 3_600 : nowSeconds;
+    const signed =
+      provider === 'paypal'
+        ? signedHeaders('paypal', m.op === 'forged' ? 'WRONGWEBHOOK0001' : PAYPAL_WEBHOOK_ID, text, { certUrl: certs.certUrl, timestamp: signAt })
+        : provider === 'square'
+          ? signedHeaders('square', m.op === 'forged' ? 'sq-not-the-key' : KEYS.square, text, { notificationUrl: SQUARE_URL })
+          : signedHeaders(provider, m.op === 'forged' ? `${KEYS[provider]}-not` : KEYS[provider], text, { timestamp: signAt });
+    let headers: HeaderLine[] = Object.entries(signed);
+    const sigName = SIGNATURE_HEADER[provider];
+    let allowed: number[] = [200];
+    let errors: string[] | null = null;
+    switch (m.op) {
+      case 'dropSig':
+        headers = headers.filter(([k]) => k !== sigName);
+        allowed = [401];
+        errors = ['missing_signature'];
+        break;
+      case 'dupSig':
+        // Two lines of the same signature: read joined (`a, a`), which no provider sends; refused or read as one.
+        headers = [...headers, ...headers.filter(([k]) => k === sigName)];
+        allowed = [200, 401];
+        break;
+      case 'recase':
+        headers = headers.map(([k, v]) => [k.toUpperCase(), v]);
+        break;
+      case 'textPlain':
+        headers = headers.map(([k, v]) => [k, k === 'content-type' ? 'text/plain' : v]);
+        break;
+      case 'reserialize':
+        text = JSON.stringify(JSON.parse(text), null, 2);
+        allowed = [401];
+        errors = ['invalid_signature'];
+        break;
+      case 'forged':
+        allowed = [401];
+        errors = ['invalid_signature'];
+        break;
+      case 'stale':
+        if (TIMESTAMPED[provider]) {
+          allowed = [401];
+          errors = ['timestamp_out_of_tolerance'];
+        }
+        break;
+      case 'flipBody': {
+        const bytes = Buffer.from(text);
+        bytes[m.pos % bytes.length] ^= m.mask;
+        text = bytes.toString('latin1');
+        allowed = [401];
+        errors = ['invalid_signature'];
+        break;
+      }
+      case 'flipSig': {
+        headers = headers.map(([k, v]) => {
+          if (k !== sigName) return [k, v];
+          // The signature's own characters (Paddle's after `h1=`), one changed for another of its alphabet.
+          const start = provider === 'paddle' ? v.indexOf('h1=') + 3 : 0;
+          const length = provider === 'paddle' || provider === 'checkout' ? 64 : provider === 'square' ? 43 : 300;
+          const at = start + (m.pos % Math.min(length, v.length - start));
+          const alphabet = provider === 'paddle' || provider === 'checkout' ? '0123456789abcdef' : 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+          const others = alphabet.replace(v[at], '');
+          return [k, v.slice(0, at) + others[m.pick % others.length] + v.slice(at + 1)];
+        });
+        allowed = [401];
+        errors = ['invalid_signature', 'missing_signature'];
+        break;
+      }
+      case 'garbage':
+        allowed = [400];
+        errors = ['malformed_payload'];
+        break;
+    }
+    const before = await inboxRows();
+    const body = m.op === 'flipBody' ? Buffer.from(text, 'latin1') : Buffer.from(text);
+    const answer = await post(port, `/webhooks/${provider}-fz`, headers, body, false);
+    const added = (await inboxRows()) - before;
+    const got = answer.body as { status?: string; eventId?: string; error?: string } | null;
+    const problem = (what: string): never => {
+      throw new Error(`${provider} ${kind} ${JSON.stringify(m)}: ${what}\n  answer ${answer.status} ${JSON.stringify(answer.body)}\n  headers ${JSON.stringify(headers)}\n  body ${JSON.stringify(text.slice(0, 300))}`);
+    };
+    stats[answer.status] = (stats[answer.status] ?? 0) + 1;
+    if (got?.error) stats[got.error] = (stats[got.error] ?? 0) + 1;
+    if (!allowed.includes(answer.status)) problem(`status ${answer.status}, not ${allowed.join(' or ')}`);
+    if (errors && answer.status !== 200 && !errors.includes(got?.error ?? '')) problem(`error ${JSON.stringify(got?.error)}, not ${errors.join(' or ')}`);
+    if (answer.status === 200) {
+      if (!(got?.status === 'accepted' && got.eventId === eventId)) problem(`a 200 that is not the event ${eventId} accepted`);
+      if (added !== 1) problem(`the inbox grew by ${added} rows for one accepted delivery`);
+    } else if (added !== 0) problem(`the inbox grew by ${added} rows for a refused delivery`);
+  }
+
+  it.each(SEQUENCE_PROVIDERS.map((p) => [p] as [SequenceProvider]))(`%s: deliveries changed after signing (FUZZ_SEQUENCES ${RUNS} × 12), seed ${SEED}`, async (provider) => {
+    const stats: Record<string, number> = {};
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...KINDS[provider].all), mutationArb, (kind, m) => checkMutation(provider, kind, m, stats)),
+      { seed: SEED, numRuns: RUNS * 12, path: PATH, endOnFailure: true, interruptAfterTimeLimit: 60_000, markInterruptAsFailure: true },
+    );
+    // eslint-disable-next-line no-console
+    console.log(`fuzz ${platform}/${provider} mutations: answers ${JSON.stringify(stats)}`);
+    if (!PATH && RUNS >= 10) {
+      const must = ['200', '400', 'malformed_payload', 'missing_signature', 'invalid_signature', ...(TIMESTAMPED[provider] ? ['timestamp_out_of_tolerance'] : [])];
+      expect({ provider, missing: must.filter((k) => !(stats[k] > 0)), refused: stats[401] > RUNS }).toEqual({ provider, missing: [], refused: true });
+    }
+  }, 120_000);
 
   it.each(SEQUENCE_PROVIDERS.map((p) => [p] as [SequenceProvider]))('%s: a refund and a dispute before the capture are processed again once it comes (out of order)', async (provider) => {
     const event = (kind: Kind, refundMinor = 1000): Step => ({ op: 'event', kind, pick: 0, refundId: 0, refundMinor, variant: 'ok', send: 'once' });
