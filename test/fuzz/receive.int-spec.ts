@@ -27,6 +27,9 @@
  * delivery (nor for a late acceptance), the unverified bytes back to 0 once answered (or once the
  * sender hangs up), no rejection left unhandled, and the process healthy at the end.
  *
+ * PayPal, Checkout.com, Square and Paddle: sequences.int-spec.ts sends them signed, forged or edited
+ * after signing, in sequences whose processing a model of the lifecycle predicts.
+ *
  * Replay: the seed is in each test's name and printed; `FUZZ_SEED=<n> npx jest test/fuzz` replays
  * the whole run (add `-t <provider>` for one provider; fast-check's printed `path` goes in
  * `FUZZ_PATH`). `FUZZ_RUNS` (default 400 per provider; Mollie, whose every case asks the stub over
