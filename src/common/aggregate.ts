@@ -1,10 +1,12 @@
+import { RecordsMoves } from './lifecycle';
+
 /**
  * The changes an aggregate made since it was loaded, in the order it made them (Sairyss's
  * AggregateRoot, without the bus): each applied move records what it announces, and the one
  * transaction that saves the aggregate takes them once, to publish them in that same transaction.
  * A move that was not applied records nothing, so nothing is announced twice.
  */
-export abstract class RecordsChanges<C> {
+export abstract class RecordsChanges<C, S extends string = string> extends RecordsMoves<S> {
   private recorded: C[] = [];
 
   /** What was recorded since the last call; each change is taken once. */

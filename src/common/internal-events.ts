@@ -1,3 +1,5 @@
+import type { HistoryCause } from './history';
+import type { RecordedMove } from './lifecycle';
 import type { FulfillmentStatus } from './order-views';
 
 /**
@@ -28,6 +30,9 @@ export interface CaptureRecordedEvent {
 export interface FulfillmentChangedEvent {
   type: 'internal.fulfillment.changed';
   fulfillment: { id: string; orderId: string; status: FulfillmentStatus; carrier: string; shipmentId: string | null };
+  /** The moves of its status this change made, for the order's history, and their cause. */
+  moves: Array<RecordedMove<FulfillmentStatus>>;
+  cause: HistoryCause;
 }
 
 export type InternalEvent = PaymentRegisteredEvent | CaptureRecordedEvent | FulfillmentChangedEvent;

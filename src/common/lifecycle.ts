@@ -82,6 +82,34 @@ export function isBehind<S extends string>(progress: Readonly<Record<S, number>>
   return progress[to] <= progress[from];
 }
 
+/** One move an aggregate made: `from` null when the move created it. */
+export interface RecordedMove<S extends string = string> {
+  from: S | null;
+  to: S;
+  at: Date;
+}
+
+/**
+ * Where an aggregate's moves are recorded, each with its from, to and time, for the store that
+ * saves the aggregate to write into the order's history in the same transaction: every move of
+ * every aggregate goes through `recordMove`, so no path can change a status and leave no trace.
+ */
+export abstract class RecordsMoves<S extends string = string> {
+  private moves: Array<RecordedMove<S>> = [];
+
+  /** The moves made since the last call; each is taken once. */
+  takeMoves(): Array<RecordedMove<S>> {
+    // Aggregates made from rows (Object.assign on a fresh instance) have the field from the constructor.
+    const taken = this.moves ?? [];
+    this.moves = [];
+    return taken;
+  }
+
+  protected recordMove(from: S | null, to: S, at: Date): void {
+    (this.moves ??= []).push({ from, to, at });
+  }
+}
+
 /** An error for a move the table refuses, where a caller asked for one it should never ask for. */
 export class IllegalMove extends Error {
   constructor(l: Lifecycle<string>, from: string, to: string) {

@@ -11,6 +11,7 @@ import { PaymentRefunds1765152000000 } from '../../migrations/1765152000000-Paym
 import { TraceContext1765238400000 } from '../../migrations/1765238400000-TraceContext';
 import { InboxWriteIndexes1765324800000 } from '../../migrations/1765324800000-InboxWriteIndexes';
 import { PaymentCaptures1765411200000 } from '../../migrations/1765411200000-PaymentCaptures';
+import { OrderHistory1765497600000 } from '../../migrations/1765497600000-OrderHistory';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 import { pgClientClass } from './prepared-statements';
 
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   TraceContext1765238400000,
   InboxWriteIndexes1765324800000,
   PaymentCaptures1765411200000,
+  OrderHistory1765497600000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

@@ -105,20 +105,23 @@ export class FulfillmentDispatchHandler implements OutboxHandler<FulfillmentDisp
     const read = this.readBeforeCall.get(attempt);
     const fulfillment = read ? Object.assign(new Fulfillment(), read) : await this.store.find(em, String(attempt.payload.fulfillmentId));
     if (!fulfillment) return;
+    // Its own list of moves, not the one it shares with the copy's source.
+    fulfillment.takeMoves();
     const from = fulfillment.status;
     const now = new Date();
     const moved =
       decision.status === 'dispatched'
         ? fulfillment.dispatched(String((outcome.kind === 'done' && outcome.result?.shipmentId) || ''), now)
         : fulfillment.failed(decision.reason, now);
-    if (moved) this.fulfillments.saveMove(em, fulfillment, from);
+    // The carrier's answer moved it (or the attempts ran out, or it was refused): its shipment, if any.
+    if (moved) this.fulfillments.saveMove(em, fulfillment, from, { kind: 'carrier', shipmentId: fulfillment.shipmentId });
   }
 
   async retried(em: EntityManager, message: { payload: FulfillmentDispatchPayload }): Promise<void> {
     const fulfillment = await this.store.find(em, String(message.payload.fulfillmentId));
     if (!fulfillment) return;
     const from = fulfillment.status;
-    if (fulfillment.requestAgain()) this.fulfillments.saveMove(em, fulfillment, from);
+    if (fulfillment.requestAgain()) this.fulfillments.saveMove(em, fulfillment, from, { kind: 'api', action: 'retry' });
   }
 }
 

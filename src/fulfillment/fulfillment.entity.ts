@@ -1,4 +1,5 @@
 import type { OrderItem, ShipTo } from '../common/order-views';
+import { RecordsMoves } from '../common/lifecycle';
 import { uuid7 } from '../common/uuid7';
 import { canMove, FulfillmentStatus } from './fulfillment.state';
 
@@ -10,7 +11,7 @@ export { FULFILLMENT_STATUSES, type FulfillmentStatus } from './fulfillment.stat
  * carrier's `Idempotency-Key`. It keeps what it ships (address, items), taken from the order when it
  * became paid, so dispatching never reads another context's tables.
  */
-export class Fulfillment {
+export class Fulfillment extends RecordsMoves<FulfillmentStatus> {
   id: string;
   orderId: string;
   orderReference: string | null;
@@ -27,7 +28,7 @@ export class Fulfillment {
   dispatchedAt: Date | null;
 
   static request(order: { id: string; reference: string | null; carrier: string; shipTo: ShipTo; items: OrderItem[] }, now = new Date()): Fulfillment {
-    return Object.assign(new Fulfillment(), {
+    const fulfillment = Object.assign(new Fulfillment(), {
       id: uuid7(now.getTime()),
       orderId: order.id,
       orderReference: order.reference,
@@ -42,6 +43,8 @@ export class Fulfillment {
       updatedAt: now,
       dispatchedAt: null,
     });
+    fulfillment.recordMove(null, 'requested', now);
+    return fulfillment;
   }
 
   /** `requested` → `dispatched`, keeping the carrier's shipment id. Returns false if it was not requested. */
@@ -80,6 +83,7 @@ export class Fulfillment {
 
   private move(to: FulfillmentStatus, now: Date): boolean {
     if (!canMove(this.status, to)) return false;
+    this.recordMove(this.status, to, now);
     this.status = to;
     this.updatedAt = now;
     return true;

@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { BeforeCommitBatch } from '../database/transaction';
+import { currentCause, type HistoryCause } from '../common/history';
 import type { OrderSnapshot } from '../common/order-views';
 import { OutboxHandlers } from '../outbox/outbox-handler';
 import { OutboxWriter } from '../outbox/outbox-writer';
@@ -11,6 +12,9 @@ import { FulfillmentMove, FulfillmentStore } from './fulfillment.store';
 export const FULFILLMENT_DISPATCH = 'fulfillment.dispatch';
 
 /** The payload of a `fulfillment.dispatch` message. */
+/** A move to write, and its cause. */
+type CausedMove = FulfillmentMove & { cause: HistoryCause };
+
 export interface FulfillmentDispatchPayload {
   fulfillmentId: string;
   orderId: string;
@@ -32,9 +36,9 @@ export class FulfillmentService implements OnModuleInit {
   );
 
   /** The transaction's moves, written at its end in one statement; each announced only if written. */
-  private readonly moves = new BeforeCommitBatch<FulfillmentMove>((em, moves) =>
+  private readonly moves = new BeforeCommitBatch<CausedMove>((em, moves) =>
     this.store.saveMoves(em, moves, async (written) => {
-      for (const { fulfillment } of moves) if (written.has(fulfillment.id)) await this.announce(em, fulfillment);
+      for (const { fulfillment, cause } of moves) if (written.has(fulfillment.id)) await this.announce(em, fulfillment, cause);
     }),
   );
 
@@ -67,7 +71,8 @@ export class FulfillmentService implements OnModuleInit {
       // The carrier's Idempotency-Key is the fulfillment id, forever: one message per fulfillment.
       idempotencyKey: fulfillment.id,
     });
-    await this.announce(em, fulfillment);
+    // Requested by whatever made the order paid (a delivery, the support path).
+    await this.announce(em, fulfillment, currentCause(em));
     return fulfillment.id;
   }
 
@@ -94,14 +99,17 @@ export class FulfillmentService implements OnModuleInit {
    * other writes nothing), and announced only then. The stop reason is the refund's to write,
    * never overwritten.
    */
-  saveMove(em: EntityManager, fulfillment: Fulfillment, from: Fulfillment['status']): void {
-    this.moves.add(em, { fulfillment, from });
+  saveMove(em: EntityManager, fulfillment: Fulfillment, from: Fulfillment['status'], cause: HistoryCause): void {
+    this.moves.add(em, { fulfillment, from, cause });
   }
 
-  private announce(em: EntityManager, f: Fulfillment): Promise<void> {
+  /** Announces a change, with the moves it made (the order's history records them, with their cause). */
+  private announce(em: EntityManager, f: Fulfillment, cause: HistoryCause): Promise<void> {
     return this.events.publish(em, {
       type: 'internal.fulfillment.changed',
       fulfillment: { id: f.id, orderId: f.orderId, status: f.status, carrier: f.carrier, shipmentId: f.shipmentId },
+      moves: f.takeMoves(),
+      cause,
     });
   }
 }

@@ -42,7 +42,7 @@ export type PaidVia = { source: 'payment'; paymentId: string } | { source: 'supp
  * The support path (`mark-paid`) goes through the same `markPaid`. Each applied move records the
  * event it announces; PaymentStore maps the row and saves it.
  */
-export class Order extends RecordsChanges<PaymentEventType> {
+export class Order extends RecordsChanges<PaymentEventType, OrderStatus> {
   id: string;
   reference: string | null;
   status: OrderStatus;
@@ -69,7 +69,7 @@ export class Order extends RecordsChanges<PaymentEventType> {
     now?: Date;
   }): Order {
     const now = params.now ?? new Date();
-    return Object.assign(new Order(), {
+    const order = Object.assign(new Order(), {
       id: uuid7(now.getTime()),
       reference: params.reference,
       status: 'awaiting_payment' as OrderStatus,
@@ -85,6 +85,8 @@ export class Order extends RecordsChanges<PaymentEventType> {
       createdAt: now,
       updatedAt: now,
     });
+    order.recordMove(null, 'awaiting_payment', now);
+    return order;
   }
 
   get amount(): Money {
@@ -118,7 +120,8 @@ export class Order extends RecordsChanges<PaymentEventType> {
       this.paidVia = via;
       this.paidAt = now;
       this.updatedAt = now;
-      this.recordMove(result.to);
+      this.recordMove(result.from, result.to, now);
+      this.announce(result.to);
     }
     return result;
   }
@@ -168,12 +171,13 @@ export class Order extends RecordsChanges<PaymentEventType> {
     if (result.outcome === 'applied') {
       this.status = result.to;
       this.updatedAt = now;
-      this.recordMove(result.to);
+      this.recordMove(result.from, result.to, now);
+      this.announce(result.to);
     }
     return result;
   }
 
-  private recordMove(to: OrderStatus): void {
+  private announce(to: OrderStatus): void {
     const type = ORDER_EVENTS[to];
     if (type) this.record(type);
   }

@@ -7,7 +7,7 @@ import { DomainError } from '../common/domain-error';
 import { PROVIDER_NAMES } from '../config/options';
 import { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import { RegisterPaymentDto } from './dto/payment.dto';
-import { OrderPage, OrderView, PaymentView } from './dto/views';
+import { OrderHistoryView, OrderPage, OrderView, PaymentView } from './dto/views';
 import { OrdersService } from './orders.service';
 import { MAX_PAYMENTS_PER_ORDER } from './order.entity';
 import { inActionSpan } from '../observability/tracing';
@@ -80,6 +80,17 @@ export class OrdersController {
   @ApiErrorResponses(401, 404, 503)
   get(@Param('id', uuidParam) id: string): Promise<OrderView> {
     return this.orders.get(id);
+  }
+
+  @Get(':id/history')
+  @ApiOperation({
+    operationId: 'getOrderHistory',
+    summary: "The order's history: every move of the order, its payments and its fulfillment, with its cause, oldest first",
+  })
+  @ApiOkResponse({ type: OrderHistoryView })
+  @ApiErrorResponses(401, 404, 503)
+  history(@Param('id', uuidParam) id: string): Promise<OrderHistoryView> {
+    return this.orders.historyOf(id);
   }
 
   @Post(':id/payments')

@@ -11,7 +11,8 @@ import { runTransaction } from '../database/transaction';
 import { PW_CARRIER_NAMES, PW_OPTIONS } from '../config/tokens';
 import type { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import type { ListPaymentsQuery, RegisterPaymentDto } from './dto/payment.dto';
-import type { OrderView, PaymentView } from './dto/views';
+import type { OrderHistoryView, OrderView, PaymentView } from './dto/views';
+import { OrderHistoryStore } from './order-history.store';
 import { Money, MoneyError } from './money';
 import { MAX_PAYMENTS_PER_ORDER, Order } from './order.entity';
 import { Payment } from './payment.entity';
@@ -38,6 +39,7 @@ export class OrdersService {
     @Inject(PW_CARRIER_NAMES) private readonly carriers: ReadonlySet<string>,
     private readonly store: PaymentStore,
     private readonly idempotencyKeys: IdempotencyKeyStore,
+    private readonly history: OrderHistoryStore,
   ) {}
 
   /**
@@ -67,7 +69,7 @@ export class OrdersService {
         shipTo: { ...dto.shipTo },
         items: dto.items.map((i) => ({ sku: i.sku, quantity: i.quantity })),
       });
-      if (!(await this.store.insertOrder(em, order))) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
+      if (!(await this.store.insertOrder(em, order, { kind: 'api', action: 'place' }))) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
       const answer = { status: 201, body: orderView(order, []) };
       if (idempotencyKey !== undefined) await this.idempotencyKeys.saveAnswer(em, IDEMPOTENCY_SCOPE, idempotencyKey, answer);
       return answer;
@@ -88,6 +90,13 @@ export class OrdersService {
     const order = await this.store.findOrder(this.dataSource, id);
     if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
     return (await this.views([order]))[0];
+  }
+
+  /** Every move of the order, its payments and its fulfillment, oldest first. */
+  async historyOf(id: string): Promise<OrderHistoryView> {
+    const order = await this.store.findOrder(this.dataSource, id);
+    if (!order) throw new DomainError('ORDER.NOT_FOUND', 'no such order');
+    return { items: await this.history.list(this.dataSource, id) };
   }
 
   async list(query: ListOrdersQuery): Promise<Page<OrderView>> {
@@ -129,7 +138,7 @@ export class OrdersService {
           }
           const payment = Payment.register({ orderId, ...key, expected: order.amount });
           // Announced in this transaction: the deliveries parked for this payment are released.
-          await this.store.save(em, { payment, newPayment: true, sourceEventId: null });
+          await this.store.save(em, { payment, newPayment: true, sourceEventId: null, cause: { kind: 'api', action: 'register-payment' } });
           return { status: 201, body: paymentView(payment) };
         });
       } catch (err) {
@@ -152,7 +161,7 @@ export class OrdersService {
         throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be marked paid`);
       }
       // `order.paid` is announced in this transaction: the fulfillment is requested from there.
-      if (result.outcome === 'applied') await this.store.save(em, { order, sourceEventId: null });
+      if (result.outcome === 'applied') await this.store.save(em, { order, sourceEventId: null, cause: { kind: 'api', action: 'mark-paid' } });
     });
     return this.get(id);
   }
@@ -164,7 +173,7 @@ export class OrdersService {
       if (result.outcome !== 'applied') {
         throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be canceled`);
       }
-      await this.store.save(em, { order, sourceEventId: null });
+      await this.store.save(em, { order, sourceEventId: null, cause: { kind: 'api', action: 'cancel' } });
     });
     return this.get(id);
   }

@@ -9,6 +9,9 @@ import { uuid7 } from '../common/uuid7';
 import { idsOfRows } from '../database/bulk-sql';
 import { BeforeCommitBatch, DeferredWrite, deferWrites, TransactionState } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
+import { type HistoryCause, type HistoryEntry, withCause } from '../common/history';
+import type { RecordedMove } from '../common/lifecycle';
+import { OrderHistoryStore } from './order-history.store';
 import { Order } from './order.entity';
 import type { OrderStatus } from './order.state';
 import { Payment } from './payment.entity';
@@ -22,6 +25,8 @@ export interface Changes {
   newPayment?: boolean;
   /** The provider event that caused the change; null for an API action. */
   sourceEventId: string | null;
+  /** Why: what the order's history records with each move saved (and with the moves its reactions make). */
+  cause: HistoryCause;
 }
 
 /** A connection or a transaction: what a read outside the unit of work runs on. */
@@ -87,12 +92,17 @@ export class PaymentStore implements OnModuleInit {
   /** Fulfillment changes of orders the transaction has not locked yet (a batch of dispatches): locked together at its end. */
   private readonly fulfillmentsToFollow = new BeforeCommitBatch<FulfillmentChange>((em, changes) => this.followFulfillments(em, changes));
 
-  constructor(private readonly events: TransactionEvents) {}
+  constructor(
+    private readonly events: TransactionEvents,
+    private readonly history: OrderHistoryStore,
+  ) {}
 
   onModuleInit(): void {
     // The shipment left: the order is fulfilled (and announces it). Any change of the fulfillment is
     // copied onto the order, for its views.
-    this.events.on(['internal.fulfillment.changed'], async ({ fulfillment }, em) => {
+    this.events.on(['internal.fulfillment.changed'], async ({ fulfillment, moves, cause }, em) => {
+      // The fulfillment's moves join its order's history (announced only once they are written).
+      this.history.append(em, historyOf(fulfillment.orderId, 'fulfillment', fulfillment.id, moves, cause));
       const known = this.work.of(em).orders.get(fulfillment.orderId);
       if (known) return this.followFulfillment(em, known, fulfillment);
       this.fulfillmentsToFollow.add(em, fulfillment);
@@ -114,7 +124,8 @@ export class PaymentStore implements OnModuleInit {
     const now = new Date();
     order.trackFulfillment({ id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }, now);
     if (fulfillment.status === 'dispatched') order.markFulfilled(now);
-    await this.save(em, { order, sourceEventId: null });
+    // The order is fulfilled by the carrier's answer.
+    await this.save(em, { order, sourceEventId: null, cause: { kind: 'carrier', shipmentId: fulfillment.shipmentId } });
   }
 
   /**
@@ -209,8 +220,8 @@ export class PaymentStore implements OnModuleInit {
     }
   }
 
-  /** Inserts a placed order; false when its reference is taken. */
-  async insertOrder(em: EntityManager, o: Order): Promise<boolean> {
+  /** Inserts a placed order, and its creation into its history; false when its reference is taken. */
+  async insertOrder(em: EntityManager, o: Order, cause: HistoryCause): Promise<boolean> {
     const inserted: unknown[] = await em.query(
       `INSERT INTO orders (id, reference, status, amount_minor, currency, carrier, merchant_account_id, ship_to, items, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
@@ -219,6 +230,7 @@ export class PaymentStore implements OnModuleInit {
       [o.id, o.reference, o.status, o.amountMinor.toString(), o.currency, o.carrier, o.merchantAccountId, JSON.stringify(o.shipTo),
         JSON.stringify(o.items), o.createdAt, o.updatedAt],
     );
+    if (inserted.length > 0) this.history.append(em, historyOf(o.id, 'order', o.id, o.takeMoves(), cause));
     return inserted.length > 0;
   }
 
@@ -244,7 +256,16 @@ export class PaymentStore implements OnModuleInit {
       work.orders.set(order.id, order);
       this.writes.add(em, { order });
     }
+    // The moves, in the history, written with the rows (the payment's first: it moved the order).
+    if (payment) this.history.append(em, historyOf(payment.orderId, 'payment', payment.id, payment.takeMoves(), changes.cause));
+    if (order) this.history.append(em, historyOf(order.id, 'order', order.id, order.takeMoves(), changes.cause));
 
+    // What the announcements' listeners move (the fulfillment an order's payment requests) has the same cause.
+    await withCause(em, changes.cause, () => this.announce(em, changes));
+  }
+
+  private async announce(em: EntityManager, changes: Changes): Promise<void> {
+    const { order, payment } = changes;
     if (payment && changes.newPayment) {
       await this.events.publish(em, {
         type: 'internal.payment.registered',
@@ -436,6 +457,11 @@ export class PaymentStore implements OnModuleInit {
     );
     return rows.map((r) => r.id);
   }
+}
+
+/** The moves of one aggregate as history entries of its order. */
+function historyOf(orderId: string, entity: HistoryEntry['entity'], entityId: string, moves: readonly RecordedMove[], cause: HistoryCause): HistoryEntry[] {
+  return moves.map((m) => ({ orderId, entity, entityId, from: m.from, to: m.to, at: m.at, cause }));
 }
 
 /** A payment as a row of the bulk statements (bigints as text, dates as ISO instants). */

@@ -30,7 +30,7 @@ export interface PaymentChange {
  * through `apply`, which returns the outcome as a value and never does twice what it already did.
  * Each applied move records the event it announces; PaymentStore maps the row and saves it.
  */
-export class Payment extends RecordsChanges<PaymentEventType> {
+export class Payment extends RecordsChanges<PaymentEventType, PaymentStatus> {
   id: string;
   orderId: string;
   provider: string;
@@ -59,7 +59,7 @@ export class Payment extends RecordsChanges<PaymentEventType> {
     now?: Date;
   }): Payment {
     const now = params.now ?? new Date();
-    return Object.assign(new Payment(), {
+    const payment = Object.assign(new Payment(), {
       id: uuid7(now.getTime()),
       orderId: params.orderId,
       provider: params.provider,
@@ -74,6 +74,8 @@ export class Payment extends RecordsChanges<PaymentEventType> {
       createdAt: now,
       updatedAt: now,
     });
+    payment.recordMove(null, 'pending', now);
+    return payment;
   }
 
   get amount(): Money {
@@ -177,6 +179,7 @@ export class Payment extends RecordsChanges<PaymentEventType> {
       this.refunds = refunds;
       this.disputeOutcome = disputeOutcome;
       this.updatedAt = now;
+      this.recordMove(result.from, result.to, now);
       this.record(this.eventOf(kind, result.to));
     }
     return result;

@@ -6,6 +6,7 @@ import { OrdersService } from './orders.service';
 import { ProviderEventsService } from './provider-events.service';
 import { PaymentStore } from './payment-store';
 import { PaymentCapturesStore } from './payment-captures.store';
+import { OrderHistoryStore } from './order-history.store';
 import { PaymentsController } from './payments.controller';
 
 /**
@@ -16,7 +17,7 @@ import { PaymentsController } from './payments.controller';
 @Module({
   imports: [OutboxModule],
   controllers: [OrdersController, PaymentsController],
-  providers: [OrdersService, ProviderEventsService, PaymentStore, PaymentCapturesStore, IdempotencyKeyStore],
+  providers: [OrdersService, ProviderEventsService, PaymentStore, OrderHistoryStore, PaymentCapturesStore, IdempotencyKeyStore],
   exports: [ProviderEventsService, OrdersService, PaymentStore, IdempotencyKeyStore],
 })
 export class PaymentsModule {}

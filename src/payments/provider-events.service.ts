@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
+import type { HistoryCause } from '../common/history';
 import type { PaymentRefusal } from './order.entity';
 import { Payment } from './payment.entity';
 import type { RejectionReason } from './payment.state';
@@ -10,6 +11,8 @@ import { PaymentStore, Queryable } from './payment-store';
 import { PaymentCapturesStore } from './payment-captures.store';
 
 export interface DeliveryContext {
+  /** The delivery's id (its inbox row, `GET /admin/webhook-deliveries/{id}`): the order's history names it. */
+  deliveryId: string;
   /** The provider's event id: the `sourceEventId` of whatever this changes (docs/events.md#the-body). */
   eventId: string;
   provider: string;
@@ -27,6 +30,11 @@ export type EventOutcome =
   | { status: 'processed'; outcome: 'applied' | 'already_applied' | 'stale' }
   | { status: 'rejected'; outcome: RejectionReason | PaymentRefusal }
   | { status: 'unmatched'; outcome: 'payment_not_found' };
+
+/** The history's cause of what a delivery's processing changes. */
+function causeOf(ctx: DeliveryContext): HistoryCause {
+  return { kind: 'delivery', deliveryId: ctx.deliveryId, eventId: ctx.eventId, provider: ctx.provider };
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -158,12 +166,12 @@ export class ProviderEventsService {
     }
     if (result.outcome !== 'applied') {
       // A payment this event creates is registered all the same (its parked deliveries hear of it).
-      if (isNew) await this.store.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId });
+      if (isNew) await this.store.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
       return { status: 'processed', outcome: result.outcome };
     }
     const order = await this.store.lockOrder(em, payment.orderId);
     order?.followPayment(payment, now);
-    await this.store.save(em, { order, payment, newPayment: isNew, sourceEventId: ctx.eventId });
+    await this.store.save(em, { order, payment, newPayment: isNew, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
     return { status: 'processed', outcome: 'applied' };
   }
 

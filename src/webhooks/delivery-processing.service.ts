@@ -422,7 +422,7 @@ export class DeliveryProcessingService {
 
   /** The delivery's context: its row's key, and the accounts its endpoint serves when it serves many. */
   private contextOf(delivery: DeliveryToProcess): DeliveryContext {
-    const ctx: DeliveryContext = { eventId: delivery.eventId, provider: delivery.provider, merchantAccountId: delivery.merchantAccountId };
+    const ctx: DeliveryContext = { deliveryId: delivery.id, eventId: delivery.eventId, provider: delivery.provider, merchantAccountId: delivery.merchantAccountId };
     const servedAccounts = this.servedAccounts.get(delivery.endpointId);
     if (servedAccounts !== undefined) ctx.servedAccounts = servedAccounts;
     return ctx;

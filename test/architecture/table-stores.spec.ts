@@ -14,6 +14,7 @@ const STORES: Record<string, string> = {
   orders: 'payments/payment-store.ts',
   payments: 'payments/payment-store.ts',
   payment_captures: 'payments/payment-captures.store.ts',
+  order_history: 'payments/order-history.store.ts',
   idempotency_keys: 'payments/idempotency-key.store.ts',
   fulfillments: 'fulfillment/fulfillment.store.ts',
   outbox_message: 'outbox/outbox.store.ts',

@@ -20,6 +20,7 @@ const MIGRATIONS = [
   'TraceContext1765238400000',
   'InboxWriteIndexes1765324800000',
   'PaymentCaptures1765411200000',
+  'OrderHistory1765497600000',
 ];
 
 function run(args: string[], env: Record<string, string>) {
@@ -111,7 +112,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const all = await tables(url);
     expect(all.filter((t) => t.schema !== TEST_SCHEMA)).toEqual([]);
     expect(all.map((t) => t.name).sort()).toEqual(
-      ['backfills', 'fulfillments', 'idempotency_keys', 'orders', 'outbox_message', 'payment_captures', 'payments', 'pw_migrations', 'webhook_inbox'].sort(),
+      ['backfills', 'fulfillments', 'idempotency_keys', 'order_history', 'orders', 'outbox_message', 'payment_captures', 'payments', 'pw_migrations', 'webhook_inbox'].sort(),
     );
   });
 
@@ -119,7 +120,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const out = run(['migrate'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' });
     expect(out.code).toBe(0);
     const all = await tables(url);
-    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(9);
+    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(10);
     expect(run(['status'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' }).code).toBe(0);
   });
 });

@@ -61,3 +61,26 @@ export class PaymentPage {
   @ApiProperty({ type: [PaymentView] }) items: PaymentView[];
   @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
+
+/** One move in an order's history (docs/rest-api.md#order-history). */
+export class HistoryItemView {
+  @ApiProperty({ example: '2026-12-07T10:00:00.000Z', description: 'When the move was made' }) at: string;
+  @ApiProperty({ enum: ['order', 'payment', 'fulfillment', 'refund'] }) entity: 'order' | 'payment' | 'fulfillment' | 'refund';
+  @ApiProperty({ format: 'uuid', description: 'The id of the order, payment or fulfillment that moved' }) entityId: string;
+  @ApiProperty({ type: String, nullable: true, example: 'awaiting_payment', description: 'null: the move created it' }) from: string | null;
+  @ApiProperty({ example: 'paid' }) to: string;
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    example: { kind: 'delivery', deliveryId: '0193a1b2-0000-7000-8000-000000000001', eventId: 'evt_1', provider: 'stripe' },
+    description:
+      'Why: `{"kind":"delivery","deliveryId","eventId","provider"}` (a webhook\'s processing; `deliveryId` is the delivery\'s `id`), ' +
+      '`{"kind":"api","action"}` (`place`, `mark-paid`, `cancel`, `register-payment`, `retry`), `{"kind":"carrier","shipmentId"}`, ' +
+      'or `{"kind":"backfill"}` (written from the rows when the history was created)',
+  })
+  cause: Record<string, unknown>;
+}
+
+export class OrderHistoryView {
+  @ApiProperty({ type: [HistoryItemView], description: 'Oldest first' }) items: HistoryItemView[];
+}
