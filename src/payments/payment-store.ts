@@ -48,7 +48,8 @@ export interface PaymentFilter extends PageQuery {
   orderId?: string;
 }
 
-type FulfillmentChange = FulfillmentChangedEvent['fulfillment'];
+/** A change of a fulfillment, and its cause (the order's moves that follow it have the same). */
+type FulfillmentChange = FulfillmentChangedEvent['fulfillment'] & { cause: HistoryCause };
 
 /** One row to write at the end of a transaction. */
 type Write = { insert: Payment } | { update: Payment } | { order: Order };
@@ -104,8 +105,8 @@ export class PaymentStore implements OnModuleInit {
       // The fulfillment's moves join its order's history (announced only once they are written).
       this.history.append(em, historyOf(fulfillment.orderId, 'fulfillment', fulfillment.id, moves, cause));
       const known = this.work.of(em).orders.get(fulfillment.orderId);
-      if (known) return this.followFulfillment(em, known, fulfillment);
-      this.fulfillmentsToFollow.add(em, fulfillment);
+      if (known) return this.followFulfillment(em, known, { ...fulfillment, cause });
+      this.fulfillmentsToFollow.add(em, { ...fulfillment, cause });
     });
   }
 
@@ -124,8 +125,8 @@ export class PaymentStore implements OnModuleInit {
     const now = new Date();
     order.trackFulfillment({ id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }, now);
     if (fulfillment.status === 'dispatched') order.markFulfilled(now);
-    // The order is fulfilled by the carrier's answer.
-    await this.save(em, { order, sourceEventId: null, cause: { kind: 'carrier', shipmentId: fulfillment.shipmentId } });
+    // The order is fulfilled by what dispatched its fulfillment (the carrier's answer).
+    await this.save(em, { order, sourceEventId: null, cause: fulfillment.cause });
   }
 
   /**
