@@ -35,6 +35,7 @@ const API_ROUTES: Route[] = [
   { method: 'post', path: `/orders/${MISSING_ID}/payments`, body: { provider: 'stripe', providerPaymentId: 'pi_auth' }, authorised: 404 },
   { method: 'post', path: `/orders/${MISSING_ID}/mark-paid`, body: { reason: 'auth test' }, authorised: 404 },
   { method: 'post', path: `/orders/${MISSING_ID}/cancel`, authorised: 404 },
+  { method: 'get', path: `/orders/${MISSING_ID}/history`, authorised: 404 },
   { method: 'get', path: '/payments', authorised: 200 },
   { method: 'get', path: `/payments/${MISSING_ID}`, authorised: 404 },
   { method: 'get', path: '/admin/webhook-deliveries', authorised: 200 },

@@ -40,6 +40,7 @@ const OPERATION_IDS: Array<[string, string, string]> = [
   ['post', '/orders/{id}/payments', 'registerPayment'],
   ['post', '/orders/{id}/mark-paid', 'markOrderPaid'],
   ['post', '/orders/{id}/cancel', 'cancelOrder'],
+  ['get', '/orders/{id}/history', 'getOrderHistory'],
   ['get', '/payments', 'listPayments'],
   ['get', '/payments/{id}', 'getPayment'],
   ['get', '/admin/webhook-deliveries', 'listWebhookDeliveries'],
