@@ -9,7 +9,8 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   written in; read by order id, oldest first.
  * - Backfill: what the rows existing now can tell, with the cause `{"kind":"backfill"}`: each
  *   order's, payment's and fulfillment's creation (null → its initial status, at `created_at`) and,
- *   when it has moved since, its current status (null → the status, at `updated_at`: the moves in
+ *   when it has moved since, its current status (null → the status, at `updated_at`, or `paid_at`
+ *   for a paid order, whose `updated_at` also moves with its copy of the fulfillment: the moves in
  *   between are not known).
  */
 export class OrderHistory1765497600000 implements MigrationInterface {
@@ -34,7 +35,8 @@ export class OrderHistory1765497600000 implements MigrationInterface {
         FROM (
           SELECT id AS order_id, 'order' AS entity, id AS entity_id, 'awaiting_payment' AS to_status, created_at AS at, 0 AS step FROM orders
           UNION ALL
-          SELECT id, 'order', id, status, updated_at, 1 FROM orders WHERE status <> 'awaiting_payment'
+          SELECT id, 'order', id, status, CASE WHEN status = 'paid' THEN coalesce(paid_at, updated_at) ELSE updated_at END, 1
+            FROM orders WHERE status <> 'awaiting_payment'
           UNION ALL
           SELECT order_id, 'payment', id, 'pending', created_at, 0 FROM payments
           UNION ALL
