@@ -99,14 +99,13 @@ export abstract class RecordsMoves<S extends string = string> {
 
   /** The moves made since the last call; each is taken once. */
   takeMoves(): Array<RecordedMove<S>> {
-    // Aggregates made from rows (Object.assign on a fresh instance) have the field from the constructor.
-    const taken = this.moves ?? [];
+    const taken = this.moves;
     this.moves = [];
     return taken;
   }
 
   protected recordMove(from: S | null, to: S, at: Date): void {
-    (this.moves ??= []).push({ from, to, at });
+    this.moves.push({ from, to, at });
   }
 }
 
