@@ -98,3 +98,4 @@ export * from './provider';
 export * from './hmac';
 export * from './receive';
 export * from './adapter-calls';
+export * from './command-answers';

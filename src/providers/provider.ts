@@ -179,6 +179,8 @@ export interface ProviderAdapter {
    * transaction (never on the receive path).
    */
   readonly fetchesState?: StateFetcher;
+  /** Refunds, captures and voids the shop asks for (CONTRACT §3.1; docs/commands.md), where the provider takes them. */
+  readonly commands?: PaymentCommands;
 }
 
 /**
@@ -387,4 +389,74 @@ export function readJsonObject(bytes: Buffer): { text: string; body: Record<stri
 export function jsonAnswer(events: readonly RecordedEvent[]): DeliveryAnswer {
   const [first] = events;
   return { contentType: 'application/json; charset=utf-8', body: JSON.stringify({ status: first.status, eventId: first.eventId }) };
+}
+
+/**
+ * A payment command the shop asked for (docs/commands.md): a refund of an amount, a capture of an
+ * authorized payment (its whole amount, or part of it), a void of an authorization. Amounts are
+ * given in minor units and as the decimal string of the payment's currency, for the client that
+ * wants either.
+ */
+export type PaymentCommand =
+  | { type: 'refund'; refundId: string; amount: CommandAmount; reason: string | null }
+  | { type: 'capture'; amount: CommandAmount }
+  | { type: 'void' };
+
+export interface CommandAmount {
+  minor: bigint;
+  /** The same amount as a decimal string in the currency's exponent (`"49.90"`, `"4990"` in JPY). */
+  decimal: string;
+  /** ISO 4217, upper case. */
+  currency: string;
+}
+
+/** The payment a command is about, as the provider knows it. */
+export interface CommandTarget {
+  /** The provider's id of the payment (PaymentIntent, pspReference, Mollie payment, PayPal order…). */
+  providerPaymentId: string;
+  merchantAccountId: string;
+  /** The payment's whole amount. */
+  amount: CommandAmount;
+  /**
+   * The provider's ids of the captures recorded for the payment, oldest first (a PayPal refund names
+   * the capture, not the order); empty where the provider has none of its own.
+   */
+  captureIds: readonly string[];
+}
+
+export interface CommandContext {
+  /** The endpoint whose credentials the command is sent with (one of the payment's provider and account). */
+  endpoint: ProviderEndpoint;
+  /**
+   * The provider's idempotency key: the same on every attempt of one command, so a repeat after a
+   * crash answers the first result (the refund's id, `<payment id>:capture`, `<payment id>:void`).
+   */
+  idempotencyKey: string;
+  /** The longest wait for the provider's answer. */
+  timeoutMs: number;
+}
+
+/**
+ * What the provider answered a command. `ok`: accepted (a refund with its id, and `succeeded` when
+ * the answer already says the money went back). Otherwise `retryable` (a network error, a timeout,
+ * `409` for the same key in flight, `429`, `5xx`: the same key again later, not before
+ * `retryAfterMs` when the provider said when) or refused for good (another `4xx`), with the
+ * provider's reason. `mayHaveHappened`: no clear answer came back. A reason never holds a credential.
+ */
+export type CommandAnswer =
+  | { ok: true; providerRefundId?: string | null; status?: 'pending' | 'succeeded' }
+  | { ok: false; retryable: boolean; reason: string; retryAfterMs?: number; mayHaveHappened?: boolean };
+
+/**
+ * How a provider takes payment commands through its official client (an optional member of the
+ * adapter: a provider without it, or an endpoint without API credentials, answers
+ * `422 not_supported`). `send` answers rather than throws; a throw counts as a retryable failure
+ * whose effect may have happened.
+ */
+export interface PaymentCommands {
+  /** The commands this provider takes. */
+  readonly types: readonly PaymentCommand['type'][];
+  /** Whether this endpoint holds what the commands need (an API key, OAuth client credentials…). */
+  ready(endpoint: ProviderEndpoint): boolean;
+  send(command: PaymentCommand, target: CommandTarget, context: CommandContext): Promise<CommandAnswer>;
 }

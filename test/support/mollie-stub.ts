@@ -10,13 +10,13 @@ import type { Duplex } from 'node:stream';
  * ships with, and takes no CA option. `MollieStub.start()` makes connections to the stub's own port
  * trust this certificate, and nothing else; TLS verification stays on.
  */
-const STUB_KEY = `-----BEGIN PRIVATE KEY-----
+export const STUB_KEY = `-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgEflY4Q5U7MuAqBU5
 EvPgDzCrDUZWoaZOR6eju6MvSkihRANCAASIDqtjknzNZ1EG4M5gpg6dAmXRU3t6
 w1VJyCB6jNUCn1OBpBWrZa8+PeNIc8FgfsRDHWyHNCyYMShXRLIy9D65
 -----END PRIVATE KEY-----
 `;
-const STUB_CERT = `-----BEGIN CERTIFICATE-----
+export const STUB_CERT = `-----BEGIN CERTIFICATE-----
 MIIBkDCCATagAwIBAgIUNOUa9T8zrMlYB6AXrqylSB8AR/EwCgYIKoZIzj0EAwIw
 FDESMBAGA1UEAwwJMTI3LjAuMC4xMCAXDTI2MTIwMjAyNTE0NloYDzIxMjYxMTA4
 MDI1MTQ2WjAUMRIwEAYDVQQDDAkxMjcuMC4wLjEwWTATBgcqhkjOPQIBBggqhkjO
@@ -35,7 +35,7 @@ const trustedPorts = new Set<number>();
 let originalCreateConnection: CreateConnection | undefined;
 
 /** Connections to a stub's port trust the stub's certificate (its CA list is replaced for them alone). */
-function trustStub(port: number): void {
+export function trustStub(port: number): void {
   trustedPorts.add(port);
   if (originalCreateConnection) return;
   const original = (originalCreateConnection = agentProto.createConnection);
@@ -45,7 +45,7 @@ function trustStub(port: number): void {
   };
 }
 
-function distrustStub(port: number): void {
+export function distrustStub(port: number): void {
   trustedPorts.delete(port);
   if (trustedPorts.size > 0 || !originalCreateConnection) return;
   agentProto.createConnection = originalCreateConnection;
