@@ -57,6 +57,16 @@ export interface ProviderEvent {
    * the order's `reference`, or its id. Used like `orderId` when that is null.
    */
   orderReference?: string | null;
+  /**
+   * (v4) The provider's refunds this event reports an outcome of, by the provider's refund id: what
+   * confirms (or fails) a refund the shop asked for through the module (CONTRACT §3.1), matched by
+   * its `providerRefundId`. A refund of its own amount (`refund` above) confirms itself and need not
+   * be repeated here; an event that only moves a cumulative amount lists the refunds it names, when
+   * it names them (a Stripe charge's `refunds.data`). A refund event that changes no amount (a
+   * refund that failed) may still list its outcome here, with the event's `kind` left to `normalize`
+   * (an event with no payment change is `ignored` unless it lists one).
+   */
+  refundOutcomes?: Array<{ id: string; status: 'succeeded' | 'failed'; reason?: string | null }>;
   /** The merchant account the body declares (Stripe `account`, Factuarea `account.id`, Standard `data.account_id`). */
   declaredAccount: string | null;
   /** When the provider says it happened, if it says. */
