@@ -15,7 +15,12 @@ export type ProviderEventKind =
   | 'refunded'
   | 'disputed'
   | 'dispute_won'
-  | 'dispute_lost';
+  | 'dispute_lost'
+  /**
+   * (v4) No change of the payment: only the outcome of refunds (`refundOutcomes`), such as a refund
+   * the provider failed. Applied to the refunds it names; the payment stays as it is.
+   */
+  | 'refund_outcome';
 
 /** An amount as sent: a decimal string in the currency's exponent ("49.90") or integer minor units (4990). */
 export type RawAmount = { form: 'decimal'; value: string } | { form: 'minor'; value: number | string };

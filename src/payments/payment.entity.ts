@@ -169,6 +169,9 @@ export class Payment extends RecordsChanges<PaymentEventType, PaymentStatus> {
         // A capture already recorded (whatever came after it) is nothing new.
         result = this.captured ? { outcome: 'already_applied', from, to: from } : decideMove(from, 'succeeded');
         break;
+      case 'refund_outcome':
+        // The outcome of refunds only (RefundService applies it): nothing of the payment changes.
+        return { outcome: 'already_applied', from, to: from };
       default:
         result = decideMove(from, kind);
     }
