@@ -1,4 +1,4 @@
-import type { OrderSnapshot, PaymentSnapshot } from './order-views';
+import type { OrderSnapshot, PaymentSnapshot, RefundSnapshot } from './order-views';
 
 /**
  * The events the module announces to its host (docs/events.md): their types and their body,
@@ -23,6 +23,13 @@ export const PAYMENT_EVENT_TYPES = [
   'order.fulfilled',
   'order.refunded',
   'order.canceled',
+  // (v4) Payment commands (CONTRACT §3.1, §7).
+  'refund.requested',
+  'refund.submitted',
+  'refund.succeeded',
+  'refund.failed',
+  'payment.capture_failed',
+  'payment.void_failed',
 ] as const;
 
 export type PaymentEventType = (typeof PAYMENT_EVENT_TYPES)[number];
@@ -44,5 +51,9 @@ export interface PaymentWebhooksEvent<T extends PaymentEventType = PaymentEventT
     payment: PaymentSnapshot | null;
     /** The provider event that caused the change; null for an API action (mark-paid, cancel). */
     sourceEventId: string | null;
+    /** (v4) The refund of a `refund.*` event; absent from the others. */
+    refund?: RefundSnapshot;
+    /** (v4) Why the provider refused a command (`payment.capture_failed`, `payment.void_failed`). */
+    reason?: string;
   };
 }

@@ -35,5 +35,17 @@ export interface FulfillmentChangedEvent {
   cause: HistoryCause;
 }
 
-export type InternalEvent = PaymentRegisteredEvent | CaptureRecordedEvent | FulfillmentChangedEvent;
+/**
+ * (v4) The shop cancels a paid order with a refund: its fulfillment must stop before its dispatch
+ * begins. The fulfillment decides under the lock its dispatch's claim takes, and refuses (throws
+ * `FULFILLMENT.ALREADY_DISPATCHED`, rolling the transaction back) once the dispatch has begun.
+ */
+export interface FulfillmentStopRequestedEvent {
+  type: 'internal.fulfillment.stop-requested';
+  orderId: string;
+  reason: string;
+  cause: HistoryCause;
+}
+
+export type InternalEvent = PaymentRegisteredEvent | CaptureRecordedEvent | FulfillmentChangedEvent | FulfillmentStopRequestedEvent;
 export type InternalEventType = InternalEvent['type'];

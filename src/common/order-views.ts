@@ -36,6 +36,22 @@ export interface PaymentSnapshot {
   updatedAt: string;
 }
 
+/** (v4) A Refund as the REST API shows it (CONTRACT §3.1). */
+export interface RefundSnapshot {
+  id: string;
+  orderId: string;
+  paymentId: string;
+  provider: string;
+  amount: string;
+  currency: string;
+  reason: string | null;
+  status: 'requested' | 'submitted' | 'succeeded' | 'failed';
+  providerRefundId: string | null;
+  failureReason: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
 /** An Order as the REST API shows it, without its payments. */
 export interface OrderSnapshot {
   id: string;

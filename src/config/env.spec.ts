@@ -73,6 +73,7 @@ describe('loadStandaloneConfig', () => {
           carrierMaxAttempts: 15,
           eventSinks: [],
           eventMaxAttempts: 15,
+          commandMaxAttempts: 15,
           adminToken: null,
           runWorkers: true,
           inboxRetentionDays: 90,
@@ -165,6 +166,7 @@ describe('loadStandaloneConfig', () => {
         ROUTE_PREFIX: '/pay',
         HTTP_ADAPTER: 'fastify',
         EVENT_SINKS: JSON.stringify([{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luay1zZWNyZXQtMTYtYnl0ZXM=', types: ['order.paid'] }]),
+        COMMAND_MAX_ATTEMPTS: '5',
         EVENT_MAX_ATTEMPTS: '4',
         TRUSTED_PROXIES: '10.0.0.0/8, ::1,::ffff:192.168.0.10',
       });
@@ -187,6 +189,7 @@ describe('loadStandaloneConfig', () => {
           carrierMaxAttempts: 3,
           eventSinks: [{ name: 'crm', url: 'https://crm.test/hooks', secret: 'whsec_c2luay1zZWNyZXQtMTYtYnl0ZXM=', types: ['order.paid'], timeoutMs: 10_000 }],
           eventMaxAttempts: 4,
+          commandMaxAttempts: 5,
           adminToken: 'admin-token',
           runWorkers: false,
           inboxRetentionDays: 7,
@@ -330,6 +333,9 @@ describe('loadStandaloneConfig', () => {
         expect(err.message.startsWith(message)).toBe(true);
         expect(err.setting).toBe('EVENT_SINKS');
         expect(err.message).not.toContain('c2luaw');
+      });
+      it('COMMAND_MAX_ATTEMPTS=0', () => {
+        expect(configError({ ...SECRET_ENV, COMMAND_MAX_ATTEMPTS: '0' }).message).toBe('COMMAND_MAX_ATTEMPTS: must be a positive integer');
       });
       it('EVENT_MAX_ATTEMPTS=0', () => {
         expect(configError({ ...SECRET_ENV, EVENT_MAX_ATTEMPTS: '0' }).message).toBe('EVENT_MAX_ATTEMPTS: must be a positive integer');

@@ -120,6 +120,8 @@ export interface PaymentWebhooksOptions {
   eventSinks?: EventSinkDefinition[];
   /** Deliveries of one event to one subscriber or sink, the first included, before its message is dead. Default 15. */
   eventMaxAttempts?: number;
+  /** (v4) Calls to a provider's API for one payment command, the first included, before it ends failed. Default 15. */
+  commandMaxAttempts?: number;
   /** Bearer token of the admin and host API; none disables those routes (503). */
   adminToken?: string | null;
   /** Run the queue workers, sweepers and relays in this process. Default true. */
@@ -290,6 +292,7 @@ export interface ResolvedOptions {
   carrierMaxAttempts: number;
   eventSinks: ResolvedEventSink[];
   eventMaxAttempts: number;
+  commandMaxAttempts: number;
   adminToken: string | null;
   runWorkers: boolean;
   preparedStatements: boolean;

@@ -433,6 +433,7 @@ export function resolveOptions(
     carrierMaxAttempts: checkPositiveInteger(name('carrierMaxAttempts'), options.carrierMaxAttempts, 15),
     eventSinks: validateEventSinks(name('eventSinks'), options.eventSinks === undefined ? [] : options.eventSinks),
     eventMaxAttempts: checkPositiveInteger(name('eventMaxAttempts'), options.eventMaxAttempts, 15),
+    commandMaxAttempts: checkPositiveInteger(name('commandMaxAttempts'), options.commandMaxAttempts, 15),
     adminToken,
     runWorkers: options.runWorkers ?? true,
     preparedStatements: options.preparedStatements ?? true,

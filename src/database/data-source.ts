@@ -12,6 +12,7 @@ import { TraceContext1765238400000 } from '../../migrations/1765238400000-TraceC
 import { InboxWriteIndexes1765324800000 } from '../../migrations/1765324800000-InboxWriteIndexes';
 import { PaymentCaptures1765411200000 } from '../../migrations/1765411200000-PaymentCaptures';
 import { OrderHistory1765497600000 } from '../../migrations/1765497600000-OrderHistory';
+import { Refunds1765584000000 } from '../../migrations/1765584000000-Refunds';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 import { pgClientClass } from './prepared-statements';
 
@@ -36,6 +37,7 @@ export const MIGRATIONS = [
   InboxWriteIndexes1765324800000,
   PaymentCaptures1765411200000,
   OrderHistory1765497600000,
+  Refunds1765584000000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

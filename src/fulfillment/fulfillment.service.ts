@@ -3,7 +3,9 @@ import type { EntityManager } from 'typeorm';
 import { BeforeCommitBatch } from '../database/transaction';
 import { currentCause, type HistoryCause } from '../common/history';
 import type { OrderSnapshot } from '../common/order-views';
+import { DomainError } from '../common/domain-error';
 import { OutboxHandlers } from '../outbox/outbox-handler';
+import { OutboxStore } from '../outbox/outbox.store';
 import { OutboxWriter } from '../outbox/outbox-writer';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { Fulfillment } from './fulfillment.entity';
@@ -46,6 +48,7 @@ export class FulfillmentService implements OnModuleInit {
     private readonly events: TransactionEvents,
     private readonly outbox: OutboxWriter,
     private readonly store: FulfillmentStore,
+    private readonly messages: OutboxStore,
     handlers: OutboxHandlers,
   ) {
     handlers.declareWritten(FULFILLMENT_DISPATCH, 'fulfillment');
@@ -54,6 +57,7 @@ export class FulfillmentService implements OnModuleInit {
   onModuleInit(): void {
     this.events.on(['order.paid'], (event, em) => this.request(em, event.data.order));
     this.events.on(['order.refunded', 'order.canceled'], (event, em) => this.stop(em, event.data.order.id, `order ${event.data.order.status}`));
+    this.events.on(['internal.fulfillment.stop-requested'], (event, em) => this.stopBeforeDispatch(em, event.orderId, event.reason, event.cause));
   }
 
   /**
@@ -91,6 +95,28 @@ export class FulfillmentService implements OnModuleInit {
     }
     const fulfillment = await this.store.lockOfOrder(em, orderId);
     if (fulfillment?.stop(reason)) await this.store.saveStop(em, fulfillment);
+  }
+
+  /**
+   * The shop calls the shipment off (a paid order canceled with a refund): decided under the lock
+   * the dispatch's claim takes on its outbox message, so a claim either came first (its call may
+   * have begun: `FULFILLMENT.ALREADY_DISPATCHED`, and the caller's transaction rolls back) or waits
+   * for this one and finds the message given up. The fulfillment is stopped and `failed` at once;
+   * the carrier is never called.
+   */
+  private async stopBeforeDispatch(em: EntityManager, orderId: string, reason: string, cause: HistoryCause): Promise<void> {
+    const id = await this.store.idOfOrder(em, orderId);
+    if (id === null) return;
+    // The message first (a dispatch recording its answer holds it, then the fulfillment, then the order).
+    const message = await this.messages.lockByKey(em, id);
+    if (message?.begun) throw new DomainError('FULFILLMENT.ALREADY_DISPATCHED', 'the shipment has begun');
+    const fulfillment = await this.store.lockOfOrder(em, orderId);
+    if (!fulfillment) return;
+    if (fulfillment.status === 'dispatched') throw new DomainError('FULFILLMENT.ALREADY_DISPATCHED', 'the shipment has begun');
+    const from = fulfillment.status;
+    if (fulfillment.stop(reason)) await this.store.saveStop(em, fulfillment);
+    if (fulfillment.failed(reason)) this.saveMove(em, fulfillment, from, cause);
+    if (message?.status === 'pending') await this.messages.giveUp(em, message.id, reason);
   }
 
   /**

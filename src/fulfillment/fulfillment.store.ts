@@ -110,6 +110,12 @@ export class FulfillmentStore {
     ]);
   }
 
+  /** The id of an order's fulfillment, not locked (an order has one, once paid). */
+  async idOfOrder(db: Queryable, orderId: string): Promise<string | null> {
+    const [row] = await db.query(`SELECT id FROM fulfillments WHERE order_id = $1 LIMIT 1`, [orderId]);
+    return row ? (row.id as string) : null;
+  }
+
   async find(db: Queryable, id: string): Promise<Fulfillment | null> {
     const [found] = await this.findMany(db, [id]);
     return found ?? null;

@@ -367,3 +367,36 @@ export async function inActionSpan<T>(action: string, fn: () => Promise<T>): Pro
     span.end();
   }
 }
+
+/**
+ * (v4) Runs a payment command's call to the provider in a span `payment command <type>`
+ * (CONTRACT §9): a child of the active span (the outbox attempt, itself a child of the request
+ * that wrote the message) and linked to that request. Attributes: provider, merchant account and
+ * the outcome; never an amount's owner, a credential or a body.
+ */
+export async function inCommandSpan<T extends { ok: boolean }>(
+  facts: { type: string; provider: string; merchantAccountId: string; traceContext: string | null },
+  fn: () => Promise<T>,
+): Promise<T> {
+  const a = otel();
+  if (!a) return fn();
+  const writer = spanContextOf(a, facts.traceContext);
+  const span = tracer(a).startSpan(`payment command ${facts.type}`, {
+    kind: a.SpanKind.CLIENT,
+    links: writer ? [{ context: writer }] : [],
+    attributes: { [ATTR.system]: MESSAGING_SYSTEM, [ATTR.provider]: facts.provider, [ATTR.account]: facts.merchantAccountId },
+  });
+  if (!span.isRecording()) return fn();
+  try {
+    const result = await a.context.with(a.trace.setSpan(a.context.active(), span), fn);
+    span.setAttribute(ATTR.outcome, result.ok ? 'accepted' : 'refused');
+    if (!result.ok) span.setStatus({ code: a.SpanStatusCode.ERROR });
+    return result;
+  } catch (err) {
+    span.setAttribute(ATTR.outcome, 'error');
+    span.setStatus({ code: a.SpanStatusCode.ERROR });
+    throw err;
+  } finally {
+    span.end();
+  }
+}

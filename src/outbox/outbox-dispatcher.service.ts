@@ -96,6 +96,7 @@ export class OutboxDispatcher {
       idempotencyKey: claimed.idempotencyKey,
       attemptsBefore: claimed.attempts,
       previousCallAt: claimed.lastCallAt,
+      traceContext: claimed.traceContext,
     };
     const handler = this.handlers.get(claimed.type);
     const span = startDispatch({ messageId: claimed.id, type: claimed.type, attempt: claimed.attempts + 1, traceContext: claimed.traceContext, trigger });

@@ -17,6 +17,8 @@ export interface OutboxAttempt<P = Record<string, unknown>> {
    * exist; an attempt that ends with a clear answer clears it.)
    */
   previousCallAt: Date | null;
+  /** The `traceparent` of the span that wrote the message (the request that asked for it), when traced. */
+  traceContext?: string | null;
 }
 
 /**

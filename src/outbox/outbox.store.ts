@@ -255,6 +255,35 @@ export class OutboxStore implements OnModuleInit {
     return { type: message.type, payload: message.payload };
   }
 
+  /**
+   * The message of an idempotency key, locked in the caller's transaction: the lock a dispatch's
+   * claim also takes (its UPDATE), so what the caller decides from it cannot cross a claim. `begun`:
+   * an attempt holds it now, or one began a call that may have happened, or it is dispatched.
+   */
+  async lockByKey(em: EntityManager, idempotencyKey: string): Promise<{ id: string; status: OutboxStatus; begun: boolean } | undefined> {
+    const [row]: Array<{ id: string; status: OutboxStatus; begun: boolean }> = await em.query(
+      `SELECT id, status,
+              (status = 'dispatched' OR last_call_at IS NOT NULL OR (lease_until IS NOT NULL AND lease_until >= now())) AS begun
+         FROM outbox_message WHERE idempotency_key = $1 FOR UPDATE`,
+      [idempotencyKey],
+    );
+    return row;
+  }
+
+  /**
+   * Gives up a pending message before any attempt began (what it was for was called off), in the
+   * caller's transaction: `dead` with the reason, never attempted again unless an operator retries it.
+   */
+  async giveUp(em: EntityManager, id: string, reason: string): Promise<boolean> {
+    if (!canMove(OUTBOX_LIFECYCLE, 'pending', 'dead')) throw new IllegalMove(OUTBOX_LIFECYCLE, 'pending', 'dead');
+    const rows: unknown[] = await em.query(
+      `UPDATE outbox_message SET status = 'dead', last_error = $2, lease_owner = NULL, lease_until = NULL
+        WHERE id = $1 AND status = 'pending' RETURNING id`,
+      [id, reason],
+    );
+    return rows.length > 0;
+  }
+
   /** The operator's list: newest first, by status if asked, one keyset page. */
   async list(query: PageQuery & { status?: string }): Promise<Page<OutboxListItem>> {
     const { text, params, limit } = keysetQuery(

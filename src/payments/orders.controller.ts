@@ -9,6 +9,8 @@ import { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.dto';
 import { RegisterPaymentDto } from './dto/payment.dto';
 import { OrderHistoryView, OrderPage, OrderView, PaymentView } from './dto/views';
 import { OrdersService } from './orders.service';
+import { CancelRequestDto, CaptureRequestDto, ListRefundsQuery, RefundPage, RefundRequestDto, RefundView } from './dto/command.dto';
+import { PaymentCommandsService } from './payment-commands.service';
 import { MAX_PAYMENTS_PER_ORDER } from './order.entity';
 import { inActionSpan } from '../observability/tracing';
 
@@ -38,7 +40,10 @@ export const CREATE_ORDER_EXAMPLE = {
 // The module's pipe, which knows its providers (the host's own among them).
 @UsePipes(ApiValidationPipe)
 export class OrdersController {
-  constructor(private readonly orders: OrdersService) {}
+  constructor(
+    private readonly orders: OrdersService,
+    private readonly commands: PaymentCommandsService,
+  ) {}
 
   @Post()
   @ApiOperation({ operationId: 'createOrder', summary: 'Place an order', description: 'Safe to retry for 24 h with an `Idempotency-Key`.' })
@@ -137,12 +142,85 @@ export class OrdersController {
 
   @Post(':id/cancel')
   @HttpCode(200)
-  @ApiOperation({ operationId: 'cancelOrder', summary: 'Cancel an order awaiting payment' })
-  @ApiOkResponse({ type: OrderView })
-  @ApiErrorResponses(401, 404, 409, 503, {
-    409: conflict('The order is not awaiting payment', 'illegal_transition', 'a paid order cannot be canceled'),
+  @ApiOperation({
+    operationId: 'cancelOrder',
+    summary: 'Cancel an order',
+    description:
+      'Awaiting payment: 200, canceled, and each authorized payment is voided at its provider (where it takes voids). ' +
+      'Paid, with `{"refund": true}`: 202, its fulfillment is stopped before its dispatch begins and a full refund is requested ' +
+      '(409 `already_dispatched` once the dispatch has begun).',
   })
-  cancel(@Param('id', uuidParam) id: string): Promise<OrderView> {
-    return this.orders.cancel(id);
+  @ApiBody({ type: CancelRequestDto, required: false })
+  @ApiOkResponse({ type: OrderView })
+  @ApiResponse({ status: 202, type: OrderView, description: 'Canceled with a refund: the order stays paid until the refund succeeds.' })
+  @ApiErrorResponses(400, 401, 404, 409, 422, 503, {
+    400: fieldError('refund', 'refund must be true when given'),
+    409: conflict('Not awaiting payment (or, with a refund, not paid), or the dispatch has begun (`already_dispatched`)', 'illegal_transition', 'a paid order cannot be canceled'),
+    422: conflict('The provider takes no refunds through the module, or its endpoint has no API credentials', 'not_supported'),
+  })
+  async cancel(
+    @Param('id', uuidParam) id: string,
+    @Body() dto: CancelRequestDto,
+    @Res({ passthrough: true }) res: { status(code: number): unknown },
+  ): Promise<OrderView> {
+    const status = await (dto?.refund === true ? inActionSpan('cancel', () => this.commands.cancel(id, true)) : this.commands.cancel(id, false));
+    res.status(status);
+    return this.orders.get(id);
+  }
+
+  @Post(':id/refunds')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'requestRefund',
+    summary: "Refund the order's payment through its provider",
+    description:
+      'Sent to the provider once, through the outbox, with the refund id as its idempotency key; the payment moves when the provider confirms it. ' +
+      'Safe to retry for 24 h with an `Idempotency-Key`.',
+  })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Up to 255 characters.' })
+  @ApiBody({ type: RefundRequestDto, required: false })
+  @ApiResponse({ status: 202, type: RefundView })
+  @ApiErrorResponses(400, 401, 404, 409, 422, 503, {
+    400: fieldError('amount', 'amount must be a decimal string such as "49.90"'),
+    409: conflict('No succeeded payment, or more than is still refundable', 'illegal_transition', '10.00 EUR is refundable; 20.00 was asked'),
+    422: conflict('The provider takes no refunds through the module, or its endpoint has no API credentials (`not_supported`), or the Idempotency-Key was used with another body', 'not_supported'),
+  })
+  async requestRefund(
+    @Param('id', uuidParam) id: string,
+    @Body() dto: RefundRequestDto,
+    @Req() req: { headers: Record<string, string | string[] | undefined>; body: unknown },
+    @Res({ passthrough: true }) res: { status(code: number): unknown },
+  ): Promise<RefundView> {
+    const key = req.headers['idempotency-key'];
+    const answer = await inActionSpan('refund', () => this.commands.requestRefund(id, dto ?? {}, req.body, Array.isArray(key) ? key[0] : key));
+    res.status(answer.status);
+    return answer.body;
+  }
+
+  @Get(':id/refunds')
+  @ApiOperation({ operationId: 'listOrderRefunds', summary: "The order's refunds, newest first" })
+  @ApiOkResponse({ type: RefundPage })
+  @ApiErrorResponses(400, 401, 404, 503, { 400: fieldError('limit', 'limit must be an integer from 1 to 100') })
+  refunds(@Param('id', uuidParam) id: string, @Query() query: ListRefundsQuery): Promise<RefundPage> {
+    return this.commands.refundsOf(id, query);
+  }
+
+  @Post(':id/capture')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'captureOrderPayment',
+    summary: "Capture the order's authorized payment at its provider",
+    description: 'Sent once per payment, through the outbox; the payment becomes succeeded when the provider confirms the capture.',
+  })
+  @ApiBody({ type: CaptureRequestDto, required: false })
+  @ApiResponse({ status: 202, type: OrderView })
+  @ApiErrorResponses(400, 401, 404, 409, 422, 503, {
+    400: fieldError('amount', 'amount must be a decimal string such as "49.90"'),
+    409: conflict('No authorized payment, or more than its amount', 'illegal_transition', 'the paid order holds no authorized payment'),
+    422: conflict('The provider takes no captures through the module, or its endpoint has no API credentials', 'not_supported'),
+  })
+  async capture(@Param('id', uuidParam) id: string, @Body() dto: CaptureRequestDto): Promise<OrderView> {
+    await inActionSpan('capture', () => this.commands.capture(id, dto ?? {}));
+    return this.orders.get(id);
   }
 }

@@ -166,18 +166,6 @@ export class OrdersService {
     return this.get(id);
   }
 
-  async cancel(id: string): Promise<OrderView> {
-    await runTransaction(this.dataSource, async (em) => {
-      const order = await this.lockOrder(em, id);
-      const result = order.cancel();
-      if (result.outcome !== 'applied') {
-        throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be canceled`);
-      }
-      await this.store.save(em, { order, sourceEventId: null, cause: { kind: 'api', action: 'cancel' } });
-    });
-    return this.get(id);
-  }
-
   async getPayment(id: string): Promise<PaymentView> {
     const payment = await this.store.findPayment(this.dataSource, id);
     if (!payment) throw new DomainError('PAYMENT.NOT_FOUND', 'no such payment');

@@ -36,6 +36,15 @@ export class PaymentCapturesStore {
     return found;
   }
 
+  /** The captures recorded for a payment, oldest first (a PayPal refund names the capture it refunds). */
+  async capturesOf(db: Queryable, payment: { provider: string; merchantAccountId: string; providerPaymentId: string }): Promise<string[]> {
+    const rows: Array<{ capture_id: string }> = await db.query(
+      `SELECT capture_id FROM payment_captures WHERE provider = $1 AND merchant_account_id = $2 AND provider_payment_id = $3 ORDER BY recorded_at, capture_id`,
+      [payment.provider, payment.merchantAccountId, payment.providerPaymentId],
+    );
+    return rows.map((r) => r.capture_id);
+  }
+
   /** The payment a capture was recorded for, from what `paymentsOf` answered. */
   static paymentIn(found: ReadonlyMap<string, string>, key: CaptureKey): string | undefined {
     return found.get(keyText(key));

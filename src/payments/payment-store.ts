@@ -354,7 +354,8 @@ export class PaymentStore implements OnModuleInit {
     return { id: uuid7(now), type, occurredAt: new Date(now).toISOString(), data: { order, payment, sourceEventId } };
   }
 
-  private async snapshotOf(em: EntityManager, orderId: string): Promise<OrderSnapshot | null> {
+  /** The order as this transaction knows it (the locked one, with its unwritten changes), or as its row says. */
+  async snapshotOf(em: EntityManager, orderId: string): Promise<OrderSnapshot | null> {
     const known = this.work.of(em).orders.get(orderId) ?? (await this.findOrder(em, orderId));
     return known ? orderSnapshot(known) : null;
   }

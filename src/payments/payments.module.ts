@@ -8,6 +8,12 @@ import { PaymentStore } from './payment-store';
 import { PaymentCapturesStore } from './payment-captures.store';
 import { OrderHistoryStore } from './order-history.store';
 import { PaymentsController } from './payments.controller';
+import { CommandEndpoints } from './command-endpoints';
+import { PaymentCommandHandler } from './payment-commands.handler';
+import { PaymentCommandsService } from './payment-commands.service';
+import { RefundStore } from './refund.store';
+import { RefundsController } from './refunds.controller';
+import { RefundsService } from './refunds.service';
 
 /**
  * Order and Payment aggregates, money, the lifecycles, the orders/payments API, the events they
@@ -16,8 +22,20 @@ import { PaymentsController } from './payments.controller';
  */
 @Module({
   imports: [OutboxModule],
-  controllers: [OrdersController, PaymentsController],
-  providers: [OrdersService, ProviderEventsService, PaymentStore, OrderHistoryStore, PaymentCapturesStore, IdempotencyKeyStore],
+  controllers: [OrdersController, PaymentsController, RefundsController],
+  providers: [
+    OrdersService,
+    ProviderEventsService,
+    PaymentStore,
+    OrderHistoryStore,
+    PaymentCapturesStore,
+    IdempotencyKeyStore,
+    RefundStore,
+    RefundsService,
+    CommandEndpoints,
+    PaymentCommandsService,
+    PaymentCommandHandler,
+  ],
   exports: [ProviderEventsService, OrdersService, PaymentStore, IdempotencyKeyStore],
 })
 export class PaymentsModule {}

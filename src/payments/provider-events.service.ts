@@ -9,6 +9,7 @@ import type { ProviderEvent } from '../common/provider-event';
 import { toPaymentChange } from './payment-change';
 import { PaymentStore, Queryable } from './payment-store';
 import { PaymentCapturesStore } from './payment-captures.store';
+import { RefundsService } from './refunds.service';
 
 export interface DeliveryContext {
   /** The delivery's id (its inbox row, `GET /admin/webhook-deliveries/{id}`): the order's history names it. */
@@ -50,6 +51,7 @@ export class ProviderEventsService {
   constructor(
     private readonly store: PaymentStore,
     private readonly captures: PaymentCapturesStore,
+    private readonly refunds: RefundsService,
   ) {}
 
   /**
@@ -164,7 +166,11 @@ export class ProviderEventsService {
     if (event.captureId) {
       await this.captures.record(em, { provider: ctx.provider, merchantAccountId: ctx.merchantAccountId, captureId: event.captureId, providerPaymentId: payment.providerPaymentId });
     }
+    // The refunds the module asked for that this event confirms or fails (matched by the provider's
+    // refund id, on this payment only): also when the payment itself had it already.
+    const refundsMoved = isNew ? 0 : await this.refunds.applyOutcomes(em, payment, event, causeOf(ctx), ctx.eventId);
     if (result.outcome !== 'applied') {
+      if (refundsMoved > 0 && result.outcome === 'already_applied' && event.kind === 'refund_outcome') return { status: 'processed', outcome: 'applied' };
       // A payment this event creates is registered all the same (its parked deliveries hear of it).
       if (isNew) await this.store.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
       return { status: 'processed', outcome: result.outcome };

@@ -64,6 +64,19 @@ function unusableProvider(adapter: ProviderAdapter): string | null {
   if (fetcher !== undefined && (typeof fetcher !== 'object' || fetcher === null || typeof fetcher.wants !== 'function' || typeof fetcher.fetch !== 'function')) {
     return 'must give fetchesState as { wants(), fetch() } (two functions)';
   }
+  const commands = adapter.commands as { types?: unknown; ready?: unknown; send?: unknown } | undefined;
+  if (
+    commands !== undefined &&
+    (typeof commands !== 'object' ||
+      commands === null ||
+      !Array.isArray(commands.types) ||
+      commands.types.length === 0 ||
+      !commands.types.every((t) => t === 'refund' || t === 'capture' || t === 'void') ||
+      typeof commands.ready !== 'function' ||
+      typeof commands.send !== 'function')
+  ) {
+    return 'must give commands as { types: ["refund" | "capture" | "void", ...], ready(), send() }';
+  }
   return null;
 }
 

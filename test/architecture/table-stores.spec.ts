@@ -15,6 +15,7 @@ const STORES: Record<string, string> = {
   payments: 'payments/payment-store.ts',
   payment_captures: 'payments/payment-captures.store.ts',
   order_history: 'payments/order-history.store.ts',
+  refunds: 'payments/refund.store.ts',
   idempotency_keys: 'payments/idempotency-key.store.ts',
   fulfillments: 'fulfillment/fulfillment.store.ts',
   outbox_message: 'outbox/outbox.store.ts',

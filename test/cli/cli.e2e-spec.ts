@@ -21,6 +21,7 @@ const MIGRATIONS = [
   'InboxWriteIndexes1765324800000',
   'PaymentCaptures1765411200000',
   'OrderHistory1765497600000',
+  'Refunds1765584000000',
 ];
 
 function run(args: string[], env: Record<string, string>) {
@@ -112,7 +113,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const all = await tables(url);
     expect(all.filter((t) => t.schema !== TEST_SCHEMA)).toEqual([]);
     expect(all.map((t) => t.name).sort()).toEqual(
-      ['backfills', 'fulfillments', 'idempotency_keys', 'order_history', 'orders', 'outbox_message', 'payment_captures', 'payments', 'pw_migrations', 'webhook_inbox'].sort(),
+      ['backfills', 'fulfillments', 'idempotency_keys', 'order_history', 'orders', 'outbox_message', 'payment_captures', 'payments', 'pw_migrations', 'refunds', 'webhook_inbox'].sort(),
     );
   });
 
