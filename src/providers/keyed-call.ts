@@ -35,8 +35,10 @@ const watches = new Set<Watch & { key: string }>();
 let subscribed = false;
 
 function keyOf(request: ClientRequest, header: string): string | null {
+  // node-fetch sets every header as an array of its values.
   const value = request.getHeader(header);
-  return typeof value === 'string' ? value : null;
+  const one = Array.isArray(value) && value.length === 1 ? value[0] : value;
+  return typeof one === 'string' ? one : null;
 }
 
 function subscribeOnce(): void {

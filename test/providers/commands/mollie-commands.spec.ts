@@ -2,7 +2,7 @@ import { mollieCommands } from '../../../src/providers/mollie.commands';
 import { mollieProvider } from '../../../src/providers/mollie.provider';
 import type { CommandContext, CommandTarget, PaymentCommand, ProviderEndpoint } from '../../../src/providers/provider';
 import { ProviderApiStub } from '../../support/provider-api-stub';
-import { addMollieApi, mollieRefundSettled, MollieApi } from '../../support/provider-stubs/mollie';
+import { addMollieApi, MollieApi } from '../../support/provider-stubs/mollie';
 
 /*
  * Mollie's payment commands through the real @mollie/api-client, against a local stub of the
@@ -72,11 +72,9 @@ describe('mollie commands (through @mollie/api-client)', () => {
 
   it('a refund Mollie already reports refunded is succeeded', async () => {
     const paymentId = api.addPayment();
-    const first = await mollieCommands.send(refund('5.00'), target(paymentId), context('k-done'));
-    // The stub answers a repeated key with its first answer: a new key after the refund settled.
-    mollieRefundSettled(api, (first as { providerRefundId: string }).providerRefundId, 'refunded');
-    stub.route({ method: 'POST', path: /^\/v2\/payments\/tr_settled\/refunds$/, key: 'idempotency-key', handle: () => ({ status: 201, body: { resource: 'refund', id: 're_Settled001', status: 'refunded', amount: { value: '5.00', currency: 'EUR' } } }) });
-    expect(await mollieCommands.send(refund('5.00'), target('tr_settled'), context('k-done-2'))).toEqual({ ok: true, providerRefundId: 're_Settled001', status: 'succeeded' });
+    api.newRefundStatus = 'refunded';
+    const answer = await mollieCommands.send(refund('5.00'), target(paymentId), context('k-done'));
+    expect(answer).toEqual({ ok: true, providerRefundId: [...api.refunds.keys()][0], status: 'succeeded' });
   });
 
   it('a capture: paymentCaptures.create with the key and the amount; a void: payments.cancel with the key', async () => {
@@ -127,13 +125,13 @@ describe('mollie commands (through @mollie/api-client)', () => {
 
   it('a 5xx: retryable at once, and the client\'s own retry is never sent (the outbox retries, with the same key)', async () => {
     const paymentId = api.addPayment();
-    stub.failNext({ status: 503, body: { status: 503, title: 'Service Unavailable', detail: 'Please try again later' } });
+    stub.failNext({ status: 503, retryAfter: '1', body: { status: 503, title: 'Service Unavailable', detail: 'Please try again later' } });
     const started = Date.now();
     const answer = await mollieCommands.send(refund('10.00'), target(paymentId), context('k-503'));
-    expect(answer).toEqual({ ok: false, retryable: true, reason: '503: Mollie answered 503', mayHaveHappened: true });
-    // Without the watch the client pauses 2 s and sends the request again.
-    expect(Date.now() - started).toBeLessThan(1_500);
-    const deadline = Date.now() + 4_000;
+    expect(answer).toEqual({ ok: false, retryable: true, reason: '503: Mollie answered 503', retryAfterMs: 1_000, mayHaveHappened: true });
+    // Without the watch the client pauses (the Retry-After, else 2 s) and sends the request again.
+    expect(Date.now() - started).toBeLessThan(900);
+    const deadline = Date.now() + 2_500;
     while (Date.now() < deadline && stub.requests.length === 1) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(writes().map((r) => [r.key, r.status])).toEqual([['k-503', 503]]);
     expect(await mollieCommands.send(refund('10.00'), target(paymentId), context('k-503'))).toMatchObject({ ok: true });

@@ -24,6 +24,8 @@ export interface MollieApi {
   payment(id: string): Record<string, unknown>;
   /** Refunds made through the stub, by id. */
   readonly refunds: Map<string, Record<string, any>>;
+  /** The status a new refund is answered with (Mollie's default `pending`; `refunded` when it went back at once). */
+  newRefundStatus: 'queued' | 'pending' | 'processing' | 'refunded';
 }
 
 const PROFILE = 'pfl_StubProf01';
@@ -85,6 +87,7 @@ export function addMollieApi(stub: ProviderApiStub, options: { apiKey?: string }
   const api: MollieApi = {
     apiKey,
     refunds,
+    newRefundStatus: 'pending',
     addPayment(opts = {}) {
       const id = opts.id ?? mollieId('tr');
       const status = opts.status ?? 'paid';
@@ -139,7 +142,7 @@ export function addMollieApi(stub: ProviderApiStub, options: { apiKey?: string }
         mode: 'test',
         description: typeof request.json.description === 'string' ? request.json.description : '',
         amount: { value: amount.value, currency: amount.currency },
-        status: 'pending',
+        status: api.newRefundStatus,
         metadata: null,
         paymentId,
         createdAt: '2026-12-01T11:00:00+00:00',
