@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
@@ -173,6 +174,20 @@ function refundOutcomesOf(payment: Record<string, unknown>): { refundOutcomes?: 
   return outcomes.length > 0 ? { refundOutcomes: outcomes } : {};
 }
 
+/**
+ * What the payment's ended refunds add to its event's key: nothing when none has ended (the key is
+ * as before), else `:refunds=` and a digest of their ids and statuses. A refund that ends need not
+ * move an amount Mollie shows (`amountRefunded` counts a refund from its creation), so without this
+ * the hint that reports it could be the same event again, and the refund the module sent would never
+ * be confirmed or failed. A digest keeps the key short with many refunds.
+ */
+function endedRefundsKey(payment: Record<string, unknown>): string {
+  const outcomes = refundOutcomesOf(payment).refundOutcomes;
+  if (!outcomes) return '';
+  const listed = outcomes.map((o) => `${o.id}=${o.status}`).sort().join(',');
+  return `:refunds=${createHash('sha256').update(listed).digest('base64url').slice(0, 16)}`;
+}
+
 /** The payment id a hint names, or MalformedPayloadError (Mollie is then not called). */
 function readHint(body: Buffer): string {
   const match = body.length <= HINT_MAX_BYTES ? HINT.exec(body.toString('latin1')) : null;
@@ -194,7 +209,7 @@ export function paymentEvent(paymentId: string, payment: object): ReceivedEvent 
   if (status === null) throw new Error(`Mollie answered payment ${paymentId} without a status`);
   const fact = factOf(fields);
   return {
-    eventId: `${paymentId}:${status}:${amountField(fields, 'amountRefunded')}:${amountField(fields, 'amountChargedBack')}`,
+    eventId: `${paymentId}:${status}:${amountField(fields, 'amountRefunded')}:${amountField(fields, 'amountChargedBack')}${endedRefundsKey(fields)}`,
     eventType: fact?.type ?? `payment.${status}`,
     resourceId: paymentId,
     deliveryId: null,
