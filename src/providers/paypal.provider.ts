@@ -4,6 +4,7 @@ import { crc32 } from '../common/crc32';
 import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import { ExpiringMap } from './call-out';
+import { paypalCommands } from './paypal.commands';
 import {
   CertificateFetcher,
   CertificateLimits,
@@ -314,6 +315,7 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
     endpointFields: FIELDS,
     // The REST API the module will call with the OAuth client credentials (payment commands, polling).
     usesApi: { defaultBaseUrl: 'https://api-m.paypal.com' },
+    commands: paypalCommands,
 
     checkEndpoint({ apiKey, apiBaseUrl, settings }): string | null {
       if (apiKey !== undefined) return '"apiKey" is not for paypal endpoints: give "clientId" and "clientSecret" (the REST app\'s OAuth client credentials)';
