@@ -398,7 +398,28 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
         const kind = eventType === 'CUSTOMER.DISPUTE.RESOLVED' && KEPT_BY_SELLER.has(outcome!) ? 'dispute_won' : baseKind;
         const value = decimal(money?.value);
         if (REFUNDS.has(eventType) && (refundId === null || value === null)) return null;
+        const refundStatus = text(resource.status);
+        // A refund PayPal reports failed or cancelled returned nothing: only its outcome.
+        if (eventType === 'PAYMENT.CAPTURE.REFUNDED' && (refundStatus === 'FAILED' || refundStatus === 'CANCELLED')) {
+          const why = text(asObject(resource.status_details)?.reason);
+          return {
+            kind: 'refund_outcome',
+            resourceId,
+            resourceKind: 'capture',
+            orderId: null,
+            amount: null,
+            currency: text(money?.currency_code),
+            refundedAmount: null,
+            refund: null,
+            refundOutcomes: [{ id: refundId!, status: 'failed', reason: `PayPal refund ${refundStatus}${why ? ` (${why})` : ''}` }],
+            declaredAccount,
+            occurredAt,
+          };
+        }
         const reversal = eventType === 'PAYMENT.CAPTURE.REVERSED';
+        // The refund's own id confirms a refund the module sent (matched by its providerRefundId);
+        // one PayPal still has PENDING is not confirmed yet.
+        const confirmed = eventType === 'PAYMENT.CAPTURE.REFUNDED' && refundStatus !== 'PENDING';
         return {
           kind,
           resourceId,
@@ -408,6 +429,7 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
           currency: text(money?.currency_code),
           refundedAmount: null,
           refund: REFUNDS.has(eventType) ? { id: refundId!, amount: value!, ...(reversal ? { reversal } : {}) } : null,
+          ...(confirmed ? { refundOutcomes: [{ id: refundId!, status: 'succeeded' as const }] } : {}),
           declaredAccount,
           occurredAt,
         };

@@ -146,7 +146,7 @@ describe('paypal commands (through @paypal/paypal-server-sdk)', () => {
     const first = paypalCommands.send(refund('10.00'), target(orderId, [captureId!]), context('k-inflight'));
     await held.arrived;
     const second = await paypalCommands.send(refund('10.00'), target(orderId, [captureId!]), context('k-inflight'));
-    expect(second).toEqual({ ok: false, retryable: true, reason: '409: The request failed because a previous call for the given resource is in progress.', mayHaveHappened: true });
+    expect(second).toEqual({ ok: false, retryable: true, reason: '409: a request with this idempotency key is in progress', mayHaveHappened: true });
     held.release();
     expect(await first).toMatchObject({ ok: true, status: 'succeeded' });
     expect(stub.effectsOf('refund')).toBe(1);
