@@ -45,6 +45,7 @@ function subscribeOnce(): void {
   if (subscribed) return;
   subscribed = true;
   subscribe('http.client.request.start', (message) => {
+    if (watches.size === 0) return;
     const { request } = message as { request: ClientRequest };
     let retried: Watch | undefined;
     for (const watch of watches) {
@@ -63,6 +64,7 @@ function subscribeOnce(): void {
     request.destroy(new Error('retry left to the outbox'));
   });
   subscribe('http.client.response.finish', (message) => {
+    if (watches.size === 0) return;
     const { request, response } = message as { request: ClientRequest; response: IncomingMessage };
     for (const watch of watches) {
       if (watch.request !== request || watch.answer !== undefined) continue;

@@ -69,11 +69,11 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
 export function createMollieCommands(clientPackage: () => MollieClientPackage | null): PaymentCommands {
   const clients = new Map<string, Cached>();
 
-  function clientFor(endpoint: ProviderEndpoint & { apiKey: string; apiBaseUrl: string }): MollieCommandClient {
+  function clientFor(endpoint: ProviderEndpoint & { apiKey: string; apiBaseUrl: string }): MollieCommandClient | null {
     const cached = clients.get(endpoint.id);
     if (cached && cached.apiKey === endpoint.apiKey && cached.apiBaseUrl === endpoint.apiBaseUrl) return cached.client;
     const pkg = clientPackage();
-    if (!pkg) throw new Error(`payment commands of endpoint "${endpoint.id}" need the ${PACKAGE} package: npm install ${PACKAGE}`);
+    if (!pkg) return null;
     const client = pkg.createMollieClient({ apiKey: endpoint.apiKey, apiEndpoint: `${endpoint.apiBaseUrl.replace(/\/+$/, '')}/v2/` }) as unknown as MollieCommandClient;
     clients.set(endpoint.id, { apiKey: endpoint.apiKey, apiBaseUrl: endpoint.apiBaseUrl, client });
     return client;
@@ -109,6 +109,8 @@ export function createMollieCommands(clientPackage: () => MollieClientPackage | 
       if (!endpoint.apiKey) return { ok: false, retryable: false, reason: `endpoint "${endpoint.id}" has no Mollie API key` };
       const apiKey = endpoint.apiKey;
       const client = clientFor({ ...endpoint, apiKey, apiBaseUrl: endpoint.apiBaseUrl ?? 'https://api.mollie.com' });
+      // The package is missing (installing it and retrying the dead message sends the same key).
+      if (client === null) return { ok: false, retryable: false, reason: `the ${PACKAGE} package is not installed: npm install ${PACKAGE}` };
       const watched = watchKeyedCall(KEY_HEADER, idempotencyKey);
       const calling: Promise<Outcome> = call(client, command, target, idempotencyKey).then(
         (answer) => ({ answer }),

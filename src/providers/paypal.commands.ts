@@ -133,16 +133,16 @@ const refused = (reason: string): CommandAnswer => ({ ok: false, retryable: fals
  *
  * The SDK's own retries are off (`maxNumberOfRetries: 0`): the outbox retries, with the same key.
  */
-export function createPaypalCommands(sdkPackage: () => PaypalSdkPackage | null): PaymentCommands {
+export function createPaypalCommands(sdkPackage: () => PaypalSdkPackage | null): PaymentCommands & { installed(): boolean } {
   const clients = new Map<string, Cached>();
 
-  function controllersFor(endpoint: ProviderEndpoint, credentials: { clientId: string; clientSecret: string }, timeoutMs: number): Controllers {
+  function controllersFor(endpoint: ProviderEndpoint, credentials: { clientId: string; clientSecret: string }, timeoutMs: number): Controllers | null {
     const base = (endpoint.apiBaseUrl ?? PRODUCTION).replace(/\/+$/, '');
     const fingerprint = JSON.stringify([credentials.clientId, credentials.clientSecret, base, timeoutMs]);
     const cached = clients.get(endpoint.id);
     if (cached && cached.fingerprint === fingerprint) return cached.controllers;
     const sdk = sdkPackage();
-    if (!sdk) throw new Error(`payment commands of endpoint "${endpoint.id}" need the ${PAYPAL_PACKAGE} package: npm install ${PAYPAL_PACKAGE}`);
+    if (!sdk) return null;
     const client = new sdk.Client({
       clientCredentialsAuthCredentials: { oAuthClientId: credentials.clientId, oAuthClientSecret: credentials.clientSecret },
       environment: base === SANDBOX ? sdk.Environment.Sandbox : sdk.Environment.Production,
@@ -194,6 +194,9 @@ export function createPaypalCommands(sdkPackage: () => PaypalSdkPackage | null):
   return {
     types: ['refund', 'capture', 'void'],
 
+    /** Whether the SDK can be loaded (an endpoint with client credentials is refused at start without it). */
+    installed: () => sdkPackage() !== null,
+
     ready: (endpoint) => credentialsOf(endpoint) !== null,
 
     async send(command, target, context: CommandContext): Promise<CommandAnswer> {
@@ -201,6 +204,8 @@ export function createPaypalCommands(sdkPackage: () => PaypalSdkPackage | null):
       const credentials = credentialsOf(endpoint);
       if (!credentials) return refused(`endpoint "${endpoint.id}" has no PayPal clientId and clientSecret`);
       const controllers = controllersFor(endpoint, credentials, timeoutMs);
+      // The package is missing (installing it and retrying the dead message sends the same key).
+      if (controllers === null) return refused(`the ${PAYPAL_PACKAGE} package is not installed: npm install ${PAYPAL_PACKAGE}`);
       try {
         if (command.type === 'refund') return await refund(controllers, command, target, idempotencyKey);
         if (command.type === 'capture') return await capture(controllers, command, target, idempotencyKey);
@@ -213,4 +218,4 @@ export function createPaypalCommands(sdkPackage: () => PaypalSdkPackage | null):
 }
 
 /** The built-in PayPal provider's commands (`@paypal/paypal-server-sdk`, loaded the first time a command is sent). */
-export const paypalCommands: PaymentCommands = createPaypalCommands(optionalPackage(PAYPAL_PACKAGE, () => require(PAYPAL_PACKAGE) as PaypalSdkPackage));
+export const paypalCommands = createPaypalCommands(optionalPackage(PAYPAL_PACKAGE, () => require(PAYPAL_PACKAGE) as PaypalSdkPackage));

@@ -4,7 +4,7 @@ import { crc32 } from '../common/crc32';
 import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import { ExpiringMap } from './call-out';
-import { paypalCommands } from './paypal.commands';
+import { PAYPAL_PACKAGE, paypalCommands } from './paypal.commands';
 import {
   CertificateFetcher,
   CertificateLimits,
@@ -344,6 +344,8 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
       if (clientId !== undefined && (typeof clientId !== 'string' || clientId === '')) return '"clientId" must be a non-empty string';
       if (clientSecret !== undefined && (typeof clientSecret !== 'string' || clientSecret === '')) return '"clientSecret" must be a non-empty string';
       if (apiBaseUrl !== undefined && !apiBaseUrl.startsWith('https://')) return '"apiBaseUrl" must be an https URL';
+      // Client credentials are for the payment commands, sent through PayPal's SDK: refused now rather than at the first refund.
+      if (clientId !== undefined && !paypalCommands.installed()) return `"clientId" needs the ${PAYPAL_PACKAGE} package: npm install ${PAYPAL_PACKAGE}`;
       return null;
     },
 

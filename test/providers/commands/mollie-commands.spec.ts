@@ -1,8 +1,8 @@
-import { mollieCommands } from '../../../src/providers/mollie.commands';
-import { mollieProvider } from '../../../src/providers/mollie.provider';
+import { createMollieCommands, mollieCommands } from '../../../src/providers/mollie.commands';
+import { mollieProvider, paymentEvent } from '../../../src/providers/mollie.provider';
 import type { CommandContext, CommandTarget, PaymentCommand, ProviderEndpoint } from '../../../src/providers/provider';
 import { ProviderApiStub } from '../../support/provider-api-stub';
-import { addMollieApi, MollieApi } from '../../support/provider-stubs/mollie';
+import { addMollieApi, MollieApi, mollieHint, mollieRefundSettled } from '../../support/provider-stubs/mollie';
 
 /*
  * Mollie's payment commands through the real @mollie/api-client, against a local stub of the
@@ -194,6 +194,33 @@ describe('mollie commands (through @mollie/api-client)', () => {
       ok: false,
       retryable: false,
       reason: 'endpoint "mollie-main" has no Mollie API key',
+    });
+    expect(stub.requests).toEqual([]);
+  });
+
+  it('the stub\'s payment after a refund settled is what the adapter reads as that refund\'s confirmation (or failure)', async () => {
+    const paymentId = api.addPayment({ orderId: 'ord-1' });
+    const answer = await mollieCommands.send(refund('10.00'), target(paymentId), context('k-confirm'));
+    const refundId = (answer as { providerRefundId: string }).providerRefundId;
+    expect(mollieHint(paymentId)).toBe(`id=${paymentId}`);
+    const read = () => {
+      const event = paymentEvent(paymentId, api.payment(paymentId));
+      return mollieProvider.normalize(JSON.parse(event.body), event.eventType);
+    };
+    expect(read()).toMatchObject({ kind: 'refunded', refundedAmount: { form: 'decimal', value: '10.00' } });
+    expect(read()).not.toHaveProperty('refundOutcomes');
+    mollieRefundSettled(api, refundId, 'refunded');
+    expect(read()?.refundOutcomes).toEqual([{ id: refundId, status: 'succeeded' }]);
+    mollieRefundSettled(api, refundId, 'failed');
+    expect(read()?.refundOutcomes).toEqual([{ id: refundId, status: 'failed', reason: 'Mollie refund failed' }]);
+  });
+
+  it('without @mollie/api-client installed: refused, naming the package, without a call', async () => {
+    const missing = createMollieCommands(() => null);
+    expect(await missing.send(refund('1.00'), target('tr_x'), context('k-missing'))).toEqual({
+      ok: false,
+      retryable: false,
+      reason: 'the @mollie/api-client package is not installed: npm install @mollie/api-client',
     });
     expect(stub.requests).toEqual([]);
   });

@@ -1,4 +1,4 @@
-import { paypalCommands } from '../../../src/providers/paypal.commands';
+import { createPaypalCommands, paypalCommands } from '../../../src/providers/paypal.commands';
 import { paypalProvider } from '../../../src/providers/paypal.provider';
 import type { CommandContext, CommandTarget, PaymentCommand, ProviderEndpoint } from '../../../src/providers/provider';
 import { ProviderApiStub } from '../../support/provider-api-stub';
@@ -245,5 +245,17 @@ describe('paypal commands (through @paypal/paypal-server-sdk)', () => {
       refund: { id: refundId, amount: { form: 'decimal', value: '10.00' } },
       refundOutcomes: [{ id: refundId, status: 'succeeded' }],
     });
+  });
+
+  it('without @paypal/paypal-server-sdk installed: refused, naming the package, without a call', async () => {
+    const missing = createPaypalCommands(() => null);
+    expect(missing.installed()).toBe(false);
+    expect(paypalCommands.installed()).toBe(true);
+    expect(await missing.send(refund('1.00'), target('5O190127TN364715T', ['X']), context('k-missing'))).toEqual({
+      ok: false,
+      retryable: false,
+      reason: 'the @paypal/paypal-server-sdk package is not installed: npm install @paypal/paypal-server-sdk',
+    });
+    expect(stub.requests).toEqual([]);
   });
 });
