@@ -258,6 +258,60 @@ describe('mollie: the business fact is the event', () => {
   });
 });
 
+describe('mollie: the outcome of refunds (payment commands)', () => {
+  const id = 'tr_WDqYK6vllg';
+  const eur = (value: string) => ({ value, currency: 'EUR' });
+  const refund = (refundId: string, status: string, value = '10.00') => ({ resource: 'refund', id: refundId, status, amount: eur(value), paymentId: id });
+  const paid = (refunds: unknown[], refunded = '10.00') =>
+    payment(id, { status: 'paid', amountRefunded: eur(refunded), amountRemaining: eur('39.90'), _embedded: { refunds } });
+  const normalized = (body: Record<string, unknown>) => {
+    const event = paymentEvent(id, body);
+    return { event, normalized: createMollieProvider().normalize(JSON.parse(event.body), event.eventType) };
+  };
+
+  it('a refund Mollie reports refunded confirms it (succeeded); one queued, pending or processing is not listed', () => {
+    const { event, normalized: n } = normalized(paid([refund('re_4qqhO89gsT', 'refunded'), refund('re_Pending01', 'pending'), refund('re_Queued001', 'queued'), refund('re_Process01', 'processing')], '40.00'));
+    expect(event.eventType).toBe('payment.refunded');
+    expect(n).toMatchObject({ kind: 'refunded', refundedAmount: { form: 'decimal', value: '40.00' } });
+    expect(n?.refundOutcomes).toEqual([{ id: 're_4qqhO89gsT', status: 'succeeded' }]);
+  });
+
+  it('a refund Mollie reports failed or canceled fails it, with the reason; the payment\'s own change stays the event\'s kind', () => {
+    const { normalized: n } = normalized(paid([refund('re_Failed001', 'failed'), refund('re_Cancel001', 'canceled')], '0.00'));
+    expect(n).toMatchObject({ kind: 'succeeded', refundedAmount: null });
+    expect(n?.refundOutcomes).toEqual([
+      { id: 're_Failed001', status: 'failed', reason: 'Mollie refund failed' },
+      { id: 're_Cancel001', status: 'failed', reason: 'Mollie refund canceled' },
+    ]);
+  });
+
+  it('a payment with no refund that has ended lists none, and keeps the key it had', () => {
+    const { event, normalized: n } = normalized(paid([refund('re_Pending01', 'pending')]));
+    expect(event.eventId).toBe(`${id}:paid:10.00:0`);
+    expect(n).not.toHaveProperty('refundOutcomes');
+    expect(normalized(payment(id, { status: 'paid' })).normalized).not.toHaveProperty('refundOutcomes');
+  });
+
+  it('a refund that ends is a new event even when no amount moved (else the hint reporting it would be a duplicate)', () => {
+    const pending = paymentEvent(id, paid([refund('re_4qqhO89gsT', 'pending')]));
+    const refunded = paymentEvent(id, paid([refund('re_4qqhO89gsT', 'refunded')]));
+    const failed = paymentEvent(id, paid([refund('re_4qqhO89gsT', 'failed')]));
+    expect(pending.eventId).toBe(`${id}:paid:10.00:0`);
+    expect(refunded.eventId).toMatch(new RegExp(`^${id}:paid:10.00:0:refunds=[A-Za-z0-9_-]{16}$`));
+    expect(failed.eventId).toMatch(new RegExp(`^${id}:paid:10.00:0:refunds=[A-Za-z0-9_-]{16}$`));
+    expect(new Set([pending.eventId, refunded.eventId, failed.eventId]).size).toBe(3);
+    // The same refunds in another order are the same event.
+    const two = [refund('re_A000000001', 'refunded'), refund('re_B000000001', 'failed')];
+    expect(paymentEvent(id, paid(two)).eventId).toBe(paymentEvent(id, paid([...two].reverse())).eventId);
+  });
+
+  it('unusable refund entries are skipped, never thrown on', () => {
+    const { normalized: n } = normalized(paid([null, 'x', { id: 7, status: 'refunded' }, { id: 're_NoStatus01' }, refund('re_4qqhO89gsT', 'refunded')]));
+    expect(n?.refundOutcomes).toEqual([{ id: 're_4qqhO89gsT', status: 'succeeded' }]);
+    expect(normalized(payment(id, { status: 'paid', _embedded: { refunds: 'none' } })).normalized).not.toHaveProperty('refundOutcomes');
+  });
+});
+
 describe('mollie: a hint is answered by a fetch that began after it', () => {
   it('hints while a fetch runs share one fetch that starts when it ends, and see what changed meanwhile', async () => {
     let status = 'paid';

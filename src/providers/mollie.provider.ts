@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import {
   asObject,
@@ -16,6 +17,7 @@ import { Logger } from '@nestjs/common';
 import { maskedAddress } from '../common/ip-address';
 import { ExpiringSet, SenderBudgets, SenderLimits } from './call-out';
 import { optionalPackage } from './optional-package';
+import { createMollieCommands, mollieCommands } from './mollie.commands';
 
 /** The npm package of Mollie's official client, an optional peer dependency of this module. */
 export const MOLLIE_PACKAGE = '@mollie/api-client';
@@ -28,6 +30,21 @@ export interface MollieClientPackage {
   createMollieClient(options: { apiKey: string; apiEndpoint: string; versionStrings?: string | string[] }): {
     payments: { get(id: string, parameters: { embed: string[] }): Promise<object> };
   };
+}
+
+/** A Mollie amount: the currency and a decimal string in its exponent (`"49.90"`). */
+interface MollieAmount {
+  currency: string;
+  value: string;
+}
+
+/** What the payment commands use of a client made by `createMollieClient` (mollie.commands.ts). */
+export interface MollieCommandClient {
+  paymentRefunds: {
+    create(parameters: { paymentId: string; amount: MollieAmount; description?: string; idempotencyKey: string }): Promise<{ id?: unknown; status?: unknown }>;
+  };
+  paymentCaptures: { create(parameters: { paymentId: string; amount?: MollieAmount; idempotencyKey: string }): Promise<object> };
+  payments: { cancel(id: string, parameters: { idempotencyKey: string }): Promise<object> };
 }
 
 /** Loads the client package (throws `MODULE_NOT_FOUND` when it is not installed). */
@@ -131,6 +148,46 @@ function factOf(payment: Record<string, unknown>): { kind: ProviderEventKind; ty
   return kind ? { kind, type: `payment.${status}` } : null;
 }
 
+/** What a refund's status says of it, where it has ended (Refunds API: queued, pending, processing, refunded, failed, canceled). */
+const REFUND_ENDS: ReadonlyMap<string, 'succeeded' | 'failed'> = new Map([
+  ['refunded', 'succeeded'],
+  ['failed', 'failed'],
+  ['canceled', 'failed'],
+]);
+
+/**
+ * The refunds a fetched payment embeds (`_embedded.refunds`, asked for with every fetch) that have
+ * ended: what confirms or fails a refund the module asked for, matched by its `re_…` id. A refund
+ * still on its way is not listed; absent when none has ended, so a payment without refunds reads as before.
+ */
+function refundOutcomesOf(payment: Record<string, unknown>): { refundOutcomes?: NonNullable<ProviderEvent['refundOutcomes']> } {
+  const refunds = asObject(payment._embedded)?.refunds;
+  if (!Array.isArray(refunds)) return {};
+  const outcomes: NonNullable<ProviderEvent['refundOutcomes']> = [];
+  for (const item of refunds) {
+    const refund = asObject(item);
+    const id = text(refund?.id);
+    const status = REFUND_ENDS.get(text(refund?.status) ?? '');
+    if (id === null || status === undefined) continue;
+    outcomes.push(status === 'failed' ? { id, status, reason: `Mollie refund ${text(refund?.status)}` } : { id, status });
+  }
+  return outcomes.length > 0 ? { refundOutcomes: outcomes } : {};
+}
+
+/**
+ * What the payment's ended refunds add to its event's key: nothing when none has ended (the key is
+ * as before), else `:refunds=` and a digest of their ids and statuses. A refund that ends need not
+ * move an amount Mollie shows (`amountRefunded` counts a refund from its creation), so without this
+ * the hint that reports it could be the same event again, and the refund the module sent would never
+ * be confirmed or failed. A digest keeps the key short with many refunds.
+ */
+function endedRefundsKey(payment: Record<string, unknown>): string {
+  const outcomes = refundOutcomesOf(payment).refundOutcomes;
+  if (!outcomes) return '';
+  const listed = outcomes.map((o) => `${o.id}=${o.status}`).sort().join(',');
+  return `:refunds=${createHash('sha256').update(listed).digest('base64url').slice(0, 16)}`;
+}
+
 /** The payment id a hint names, or MalformedPayloadError (Mollie is then not called). */
 function readHint(body: Buffer): string {
   const match = body.length <= HINT_MAX_BYTES ? HINT.exec(body.toString('latin1')) : null;
@@ -152,7 +209,7 @@ export function paymentEvent(paymentId: string, payment: object): ReceivedEvent 
   if (status === null) throw new Error(`Mollie answered payment ${paymentId} without a status`);
   const fact = factOf(fields);
   return {
-    eventId: `${paymentId}:${status}:${amountField(fields, 'amountRefunded')}:${amountField(fields, 'amountChargedBack')}`,
+    eventId: `${paymentId}:${status}:${amountField(fields, 'amountRefunded')}:${amountField(fields, 'amountChargedBack')}${endedRefundsKey(fields)}`,
     eventType: fact?.type ?? `payment.${status}`,
     resourceId: paymentId,
     deliveryId: null,
@@ -446,6 +503,8 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
     declaresAccount: false,
     secrets: 'none',
     usesApi: { defaultBaseUrl: 'https://api.mollie.com' },
+    // The built-in provider's commands load the package on their own; a provider given a loader uses it.
+    commands: options.loadClient ? createMollieCommands(clientPackage) : mollieCommands,
 
     checkEndpoint({ apiKey, apiBaseUrl }): string | null {
       if (apiKey === undefined) return '"apiKey" is required: the Mollie API key (test_… or live_…) each payment is fetched with';
@@ -502,6 +561,7 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
         refundedAmount: fact.kind === 'refunded' ? decimal(asObject(body.amountRefunded)?.value) : null,
         declaredAccount: text(body.profileId),
         occurredAt: fact.kind === 'dispute_lost' || fact.kind === 'refunded' || when === undefined ? null : isoDate(body[when]),
+        ...refundOutcomesOf(body),
       };
     },
   };

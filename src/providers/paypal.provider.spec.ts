@@ -623,6 +623,48 @@ describe('paypal: events (the published bodies)', () => {
   });
 });
 
+describe('paypal: the outcome of refunds (payment commands)', () => {
+  const refundBody = (fields: Record<string, unknown> = {}) => {
+    const { body } = paypalBody('PAYMENT.CAPTURE.REFUNDED');
+    return { ...body, resource: { ...(body.resource as object), ...fields } };
+  };
+
+  it('PAYMENT.CAPTURE.REFUNDED confirms the refund by its own id (succeeded), beside the refund it applies', () => {
+    expect(paypalProvider.normalize(refundBody(), 'PAYMENT.CAPTURE.REFUNDED')).toMatchObject({
+      kind: 'refunded',
+      resourceId: '0JF852973C016714D',
+      refund: { id: '1Y107995YT783435V', amount: { form: 'decimal', value: '0.99' } },
+      refundOutcomes: [{ id: '1Y107995YT783435V', status: 'succeeded' }],
+    });
+    expect(paypalProvider.normalize(refundBody({ status: 'COMPLETED' }), 'PAYMENT.CAPTURE.REFUNDED')?.refundOutcomes).toEqual([{ id: '1Y107995YT783435V', status: 'succeeded' }]);
+  });
+
+  it('a refund PayPal reports FAILED or CANCELLED is a refund_outcome failed, with the reason, and moves no amount', () => {
+    for (const status of ['FAILED', 'CANCELLED']) {
+      expect(paypalProvider.normalize(refundBody({ status, status_details: { reason: 'ECHECK' } }), 'PAYMENT.CAPTURE.REFUNDED')).toEqual({
+        kind: 'refund_outcome',
+        resourceId: '0JF852973C016714D',
+        resourceKind: 'capture',
+        orderId: null,
+        amount: null,
+        currency: 'USD',
+        refundedAmount: null,
+        refund: null,
+        refundOutcomes: [{ id: '1Y107995YT783435V', status: 'failed', reason: `PayPal refund ${status} (ECHECK)` }],
+        declaredAccount: null,
+        occurredAt: expect.any(Date),
+      });
+    }
+    expect(paypalProvider.normalize(refundBody({ status: 'FAILED' }), 'PAYMENT.CAPTURE.REFUNDED')?.refundOutcomes).toEqual([{ id: '1Y107995YT783435V', status: 'failed', reason: 'PayPal refund FAILED' }]);
+  });
+
+  it('a refund still PENDING is not confirmed yet; a reversal names no refund the module asked for', () => {
+    expect(paypalProvider.normalize(refundBody({ status: 'PENDING' }), 'PAYMENT.CAPTURE.REFUNDED')).not.toHaveProperty('refundOutcomes');
+    const { body } = paypalBody('PAYMENT.CAPTURE.REVERSED');
+    expect(paypalProvider.normalize(body, 'PAYMENT.CAPTURE.REVERSED')).not.toHaveProperty('refundOutcomes');
+  });
+});
+
 describe('paypal: endpoint fields', () => {
   const start = (fields: Record<string, unknown>) => () =>
     validateEndpoints('WEBHOOK_ENDPOINTS', [{ id: 'pp', provider: 'paypal', merchantAccountId: 'acc', webhookId: WEBHOOK_ID, ...fields }]);

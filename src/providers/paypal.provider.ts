@@ -4,6 +4,7 @@ import { crc32 } from '../common/crc32';
 import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import { ExpiringMap } from './call-out';
+import { PAYPAL_PACKAGE, paypalCommands } from './paypal.commands';
 import {
   CertificateFetcher,
   CertificateLimits,
@@ -314,6 +315,7 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
     endpointFields: FIELDS,
     // The REST API the module will call with the OAuth client credentials (payment commands, polling).
     usesApi: { defaultBaseUrl: 'https://api-m.paypal.com' },
+    commands: paypalCommands,
 
     checkEndpoint({ apiKey, apiBaseUrl, settings }): string | null {
       if (apiKey !== undefined) return '"apiKey" is not for paypal endpoints: give "clientId" and "clientSecret" (the REST app\'s OAuth client credentials)';
@@ -342,6 +344,8 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
       if (clientId !== undefined && (typeof clientId !== 'string' || clientId === '')) return '"clientId" must be a non-empty string';
       if (clientSecret !== undefined && (typeof clientSecret !== 'string' || clientSecret === '')) return '"clientSecret" must be a non-empty string';
       if (apiBaseUrl !== undefined && !apiBaseUrl.startsWith('https://')) return '"apiBaseUrl" must be an https URL';
+      // Client credentials are for the payment commands, sent through PayPal's SDK: refused now rather than at the first refund.
+      if (clientId !== undefined && !paypalCommands.installed()) return `"clientId" needs the ${PAYPAL_PACKAGE} package: npm install ${PAYPAL_PACKAGE}`;
       return null;
     },
 
@@ -396,7 +400,28 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
         const kind = eventType === 'CUSTOMER.DISPUTE.RESOLVED' && KEPT_BY_SELLER.has(outcome!) ? 'dispute_won' : baseKind;
         const value = decimal(money?.value);
         if (REFUNDS.has(eventType) && (refundId === null || value === null)) return null;
+        const refundStatus = text(resource.status);
+        // A refund PayPal reports failed or cancelled returned nothing: only its outcome.
+        if (eventType === 'PAYMENT.CAPTURE.REFUNDED' && (refundStatus === 'FAILED' || refundStatus === 'CANCELLED')) {
+          const why = text(asObject(resource.status_details)?.reason);
+          return {
+            kind: 'refund_outcome',
+            resourceId,
+            resourceKind: 'capture',
+            orderId: null,
+            amount: null,
+            currency: text(money?.currency_code),
+            refundedAmount: null,
+            refund: null,
+            refundOutcomes: [{ id: refundId!, status: 'failed', reason: `PayPal refund ${refundStatus}${why ? ` (${why})` : ''}` }],
+            declaredAccount,
+            occurredAt,
+          };
+        }
         const reversal = eventType === 'PAYMENT.CAPTURE.REVERSED';
+        // The refund's own id confirms a refund the module sent (matched by its providerRefundId);
+        // one PayPal still has PENDING is not confirmed yet.
+        const confirmed = eventType === 'PAYMENT.CAPTURE.REFUNDED' && refundStatus !== 'PENDING';
         return {
           kind,
           resourceId,
@@ -406,6 +431,7 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
           currency: text(money?.currency_code),
           refundedAmount: null,
           refund: REFUNDS.has(eventType) ? { id: refundId!, amount: value!, ...(reversal ? { reversal } : {}) } : null,
+          ...(confirmed ? { refundOutcomes: [{ id: refundId!, status: 'succeeded' as const }] } : {}),
           declaredAccount,
           occurredAt,
         };
