@@ -19,7 +19,7 @@ export { OnPaymentEvent } from './events/on-payment-event.decorator';
 export type { OnPaymentEventOptions } from './events/on-payment-event.decorator';
 export { PAYMENT_EVENT_TYPES } from './common/host-events';
 export type { PaymentEventType, PaymentWebhooksEvent } from './common/host-events';
-export type { OrderSnapshot, PaymentSnapshot, ShipTo, OrderItem } from './common/order-views';
+export type { OrderSnapshot, PaymentSnapshot, RefundSnapshot, ShipTo, OrderItem } from './common/order-views';
 export type { EventSinkDefinition } from './config/options';
 // Writing a provider of the host's own (docs/providers.md).
 export type {
@@ -38,7 +38,15 @@ export type {
   RecordedEvent,
   SignatureParts,
   StateFetcher,
+  // (v4) Payment commands (docs/commands.md).
+  CommandAmount,
+  CommandAnswer,
+  CommandContext,
+  CommandTarget,
+  PaymentCommand,
+  PaymentCommands,
 } from './providers/provider';
+export { failedCall, thrownCall } from './providers/command-answers';
 export type { ProviderEvent, ProviderEventKind, RawAmount } from './common/provider-event';
 export type { HmacScheme, HmacProvider } from './providers/hmac';
 export { hmacProvider, matchHmac, withinTolerance } from './providers/hmac';

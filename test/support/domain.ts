@@ -72,13 +72,22 @@ export function driver(t: TestApp) {
   async function outboxMessage(orderId: string) {
     const [row] = await t.dataSource.query(
       `SELECT status, attempts, last_error AS "lastError", dispatched_at IS NOT NULL AS dispatched
-         FROM outbox_message WHERE payload->>'orderId' = $1`,
+         FROM outbox_message WHERE payload->>'orderId' = $1 AND type = 'fulfillment.dispatch'`,
       [orderId],
     );
     return row;
   }
 
-  return { http, createOrder, registerPayment, getOrder, send, processed, count, outboxMessage };
+  /** The outbox message of an idempotency key (a payment command's: a refund id, `<payment id>:capture`…). */
+  async function outboxMessageOfKey(key: string) {
+    const [row] = await t.dataSource.query(
+      `SELECT id, type, status, attempts, last_error AS "lastError" FROM outbox_message WHERE idempotency_key = $1`,
+      [key],
+    );
+    return row;
+  }
+
+  return { http, createOrder, registerPayment, getOrder, send, processed, count, outboxMessage, outboxMessageOfKey };
 }
 
 export function uniqueId(prefix: string): string {

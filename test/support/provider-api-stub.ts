@@ -74,8 +74,10 @@ export class ProviderApiStub {
   private readonly inFlight = new Set<string>();
   private readonly failures: Array<{ matches: (r: StubRequest) => boolean; failure: ScriptedFailure }> = [];
   private readonly holds: Held[] = [];
+  /** Holds that caught a request and wait for their release. */
+  private readonly active: Held[] = [];
   /** Every request, in arrival order, with the status answered. */
-  readonly requests: Array<StubRequest & { status: number }> = [];
+  readonly requests: Array<StubRequest & { status: number; /** when it arrived (ms since the epoch) */ at: number }> = [];
   /** Effects that happened, by kind (`refund`, `capture`, `void`…), each counted once per key. */
   readonly effects: Array<{ kind: string; key: string | null; detail?: Record<string, unknown> }> = [];
   port = 0;
@@ -120,6 +122,12 @@ export class ProviderApiStub {
     return held;
   }
 
+  /** Releases every hold, those that wait for a request included (it then passes at once). */
+  releaseAll(): void {
+    for (const h of this.holds.splice(0)) h.release();
+    for (const h of this.active.splice(0)) h.release();
+  }
+
   async start(): Promise<this> {
     const handler = (req: IncomingMessage, res: ServerResponse) => void this.handle(req, res);
     this.server = this.options.tls ? https.createServer({ key: STUB_KEY, cert: STUB_CERT }, handler) : createServer(handler);
@@ -130,7 +138,7 @@ export class ProviderApiStub {
   }
 
   async stop(): Promise<void> {
-    for (const h of this.holds) h.release();
+    this.releaseAll();
     if (this.options.tls) distrustStub(this.port);
     const server = this.server;
     if (!server) return;
@@ -152,10 +160,11 @@ export class ProviderApiStub {
     const path = url.split('?')[0];
     const index = this.routes.findIndex((r) => r.method === req.method && r.path.test(path));
     const route = this.routes[index];
+    const at = Date.now();
     const request: StubRequest = { method: req.method ?? 'GET', url, path, headers: req.headers, text, json, key: null };
     if (route?.key) request.key = keyOf(route.key, request);
     const send = (answer: StubAnswer) => {
-      this.requests.push({ ...request, status: answer.status });
+      this.requests.push({ ...request, status: answer.status, at });
       res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers ?? {}) });
       res.end(answer.body === undefined ? '' : JSON.stringify(answer.body));
     };
@@ -165,7 +174,7 @@ export class ProviderApiStub {
     if (failure >= 0) {
       const [{ failure: f }] = this.failures.splice(failure, 1);
       if ('drop' in f) {
-        this.requests.push({ ...request, status: 0 });
+        this.requests.push({ ...request, status: 0, at });
         req.socket.destroy();
         return;
       }
@@ -194,7 +203,7 @@ export class ProviderApiStub {
         await after.released;
       }
       if (res.destroyed) {
-        this.requests.push({ ...request, status: 0 });
+        this.requests.push({ ...request, status: 0, at });
         return;
       }
       send(answer);
@@ -205,7 +214,10 @@ export class ProviderApiStub {
 
   private takeHold(request: StubRequest, when: 'before' | 'after'): Held | undefined {
     const i = this.holds.findIndex((h) => h.when === when && h.matches(request));
-    return i >= 0 ? this.holds.splice(i, 1)[0] : undefined;
+    if (i < 0) return undefined;
+    const [held] = this.holds.splice(i, 1);
+    this.active.push(held);
+    return held;
   }
 }
 
