@@ -138,7 +138,7 @@ describe.each(STRIPE_API_VERSIONS)("the Stripe adapter on Stripe's published obj
   describe('the events of one Refund: its outcome, which moves no amount (docs/commands.md#stripe)', () => {
     const refundEventOf = (type: string, status: string, fields: Record<string, unknown> = {}) => {
       const p = stripePayment(version, { orderId: ORDER_ID, account: 'acct_1Connected0000000000' });
-      const refund = { ...refundObject(p, 700), status, ...fields };
+      const refund: Record<string, any> = { ...refundObject(p, 700), status, ...fields };
       return { p, refund, body: stripeEvent(p, type, refund).body };
     };
 
