@@ -466,6 +466,8 @@ describe('adyen: every event code mapped to the payment lifecycle (normalize, on
       currency: 'EUR',
       refundedAmount: null,
       refund: { id: 'QFQTPCQ8HXSKGK82', amount: { form: 'minor', value: 1000 } },
+      // The refund's pspReference is what the Checkout API answered a refund the module sent: confirmed.
+      refundOutcomes: [{ id: 'QFQTPCQ8HXSKGK82', status: 'succeeded' }],
       declaredAccount: 'YOUR_MERCHANT_ACCOUNT',
       occurredAt: new Date('2021-01-01T00:00:00Z'),
     });
@@ -478,18 +480,61 @@ describe('adyen: every event code mapped to the payment lifecycle (normalize, on
     expect(normalize(example('CHARGEBACK_REVERSED'))).toMatchObject({ kind: 'dispute_won', resourceId: 'QFQTPCQ8HXSKGK82', amount: null });
   });
 
-  it('success "false" on a modification changes nothing (a refused capture, refund or cancel): ignored', () => {
-    for (const code of ['CAPTURE', 'CANCELLATION', 'CANCEL_OR_REFUND', 'REFUND', 'NOTIFICATION_OF_CHARGEBACK', 'CHARGEBACK', 'CHARGEBACK_REVERSED'] as const) {
+  it('success "false" on a modification changes nothing (a refused capture or cancel): ignored', () => {
+    for (const code of ['CAPTURE', 'CANCELLATION', 'CANCEL_OR_REFUND', 'NOTIFICATION_OF_CHARGEBACK', 'CHARGEBACK', 'CHARGEBACK_REVERSED'] as const) {
       expect(normalize(example(code, 'false'))).toBeNull();
     }
-    // As published: a refund Adyen could not make, and the library's own refused capture and refund.
-    expect(normalize(openApiExample('REFUND').notificationItems[0].NotificationRequestItem)).toBeNull();
+    // As published: the library's own refused capture.
     expect(normalize(libraryMock('captureFalse').notificationItems[0].NotificationRequestItem)).toBeNull();
-    expect(normalize(libraryMock('refundFalse').notificationItems[0].NotificationRequestItem)).toBeNull();
+  });
+
+  it('REFUND success "false" (as Adyen publishes it): no payment change, the refund failed with Adyen\'s reason', () => {
+    expect(normalize(openApiExample('REFUND').notificationItems[0].NotificationRequestItem)).toEqual({
+      kind: 'refund_outcome',
+      resourceId: '9913140798220028',
+      orderId: null,
+      orderReference: 'YOUR_MERCHANT_REFERENCE',
+      amount: null,
+      currency: 'EUR',
+      refundedAmount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'QFQTPCQ8HXSKGK82', status: 'failed', reason: "Transaction hasn't been captured, refund not possible" }],
+      declaredAccount: 'YOUR_MERCHANT_ACCOUNT',
+      occurredAt: new Date('2021-01-01T00:00:00Z'),
+    });
+    expect(normalize(libraryMock('refundFalse').notificationItems[0].NotificationRequestItem)).toMatchObject({
+      kind: 'refund_outcome',
+      resourceId: 'ORIGINAL_PSP',
+      amount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'PSP_REFERENCE', status: 'failed', reason: 'Insufficient balance on payment' }],
+    });
+  });
+
+  it('REFUND_FAILED (as Adyen publishes it, success "true"): the refund failed later, with its reason; keyed on the payment', () => {
+    const published = openApiExample('REFUND_FAILED').notificationItems[0].NotificationRequestItem;
+    expect(normalize(published)).toEqual({
+      kind: 'refund_outcome',
+      resourceId: '9913140798220028',
+      orderId: null,
+      orderReference: 'YOUR_MERCHANT_REFERENCE',
+      amount: null,
+      currency: 'EUR',
+      refundedAmount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'QFQTPCQ8HXSKGK82', status: 'failed', reason: 'Refund Failed' }],
+      declaredAccount: 'YOUR_MERCHANT_ACCOUNT',
+      occurredAt: new Date('2021-01-01T00:00:00Z'),
+    });
+    // Without a reason: still failed, with a reason of its own.
+    const { reason: _reason, ...unexplained } = published;
+    expect(normalize(unexplained)?.refundOutcomes).toEqual([{ id: 'QFQTPCQ8HXSKGK82', status: 'failed', reason: 'refused by Adyen' }]);
+    // Without the payment it failed a refund of: nothing to apply it to.
+    const { originalReference: _original, ...orphan } = published;
+    expect(normalize(orphan)).toBeNull();
   });
 
   it('other codes are recorded and ignored', () => {
-    expect(normalize(example('REFUND_FAILED'))).toBeNull();
     expect(normalize(example('REPORT_AVAILABLE'))).toBeNull();
     expect(normalize({ ...example('AUTHORISATION'), eventCode: 'AUTHORISATION_ADJUSTMENT' })).toBeNull();
   });
