@@ -318,6 +318,23 @@ describe('adyen: endpoints (capture, secrets, accounts)', () => {
     expect(() => validate({ secrets: ['00112233445566778899AABBCCDDEEFF'] })).not.toThrow();
   });
 
+  it('apiKey (the Checkout API key) and apiBaseUrl are accepted; the base URL defaults to the Checkout API, and must be https', () => {
+    const API_KEY = 'AQEyhmfxK4LNbhZFw0m/n3Q5qf3VaY9UCJ14XWZE03G/k2NFikzVGEiYj+4vtN01BchqAcwhNJEQwV1bDb7kfNy1WIxIIkxgBw==-secret';
+    expect(validate({})[0]).not.toHaveProperty('apiKey');
+    expect(validate({})[0]).not.toHaveProperty('apiBaseUrl');
+    expect(validate({ apiKey: API_KEY })[0]).toMatchObject({ apiKey: API_KEY, apiBaseUrl: 'https://checkout-live.adyen.com' });
+    const live = 'https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout';
+    expect(validate({ apiKey: API_KEY, apiBaseUrl: `${live}/` })[0]).toMatchObject({ apiKey: API_KEY, apiBaseUrl: live });
+    const refused = () => validate({ apiKey: API_KEY, apiBaseUrl: 'http://127.0.0.1:8080' });
+    expect(refused).toThrow(new ConfigurationError('WEBHOOK_ENDPOINTS', 'endpoint "adyen-main": "apiBaseUrl" must be an https URL (the Adyen library speaks HTTPS only)'));
+    try {
+      refused();
+    } catch (err) {
+      expect((err as Error).message).not.toContain(API_KEY);
+    }
+    expect(adyenProvider.usesApi).toEqual({ defaultBaseUrl: 'https://checkout-live.adyen.com' });
+  });
+
   it('merchantAccountIds is allowed (a company-level webhook serves many merchant accounts): each item is keyed on its merchantAccountCode', async () => {
     expect(validate({ merchantAccountId: undefined, merchantAccountIds: ['ShopEU', 'ShopUS'] })[0]).toMatchObject({ merchantAccountIds: ['ShopEU', 'ShopUS'] });
     const outcome = await receive(signedBody([item({ merchantAccountCode: 'ShopUS' }), item({ pspReference: 'PSP9', merchantAccountCode: 'ShopXX' })], KEY), {
