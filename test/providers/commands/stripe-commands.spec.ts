@@ -167,10 +167,14 @@ describe('stripe commands through the official client', () => {
     expect(stub.effectsOf('refund')).toBe(1);
   });
 
-  it('no answer within timeoutMs: retryable, may have happened (the client retries nothing itself)', async () => {
+  it("no answer within the call's timeoutMs: retryable, may have happened (the client retries nothing itself)", async () => {
     const p = stripe.addPayment();
+    // The endpoint's client is made by a call of a longer timeout: each call's own applies.
+    const same = endpoint();
+    await expect(stripeCommands.send(refund(100), target(p), context('r-fast', { endpoint: same, timeoutMs: 10_000 }))).resolves.toMatchObject({ ok: true });
+    stub.requests.length = 0;
     const held = stub.holdNext('before');
-    const answer = await stripeCommands.send(refund(700), target(p), context('r-slow', { timeoutMs: 300 }));
+    const answer = await stripeCommands.send(refund(700), target(p), context('r-slow', { endpoint: same, timeoutMs: 300 }));
     expect(answer).toEqual({ ok: false, retryable: true, reason: 'Request aborted due to timeout being reached (300ms)', mayHaveHappened: true });
     await held.arrived;
     expect(stub.requests).toHaveLength(0); // the held request only: never a second attempt of the client's
@@ -209,6 +213,21 @@ describe('stripe commands through the official client', () => {
     expect(answer).toMatchObject({ ok: true, status: 'succeeded' });
     expect(stub.requests[0].headers['stripe-account']).toBe(CONNECTED);
     expect(stub.effects[0].detail).toMatchObject({ account: CONNECTED });
+  });
+
+  it('a key Stripe does not take: refused for good, with the key masked as Stripe masks it; a changed key is used at once', async () => {
+    const p = stripe.addPayment();
+    const wrong = 'sk_test_51WrongKey000000000000000000000000000wxyz';
+    const same = endpoint({ apiKey: wrong });
+    await expect(stripeCommands.send(refund(700), target(p), context('r-wrong', { endpoint: same }))).resolves.toEqual({
+      ok: false,
+      retryable: false,
+      reason: '401: Invalid API Key provided: sk_test_****wxyz',
+    });
+    // The endpoint's client was made with the old key: a new one is made with the new key.
+    same.apiKey = STRIPE_STUB_KEY;
+    await expect(stripeCommands.send(refund(700), target(p), context('r-right', { endpoint: same }))).resolves.toMatchObject({ ok: true });
+    expect(stub.requests.map((r) => [r.headers.authorization, r.status])).toEqual([[`Bearer ${wrong}`, 401], [`Bearer ${STRIPE_STUB_KEY}`, 200]]);
   });
 
   it('the API key never reaches a reason, even when the answer quotes it', async () => {
