@@ -491,7 +491,7 @@ describe('loadStandaloneConfig', () => {
       it('an apiKey on a paymos endpoint, without echoing it', () => {
         expectError(
           { WEBHOOK_ENDPOINTS: endpointsJson({ apiKey: 'sk_live_APIKEYVALUE' }) },
-          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiKey" and "apiBaseUrl" are for stripe, mollie, paypal, checkout, square and paddle endpoints only',
+          'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "apiKey" and "apiBaseUrl" are for stripe, adyen, mollie, paypal, checkout, square and paddle endpoints only',
           'sk_live_APIKEYVALUE',
         );
       });

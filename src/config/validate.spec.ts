@@ -466,7 +466,7 @@ describe('validateEndpoints', () => {
       const secrets = provider === 'standard' ? [`whsec_${SECRET_B64}`] : [SECRET];
       for (const over of [{ apiKey: API_KEY }, { apiBaseUrl: 'https://api.stripe.com' }]) {
         const err = configError(() => validate([endpoint({ id: 'x', provider, secrets, ...over })]));
-        expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "x": "apiKey" and "apiBaseUrl" are for stripe, mollie, paypal, checkout, square and paddle endpoints only');
+        expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "x": "apiKey" and "apiBaseUrl" are for stripe, adyen, mollie, paypal, checkout, square and paddle endpoints only');
         expectNoSecret(err, API_KEY);
       }
     });

@@ -318,6 +318,23 @@ describe('adyen: endpoints (capture, secrets, accounts)', () => {
     expect(() => validate({ secrets: ['00112233445566778899AABBCCDDEEFF'] })).not.toThrow();
   });
 
+  it('apiKey (the Checkout API key) and apiBaseUrl are accepted; the base URL defaults to the Checkout API, and must be https', () => {
+    const API_KEY = 'AQEyhmfxK4LNbhZFw0m/n3Q5qf3VaY9UCJ14XWZE03G/k2NFikzVGEiYj+4vtN01BchqAcwhNJEQwV1bDb7kfNy1WIxIIkxgBw==-secret';
+    expect(validate({})[0]).not.toHaveProperty('apiKey');
+    expect(validate({})[0]).not.toHaveProperty('apiBaseUrl');
+    expect(validate({ apiKey: API_KEY })[0]).toMatchObject({ apiKey: API_KEY, apiBaseUrl: 'https://checkout-live.adyen.com' });
+    const live = 'https://1797a841fbb37ca7-AdyenDemo-checkout-live.adyenpayments.com/checkout';
+    expect(validate({ apiKey: API_KEY, apiBaseUrl: `${live}/` })[0]).toMatchObject({ apiKey: API_KEY, apiBaseUrl: live });
+    const refused = () => validate({ apiKey: API_KEY, apiBaseUrl: 'http://127.0.0.1:8080' });
+    expect(refused).toThrow(new ConfigurationError('WEBHOOK_ENDPOINTS', 'endpoint "adyen-main": "apiBaseUrl" must be an https URL (the Adyen library speaks HTTPS only)'));
+    try {
+      refused();
+    } catch (err) {
+      expect((err as Error).message).not.toContain(API_KEY);
+    }
+    expect(adyenProvider.usesApi).toEqual({ defaultBaseUrl: 'https://checkout-live.adyen.com' });
+  });
+
   it('merchantAccountIds is allowed (a company-level webhook serves many merchant accounts): each item is keyed on its merchantAccountCode', async () => {
     expect(validate({ merchantAccountId: undefined, merchantAccountIds: ['ShopEU', 'ShopUS'] })[0]).toMatchObject({ merchantAccountIds: ['ShopEU', 'ShopUS'] });
     const outcome = await receive(signedBody([item({ merchantAccountCode: 'ShopUS' }), item({ pspReference: 'PSP9', merchantAccountCode: 'ShopXX' })], KEY), {
@@ -466,6 +483,8 @@ describe('adyen: every event code mapped to the payment lifecycle (normalize, on
       currency: 'EUR',
       refundedAmount: null,
       refund: { id: 'QFQTPCQ8HXSKGK82', amount: { form: 'minor', value: 1000 } },
+      // The refund's pspReference is what the Checkout API answered a refund the module sent: confirmed.
+      refundOutcomes: [{ id: 'QFQTPCQ8HXSKGK82', status: 'succeeded' }],
       declaredAccount: 'YOUR_MERCHANT_ACCOUNT',
       occurredAt: new Date('2021-01-01T00:00:00Z'),
     });
@@ -478,18 +497,61 @@ describe('adyen: every event code mapped to the payment lifecycle (normalize, on
     expect(normalize(example('CHARGEBACK_REVERSED'))).toMatchObject({ kind: 'dispute_won', resourceId: 'QFQTPCQ8HXSKGK82', amount: null });
   });
 
-  it('success "false" on a modification changes nothing (a refused capture, refund or cancel): ignored', () => {
-    for (const code of ['CAPTURE', 'CANCELLATION', 'CANCEL_OR_REFUND', 'REFUND', 'NOTIFICATION_OF_CHARGEBACK', 'CHARGEBACK', 'CHARGEBACK_REVERSED'] as const) {
+  it('success "false" on a modification changes nothing (a refused capture or cancel): ignored', () => {
+    for (const code of ['CAPTURE', 'CANCELLATION', 'CANCEL_OR_REFUND', 'NOTIFICATION_OF_CHARGEBACK', 'CHARGEBACK', 'CHARGEBACK_REVERSED'] as const) {
       expect(normalize(example(code, 'false'))).toBeNull();
     }
-    // As published: a refund Adyen could not make, and the library's own refused capture and refund.
-    expect(normalize(openApiExample('REFUND').notificationItems[0].NotificationRequestItem)).toBeNull();
+    // As published: the library's own refused capture.
     expect(normalize(libraryMock('captureFalse').notificationItems[0].NotificationRequestItem)).toBeNull();
-    expect(normalize(libraryMock('refundFalse').notificationItems[0].NotificationRequestItem)).toBeNull();
+  });
+
+  it('REFUND success "false" (as Adyen publishes it): no payment change, the refund failed with Adyen\'s reason', () => {
+    expect(normalize(openApiExample('REFUND').notificationItems[0].NotificationRequestItem)).toEqual({
+      kind: 'refund_outcome',
+      resourceId: '9913140798220028',
+      orderId: null,
+      orderReference: 'YOUR_MERCHANT_REFERENCE',
+      amount: null,
+      currency: 'EUR',
+      refundedAmount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'QFQTPCQ8HXSKGK82', status: 'failed', reason: "Transaction hasn't been captured, refund not possible" }],
+      declaredAccount: 'YOUR_MERCHANT_ACCOUNT',
+      occurredAt: new Date('2021-01-01T00:00:00Z'),
+    });
+    expect(normalize(libraryMock('refundFalse').notificationItems[0].NotificationRequestItem)).toMatchObject({
+      kind: 'refund_outcome',
+      resourceId: 'ORIGINAL_PSP',
+      amount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'PSP_REFERENCE', status: 'failed', reason: 'Insufficient balance on payment' }],
+    });
+  });
+
+  it('REFUND_FAILED (as Adyen publishes it, success "true"): the refund failed later, with its reason; keyed on the payment', () => {
+    const published = openApiExample('REFUND_FAILED').notificationItems[0].NotificationRequestItem;
+    expect(normalize(published)).toEqual({
+      kind: 'refund_outcome',
+      resourceId: '9913140798220028',
+      orderId: null,
+      orderReference: 'YOUR_MERCHANT_REFERENCE',
+      amount: null,
+      currency: 'EUR',
+      refundedAmount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'QFQTPCQ8HXSKGK82', status: 'failed', reason: 'Refund Failed' }],
+      declaredAccount: 'YOUR_MERCHANT_ACCOUNT',
+      occurredAt: new Date('2021-01-01T00:00:00Z'),
+    });
+    // Without a reason: still failed, with a reason of its own.
+    const { reason: _reason, ...unexplained } = published;
+    expect(normalize(unexplained)?.refundOutcomes).toEqual([{ id: 'QFQTPCQ8HXSKGK82', status: 'failed', reason: 'refused by Adyen' }]);
+    // Without the payment it failed a refund of: nothing to apply it to.
+    const { originalReference: _original, ...orphan } = published;
+    expect(normalize(orphan)).toBeNull();
   });
 
   it('other codes are recorded and ignored', () => {
-    expect(normalize(example('REFUND_FAILED'))).toBeNull();
     expect(normalize(example('REPORT_AVAILABLE'))).toBeNull();
     expect(normalize({ ...example('AUTHORISATION'), eventCode: 'AUTHORISATION_ADJUSTMENT' })).toBeNull();
   });

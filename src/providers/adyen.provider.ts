@@ -16,6 +16,7 @@ import {
   requireId,
   text,
 } from './provider';
+import { adyenCommands, DEFAULT_ADYEN_CHECKOUT_API } from './adyen.commands';
 
 /** The official package that verifies Adyen's signatures: an optional peer, loaded only for an `adyen` endpoint. */
 export const ADYEN_LIBRARY = '@adyen/api-library';
@@ -43,6 +44,7 @@ const BASE64_SHA256 = /^[A-Za-z0-9+/]{43}=$/;
 const MODIFICATIONS: ReadonlySet<string> = new Set([
   'CAPTURE',
   'REFUND',
+  'REFUND_FAILED',
   'CANCELLATION',
   'CANCEL_OR_REFUND',
   'NOTIFICATION_OF_CHARGEBACK',
@@ -210,15 +212,21 @@ export function createAdyenProvider(load: AdyenLibraryLoader = requireLibrary): 
     declaresAccount: true,
     secrets: 'required',
     endpointFields: ['capture'],
+    // The Checkout API key and address that payment commands are sent with (docs/commands.md#adyen).
+    usesApi: { defaultBaseUrl: DEFAULT_ADYEN_CHECKOUT_API },
+    commands: adyenCommands,
 
     checkSecret: (secret) => (HEX.test(secret) ? null : 'is not hex: an Adyen HMAC key is the hex string the Customer Area shows'),
     weakSecret: (secret) =>
       secret.length / 2 < MIN_ADYEN_KEY_BYTES ? `decodes to fewer than ${MIN_ADYEN_KEY_BYTES} bytes (Adyen's HMAC keys have 32)` : null,
 
-    checkEndpoint({ settings }) {
+    checkEndpoint({ apiBaseUrl, settings }) {
       const capture = settings.capture;
       if (capture !== undefined && !CAPTURE_MODES.includes(capture as (typeof CAPTURE_MODES)[number])) {
         return '"capture" must be "automatic" or "manual"';
+      }
+      if (apiBaseUrl !== undefined && !apiBaseUrl.startsWith('https://')) {
+        return '"apiBaseUrl" must be an https URL (the Adyen library speaks HTTPS only)';
       }
       try {
         officialLibrary();
@@ -251,6 +259,8 @@ export function createAdyenProvider(load: AdyenLibraryLoader = requireLibrary): 
       const pspReference = text(body.pspReference);
       if (pspReference === null) return null;
       const success = body.success === 'true';
+      // A refund Adyen refused (REFUND, success "false") or that failed later (REFUND_FAILED): its outcome only.
+      if ((eventType === 'REFUND' && !success) || eventType === 'REFUND_FAILED') return failedRefund(body, pspReference);
       let kind: ProviderEventKind | null;
       if (eventType === 'AUTHORISATION') {
         kind = !success ? 'failed' : endpoint?.settings.capture === 'manual' ? 'authorized' : 'succeeded';
@@ -275,12 +285,36 @@ export function createAdyenProvider(load: AdyenLibraryLoader = requireLibrary): 
         currency: text(amountObject?.currency),
         refundedAmount: null,
         refund: refundLike && value !== null ? { id: pspReference, amount: value } : null,
+        // The refund's pspReference is what the Checkout API answered the module's refund with.
+        ...(eventType === 'REFUND' ? { refundOutcomes: [{ id: pspReference, status: 'succeeded' as const }] } : {}),
         declaredAccount: text(body.merchantAccountCode),
         occurredAt: eventDate(body.eventDate),
       };
     },
 
     answer: () => ACCEPTED,
+  };
+}
+
+/**
+ * A refund that did not happen, as its outcome (docs/commands.md#adyen): the refund's pspReference
+ * failed with Adyen's `reason`; the payment (its `originalReference`) and every amount stay as they are.
+ */
+function failedRefund(body: Record<string, unknown>, pspReference: string): ProviderEvent | null {
+  const payment = text(body.originalReference);
+  if (payment === null) return null;
+  return {
+    kind: 'refund_outcome',
+    resourceId: payment,
+    orderId: null,
+    orderReference: text(body.merchantReference),
+    amount: null,
+    currency: text(asObject(body.amount)?.currency),
+    refundedAmount: null,
+    refund: null,
+    refundOutcomes: [{ id: pspReference, status: 'failed', reason: text(body.reason) ?? 'refused by Adyen' }],
+    declaredAccount: text(body.merchantAccountCode),
+    occurredAt: eventDate(body.eventDate),
   };
 }
 

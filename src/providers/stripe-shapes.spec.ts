@@ -2,7 +2,9 @@ import {
   CURRENT_API_VERSION,
   OLD_API_VERSION,
   published,
+  refundObject,
   STRIPE_API_VERSIONS,
+  stripeEvent,
   stripeEvents,
   stripePayment,
   StripeApiVersion,
@@ -90,10 +92,15 @@ describe.each(STRIPE_API_VERSIONS)("the Stripe adapter on Stripe's published obj
         amount: { form: 'minor', value: e.payment.amount },
         currency: upper(e.payment),
         refundedAmount: { form: 'minor', value: refunded },
+        // 2020-08-27 lists the charge's refunds: each confirms a refund the module may have asked for.
+        ...(version === OLD_API_VERSION
+          ? { refundOutcomes: body.data.object.refunds.data.map((r: { id: string }) => ({ id: r.id, status: 'succeeded' })) }
+          : {}),
         declaredAccount: null,
         occurredAt: new Date(body.created * 1000),
       });
     }
+    if (version === OLD_API_VERSION) expect(read(full).event?.refundOutcomes).toHaveLength(2);
   });
 
   it("charge.dispute.created: the dispute's payment_intent, no amount checked, no order id (a dispute has none)", () => {
@@ -126,6 +133,60 @@ describe.each(STRIPE_API_VERSIONS)("the Stripe adapter on Stripe's published obj
     expect(identity.resourceId).toBe(e.payment.paymentIntentId);
     expect(event?.kind ?? null).toBe(kind);
     if (event) expect(event).toMatchObject({ resourceId: e.payment.paymentIntentId, amount: null, refundedAmount: null });
+  });
+
+  describe('the events of one Refund: its outcome, which moves no amount (docs/commands.md#stripe)', () => {
+    const refundEventOf = (type: string, status: string, fields: Record<string, unknown> = {}) => {
+      const p = stripePayment(version, { orderId: ORDER_ID, account: 'acct_1Connected0000000000' });
+      const refund: Record<string, any> = { ...refundObject(p, 700), status, ...fields };
+      return { p, refund, body: stripeEvent(p, type, refund).body };
+    };
+
+    it.each(['refund.updated', 'charge.refund.updated', 'refund.created'])('%s with status succeeded: refund_outcome succeeded, on its PaymentIntent', (type) => {
+      const { p, refund, body } = refundEventOf(type, 'succeeded');
+      const { identity, event } = read(body);
+      expect(identity.resourceId).toBe(p.paymentIntentId);
+      expect(event).toEqual({
+        kind: 'refund_outcome',
+        resourceId: p.paymentIntentId,
+        orderId: null,
+        amount: null,
+        currency: upper(p),
+        refundedAmount: null,
+        refundOutcomes: [{ id: refund.id, status: 'succeeded' }],
+        declaredAccount: 'acct_1Connected0000000000',
+        occurredAt: new Date(body.created * 1000),
+      });
+    });
+
+    it.each([
+      ['refund.updated', 'failed', 'expired_or_canceled_card', 'expired_or_canceled_card'],
+      ['charge.refund.updated', 'failed', 'lost_or_stolen_card', 'lost_or_stolen_card'],
+      ['refund.updated', 'canceled', null, 'canceled'],
+      ['refund.failed', 'failed', 'declined', 'declined'],
+      // refund.failed says it failed whatever the status it carries.
+      ['refund.failed', 'pending', null, 'failed'],
+    ] as const)('%s with status %s (failure_reason %s): refund_outcome failed, reason %s', (type, status, failureReason, reason) => {
+      const { p, refund, body } = refundEventOf(type, status, { failure_reason: failureReason });
+      expect(read(body).event).toMatchObject({
+        kind: 'refund_outcome',
+        resourceId: p.paymentIntentId,
+        amount: null,
+        refundedAmount: null,
+        refundOutcomes: [{ id: refund.id, status: 'failed', reason }],
+      });
+    });
+
+    it.each([
+      ['refund.updated', 'pending'],
+      ['refund.created', 'requires_action'],
+    ])('%s with status %s: no outcome yet, ignored', (type, status) => {
+      expect(read(refundEventOf(type, status).body).event).toBeNull();
+    });
+
+    it('a refund without a PaymentIntent (the Charges API): ignored', () => {
+      expect(read(refundEventOf('refund.updated', 'failed', { payment_intent: null }).body).event).toBeNull();
+    });
   });
 
   it('a Connect event: the account the envelope declares', () => {

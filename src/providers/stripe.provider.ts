@@ -20,6 +20,7 @@ import {
 } from './provider';
 import { hmacProvider } from './hmac';
 import { DEFAULT_STRIPE_API, retryAfterMs, stripeClient, withoutKey } from './stripe-api';
+import { stripeCommands } from './stripe.commands';
 
 /** The event types the service acts on (docs/webhooks.md#stripe); `charge.dispute.closed` depends on its status. */
 const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -209,6 +210,7 @@ export const stripeProvider = hmacProvider({
     return null;
   },
   fetchesState: thinFetcher,
+  commands: stripeCommands,
 
   key: (secret) => Buffer.from(secret, 'utf8'),
 
@@ -221,7 +223,7 @@ export const stripeProvider = hmacProvider({
     const eventType = requireId(body.type, 'type');
     const object = asObject(asObject(body.data)?.object);
     // Charges, refunds and disputes are about the PaymentIntent that holds the money.
-    const resource = eventType.startsWith('charge.') && typeof object?.payment_intent === 'string'
+    const resource = aboutPaymentIntent(eventType) && typeof object?.payment_intent === 'string'
       ? object.payment_intent
       : object?.id;
     return {
@@ -236,6 +238,7 @@ export const stripeProvider = hmacProvider({
   },
 
   normalize(body, eventType): ProviderEvent | null {
+    if (REFUND_EVENTS.has(eventType)) return refundEvent(body, eventType);
     const kind = stripeKind(eventType, body);
     const envelope = asObject(body);
     const object = asObject(asObject(envelope?.data)?.object);
@@ -255,8 +258,68 @@ export const stripeProvider = hmacProvider({
       amount,
       currency: currency === null ? null : currency.toUpperCase(),
       refundedAmount: kind === 'refunded' ? minor(object.amount_refunded) : null,
+      ...(kind === 'refunded' ? listedOutcomes(object) : {}),
       declaredAccount: text(envelope?.account), // Connect
       occurredAt: unixDate(envelope?.created),
     };
   },
 });
+
+/** Whether an event's object names the PaymentIntent it is about (`payment_intent`) rather than being it. */
+function aboutPaymentIntent(eventType: string): boolean {
+  return eventType.startsWith('charge.') || eventType.startsWith('refund.');
+}
+
+/**
+ * The events of one Refund object (docs/commands.md#stripe): its outcome, which confirms or fails a
+ * refund the module asked for by its `re_…` id. They move no amount: `charge.refunded` does.
+ * `charge.refund.updated` is the older name of `refund.updated`.
+ */
+const REFUND_EVENTS: ReadonlySet<string> = new Set(['refund.created', 'refund.updated', 'refund.failed', 'charge.refund.updated']);
+
+type RefundOutcome = NonNullable<ProviderEvent['refundOutcomes']>[number];
+
+/**
+ * A Refund's final outcome: `succeeded`, or `failed` for `failed` and `canceled` (the money never
+ * went back) with Stripe's `failure_reason`; null while it is `pending` or `requires_action`.
+ */
+function refundOutcome(refund: Record<string, unknown>, failedEvent = false): RefundOutcome | null {
+  const id = text(refund.id);
+  if (id === null) return null;
+  const status = refund.status;
+  if (failedEvent || status === 'failed' || status === 'canceled') {
+    return { id, status: 'failed', reason: text(refund.failure_reason) ?? (status === 'canceled' ? 'canceled' : 'failed') };
+  }
+  return status === 'succeeded' ? { id, status: 'succeeded' } : null;
+}
+
+/** A `refund.*` event as the outcome of its refund; null while the refund has none, or without a PaymentIntent. */
+function refundEvent(body: Record<string, unknown>, eventType: string): ProviderEvent | null {
+  const refund = asObject(asObject(body.data)?.object);
+  const resourceId = text(refund?.payment_intent);
+  const outcome = refund ? refundOutcome(refund, eventType === 'refund.failed') : null;
+  if (!refund || resourceId === null || outcome === null) return null;
+  const currency = text(refund.currency);
+  return {
+    kind: 'refund_outcome',
+    resourceId,
+    orderId: text(asObject(refund.metadata)?.order_id),
+    amount: null,
+    currency: currency === null ? null : currency.toUpperCase(),
+    refundedAmount: null,
+    refundOutcomes: [outcome],
+    declaredAccount: text(body.account),
+    occurredAt: unixDate(body.created),
+  };
+}
+
+/**
+ * The outcomes of the refunds a charge lists (`refunds.data`, sent on API versions before
+ * 2022-11-15, or when expanded): each confirms a refund the module asked for. Absent when it lists none.
+ */
+function listedOutcomes(charge: Record<string, unknown>): { refundOutcomes?: RefundOutcome[] } {
+  const listed = asObject(charge.refunds)?.data;
+  if (!Array.isArray(listed)) return {};
+  const outcomes = listed.map((r) => asObject(r)).flatMap((r) => (r ? [refundOutcome(r)] : [])).filter((o): o is RefundOutcome => o !== null);
+  return outcomes.length === 0 ? {} : { refundOutcomes: outcomes };
+}

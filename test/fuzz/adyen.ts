@@ -64,7 +64,7 @@ export const SIGNED_FIELDS = ['pspReference', 'originalReference', 'merchantAcco
 type SignedField = (typeof SIGNED_FIELDS)[number];
 
 /** Codes whose pspReference is the modification's, and the payment's is `originalReference` (the resource id). */
-const MODIFICATIONS = new Set(['CAPTURE', 'REFUND', 'CANCELLATION', 'CANCEL_OR_REFUND', 'NOTIFICATION_OF_CHARGEBACK', 'CHARGEBACK', 'CHARGEBACK_REVERSED']);
+const MODIFICATIONS = new Set(['CAPTURE', 'REFUND', 'CANCELLATION', 'CANCEL_OR_REFUND', 'NOTIFICATION_OF_CHARGEBACK', 'CHARGEBACK', 'CHARGEBACK_REVERSED', 'REFUND_FAILED']);
 
 // ---------------------------------------------------------------------------------------------
 // Case specification
