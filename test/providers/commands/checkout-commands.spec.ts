@@ -172,3 +172,20 @@ describe('checkout: the webhook that confirms a refund made through the stub', (
     });
   });
 });
+
+describe('checkout commands: the optional peer', () => {
+  it('the module loads without checkout-sdk-node; a command then answers, not retryable, with the install line, and sends nothing', async () => {
+    const factory = jest.fn(() => {
+      throw Object.assign(new Error("Cannot find module 'checkout-sdk-node' from 'src/providers/checkout.commands.ts'"), { code: 'MODULE_NOT_FOUND' });
+    });
+    let commands!: typeof checkoutCommands;
+    jest.isolateModules(() => {
+      jest.doMock('checkout-sdk-node', factory);
+      commands = (require('../../../src/providers/checkout.commands') as typeof import('../../../src/providers/checkout.commands')).checkoutCommands;
+    });
+    expect(factory).not.toHaveBeenCalled();
+    expect(await commands.send(refund(), target, context('ref_x'))).toEqual({ ok: false, retryable: false, reason: 'endpoint "cko" needs the checkout-sdk-node package: npm install checkout-sdk-node' });
+    expect(factory).toHaveBeenCalledTimes(1);
+    expect(stub.requests).toEqual([]);
+  });
+});

@@ -229,3 +229,20 @@ describe('paddle: the notification that confirms a refund made through the stub'
     expect(paddleProvider.normalize(rejected, rejected.event_type)).toMatchObject({ kind: 'refund_outcome', refundOutcomes: [{ id, status: 'failed', reason: 'rejected by Paddle' }] });
   });
 });
+
+describe('paddle commands: the optional peer', () => {
+  it('the module loads without @paddle/paddle-node-sdk; a command then answers, not retryable, with the install line, and sends nothing', async () => {
+    const factory = jest.fn(() => {
+      throw Object.assign(new Error("Cannot find module '@paddle/paddle-node-sdk' from 'src/providers/paddle.commands.ts'"), { code: 'MODULE_NOT_FOUND' });
+    });
+    let commands!: typeof paddleCommands;
+    jest.isolateModules(() => {
+      jest.doMock('@paddle/paddle-node-sdk', factory);
+      commands = (require('../../../src/providers/paddle.commands') as typeof import('../../../src/providers/paddle.commands')).paddleCommands;
+    });
+    expect(factory).not.toHaveBeenCalled();
+    expect(await commands.send(refund(WHOLE), target(), context('key-x'))).toEqual({ ok: false, retryable: false, reason: 'endpoint "pdl" needs the @paddle/paddle-node-sdk package: npm install @paddle/paddle-node-sdk' });
+    expect(factory).toHaveBeenCalledTimes(1);
+    expect(stub.requests).toEqual([]);
+  });
+});

@@ -203,3 +203,20 @@ describe('square: the notifications that confirm a refund made through the stub'
     expect(squareProvider.normalize(p, p.type)).toMatchObject({ kind: 'refunded', resourceId: paymentId, refundedAmount: { form: 'minor', value: 1200 } });
   });
 });
+
+describe('square commands: the optional peer', () => {
+  it('the module loads without square; a command then answers, not retryable, with the install line, and sends nothing', async () => {
+    const factory = jest.fn(() => {
+      throw Object.assign(new Error("Cannot find module 'square' from 'src/providers/square.commands.ts'"), { code: 'MODULE_NOT_FOUND' });
+    });
+    let commands!: typeof squareCommands;
+    jest.isolateModules(() => {
+      jest.doMock('square', factory);
+      commands = (require('../../../src/providers/square.commands') as typeof import('../../../src/providers/square.commands')).squareCommands;
+    });
+    expect(factory).not.toHaveBeenCalled();
+    expect(await commands.send(refund('key-x'), target(), context('key-x'))).toEqual({ ok: false, retryable: false, reason: 'endpoint "sq" needs the square package 40 or later: npm install square' });
+    expect(factory).toHaveBeenCalledTimes(1);
+    expect(stub.requests).toEqual([]);
+  });
+});
