@@ -177,8 +177,9 @@ const STATUS_OF_CODE: ReadonlyMap<string, number> = new Map([
  * no answer (a network error, a body that is not JSON: a proxy's page), the effect may have happened.
  */
 export function paddleFailure(err: unknown, apiKey: string): CommandAnswer {
-  const e = (err ?? {}) as { type?: unknown; code?: unknown; detail?: unknown; message?: unknown; retryAfter?: unknown };
-  const message = typeof e.message === 'string' && e.message !== '' ? e.message : 'Paddle did not answer';
+  const e = (err ?? {}) as { type?: unknown; code?: unknown; detail?: unknown; message?: unknown; retryAfter?: unknown; cause?: { code?: unknown } };
+  const causeCode = typeof e.cause?.code === 'string' ? ` (${e.cause.code})` : '';
+  const message = typeof e.message === 'string' && e.message !== '' ? `${e.message}${causeCode}` : 'Paddle did not answer';
   if (typeof e.code !== 'string' || (e.type !== 'request_error' && e.type !== 'api_error')) return failedCall(null, withoutSecret(message, apiKey));
   const status = STATUS_OF_CODE.get(e.code) ?? (e.type === 'api_error' ? 500 : 400);
   const detail = typeof e.detail === 'string' && e.detail !== '' ? `${e.code}: ${e.detail}` : e.code;

@@ -125,7 +125,7 @@ export function squareFailure(err: unknown, token: string): CommandAnswer {
   if (e.name === 'SquareTimeoutError' || e.cause === 'timeout') return failedCall(null, 'Square did not answer in time');
   const status = typeof e.statusCode === 'number' && e.statusCode >= 100 ? e.statusCode : null;
   const retryAfter = typeof e.rawResponse?.headers?.get === 'function' ? e.rawResponse.headers.get('retry-after') : null;
-  return failedCall(status, withoutSecret(reasonOf(e.errors, e.message, status), token), retryAfter);
+  return failedCall(status, withoutSecret(reasonOf(e.errors, causeMessage(e.cause) ?? e.message, status), token), retryAfter);
 }
 
 /** Square's errors (`INSUFFICIENT_PERMISSIONS: …; REFUND_AMOUNT_INVALID: …`), else the SDK's first line. */
@@ -138,6 +138,17 @@ function reasonOf(errors: unknown, message: unknown, status: number | null): str
   const firstLine = typeof message === 'string' ? message.split('\n')[0] : '';
   // The SDK's message of an answer without Square's errors is only `Status code: …`.
   return firstLine !== '' && !firstLine.startsWith('Status code:') ? firstLine : status === null ? 'Square did not answer' : 'Square refused the command';
+}
+
+/**
+ * The message of what the SDK wrapped (`fetch failed`, with its code): the SDK writes an error it
+ * does not recognise as an Error (one from another realm) as its JSON, which says nothing.
+ */
+function causeMessage(cause: unknown): string | null {
+  const c = asObject(cause);
+  if (typeof c?.message !== 'string' || c.message === '') return null;
+  const code = asObject(c.cause)?.code;
+  return typeof code === 'string' ? `${c.message} (${code})` : c.message;
 }
 
 function withoutSecret(text: string, secret: string): string {
