@@ -495,7 +495,7 @@ describe('checkout: the field rules of normalize', () => {
       orderId: null,
       orderReference: 'ORD-5023-4E89',
       amount: null,
-      currency: 'EUR',
+      currency: null,
       refundedAmount: null,
       refund: null,
       refundOutcomes: [{ id: 'act_rzy3fxofo3lufmjzaismfzjiae', status: 'failed', reason: 'Error / Invalid Request Parameters (20006)' }],

@@ -55,7 +55,8 @@ function refundDeclined(body: Record<string, unknown>): ProviderEvent | null {
     orderId: text(asObject(data.metadata)?.order_id),
     orderReference: text(data.reference),
     amount: null,
-    currency: text(data.currency),
+    // No money moves: there is no currency to check.
+    currency: null,
     refundedAmount: null,
     refund: null,
     refundOutcomes: [{ id: actionId, status: 'failed', reason }],

@@ -111,7 +111,7 @@ function adjustmentEvent(data: Record<string, unknown>, occurredAt: Date | null)
       ...(id === null ? {} : { refundOutcomes: [{ id, status: 'succeeded' as const }] }),
     };
   }
-  // Paddle refused the refund (most refunds of a live account await its approval): nothing moved.
+  // Paddle refused the refund (one awaiting its approval may be rejected): nothing moved, no currency to check.
   if (data.action === 'refund' && data.status === 'rejected') {
     const id = text(data.id);
     if (id === null) return null;
