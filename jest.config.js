@@ -16,7 +16,7 @@ module.exports = {
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts', '<rootDir>/test/**/*.int-spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
   transform: { '^.+\\.(t|j|mj)s$': ['@swc/jest', swc] },
   // Nest 12 packages are ESM-only; Jest on Node 20 needs them transpiled.
-  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@noble|cookie|light-my-request/node_modules/cookie|content-disposition|@fastify/static/node_modules/content-disposition)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@noble|checkout-sdk-node|cookie|light-my-request/node_modules/cookie|content-disposition|@fastify/static/node_modules/content-disposition)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30_000,

@@ -328,6 +328,8 @@ const PUBLISHED: Record<string, ProviderEvent | null> = {
     currency: 'GBP',
     refundedAmount: null,
     refund: { id: 'act_7fmebms4rtmuja2poigylogjk4', amount: { form: 'minor', value: 200 } },
+    // (v4) The action id is what a refund sent through the module was answered with: it confirms it.
+    refundOutcomes: [{ id: 'act_7fmebms4rtmuja2poigylogjk4', status: 'succeeded' }],
     declaredAccount: null,
     occurredAt: new Date('2020-02-03T11:35:03Z'),
   },
@@ -460,6 +462,52 @@ describe('checkout: the field rules of normalize', () => {
     // Without its action id or amount it is no refund the payment can count (processing rejects it).
     expect(normalize({ action_id: undefined }, { type: 'payment_refunded' })).toMatchObject({ kind: 'refunded', refund: null, refundedAmount: null });
     expect(normalize({ amount: undefined }, { type: 'payment_refunded' })).toMatchObject({ kind: 'refunded', refund: null });
+  });
+
+  it('payment_refunded confirms the refund its action id names (refundOutcomes), when it names one', () => {
+    expect(normalize({ action_id: 'act_1', amount: 1200 }, { type: 'payment_refunded' })?.refundOutcomes).toEqual([{ id: 'act_1', status: 'succeeded' }]);
+    expect(normalize({ action_id: undefined }, { type: 'payment_refunded' })?.refundOutcomes).toBeUndefined();
+    // Other types confirm no refund.
+    expect(normalize({ action_id: 'act_1' }, { type: 'payment_captured' })?.refundOutcomes).toBeUndefined();
+  });
+
+  it("payment_refund_declined (Checkout.com's published example): the refund under data.action_id failed, with the acquirer's summary and code; no payment change", () => {
+    const published = {
+      id: 'evt_y5kl22y4bqnupcuw46ztq2c56i',
+      type: 'payment_refund_declined',
+      version: '1.0.29',
+      created_on: '2023-05-24T09:27:48.586796Z',
+      data: {
+        id: 'pay_awlo4m4phelezkhsj4egc6d35q',
+        action_id: 'act_rzy3fxofo3lufmjzaismfzjiae',
+        reference: 'ORD-5023-4E89',
+        amount: 3737,
+        processed_on: '2023-05-24T09:27:47.0891199Z',
+        response_code: '20006',
+        response_summary: 'Error / Invalid Request Parameters',
+        metadata: { coupon_code: 'NY2018', partner_id: '123989' },
+        currency: 'EUR',
+      },
+    };
+    expect(checkoutProvider.normalize(published, published.type)).toEqual({
+      kind: 'refund_outcome',
+      resourceId: 'pay_awlo4m4phelezkhsj4egc6d35q',
+      orderId: null,
+      orderReference: 'ORD-5023-4E89',
+      amount: null,
+      currency: null,
+      refundedAmount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'act_rzy3fxofo3lufmjzaismfzjiae', status: 'failed', reason: 'Error / Invalid Request Parameters (20006)' }],
+      declaredAccount: null,
+      occurredAt: new Date('2023-05-24T09:27:48.586796Z'),
+    });
+    expect(normalize({ action_id: 'act_1', response_summary: undefined, response_code: undefined }, { type: 'payment_refund_declined' })?.refundOutcomes).toEqual([
+      { id: 'act_1', status: 'failed', reason: 'declined by Checkout.com' },
+    ]);
+    // Without the refund's action id, or the payment, there is nothing to apply it to.
+    expect(normalize({ action_id: undefined }, { type: 'payment_refund_declined' })).toBeNull();
+    expect(normalize({ id: undefined, action_id: 'act_1' }, { type: 'payment_refund_declined' })).toBeNull();
   });
 
   it('the payment: data.id; a dispute: data.payment_id; neither present: ignored', () => {

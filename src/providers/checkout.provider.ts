@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderEvent, ProviderEventKind, RawAmount } from '../common/provider-event';
 import { asObject, EnvelopeIdentity, header, isoDate, minor, optionalId, requireId, SignatureParts, text } from './provider';
+import { checkoutCommands } from './checkout.commands';
 import { hmacProvider, type HmacProvider } from './hmac';
 
 /** The base URL of Checkout.com's API, where an endpoint's secret key is used. */
@@ -37,11 +38,39 @@ const SECRET_KEY = /^sk_[A-Za-z0-9_*#$=-]+$/;
 const isDispute = (eventType: string): boolean => eventType.startsWith('dispute_');
 
 /**
+ * `payment_refund_declined`: the refund under `data.action_id` failed, with the acquirer's
+ * `response_summary` (and `response_code`) as its reason. No amount of the payment changes.
+ */
+function refundDeclined(body: Record<string, unknown>): ProviderEvent | null {
+  const data = asObject(body.data);
+  const resourceId = text(data?.id);
+  const actionId = text(data?.action_id);
+  if (!data || resourceId === null || actionId === null) return null;
+  const summary = text(data.response_summary);
+  const code = text(data.response_code);
+  const reason = summary !== null && code !== null ? `${summary} (${code})` : (summary ?? code ?? 'declined by Checkout.com');
+  return {
+    kind: 'refund_outcome',
+    resourceId,
+    orderId: text(asObject(data.metadata)?.order_id),
+    orderReference: text(data.reference),
+    amount: null,
+    // No money moves: there is no currency to check.
+    currency: null,
+    refundedAmount: null,
+    refund: null,
+    refundOutcomes: [{ id: actionId, status: 'failed', reason }],
+    declaredAccount: null,
+    occurredAt: isoDate(body.created_on) ?? isoDate(body.timestamp),
+  };
+}
+
+/**
  * Checkout.com (docs/webhooks.md#checkoutcom): `Cko-Signature: <hex>`, an HMAC-SHA256 of the raw
  * body keyed with the webhook's signature key; no timestamp is signed, so `toleranceSeconds` does
  * not apply. The body names no merchant account: an event's account is its endpoint's.
  */
-export const checkoutProvider: HmacProvider = hmacProvider({
+const checkoutHmac: HmacProvider = hmacProvider({
   name: 'checkout',
   declaresAccount: false,
   storedHeaders: ['cko-signature'],
@@ -77,6 +106,7 @@ export const checkoutProvider: HmacProvider = hmacProvider({
   },
 
   normalize(body, eventType): ProviderEvent | null {
+    if (eventType === 'payment_refund_declined') return refundDeclined(body);
     const kind = KINDS.get(eventType);
     const data = asObject(asObject(body)?.data);
     if (!kind || !data) return null;
@@ -103,9 +133,14 @@ export const checkoutProvider: HmacProvider = hmacProvider({
       currency: text(data.currency),
       refundedAmount: null,
       refund,
+      // The refund's action id is the id a refund sent through the module was answered with.
+      ...(kind === 'refunded' && actionId !== null ? { refundOutcomes: [{ id: actionId, status: 'succeeded' as const }] } : {}),
       declaredAccount: null,
       // Older events say `created_on`, newer ones `timestamp`.
       occurredAt: isoDate(body.created_on) ?? isoDate(body.timestamp),
     };
   },
 });
+
+/** The scheme above, with the payment commands sent through checkout-sdk-node (docs/commands.md#checkoutcom). */
+export const checkoutProvider: HmacProvider = { ...checkoutHmac, commands: checkoutCommands };

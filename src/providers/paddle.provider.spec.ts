@@ -484,6 +484,8 @@ describe('paddle: every event type mapped to the payment lifecycle (normalize, o
       currency: 'USD',
       refundedAmount: null,
       refund: { id: 'adj_01h8c6tbrkpdd7vx61w7b1r0ap', amount: { form: 'minor', value: '100' } },
+      // (v4) The adjustment id is what a refund sent through the module was answered with: it confirms it.
+      refundOutcomes: [{ id: 'adj_01h8c6tbrkpdd7vx61w7b1r0ap', status: 'succeeded' }],
       declaredAccount: null,
       occurredAt: new Date('2023-08-21T14:10:08.650443Z'),
     });
@@ -497,8 +499,27 @@ describe('paddle: every event type mapped to the payment lifecycle (normalize, o
     expect(normalize(created)).toMatchObject({ kind: 'refunded', refund: { id: 'adj_01h8c6tbrkpdd7vx61w7b1r0ap', amount: { form: 'minor', value: '100' } } });
   });
 
-  it('a refund rejected or reversed, and the other actions but chargeback, change nothing', () => {
-    for (const status of ['rejected', 'reversed', 'pending_approval']) {
+  it('(v4) a refund rejected: that refund failed (refund_outcome, by its adjustment id), no amount moves', () => {
+    const body = published('adjustment.updated');
+    body.data.status = 'rejected';
+    expect(normalize(body)).toEqual({
+      kind: 'refund_outcome',
+      resourceId: 'txn_01h8bxpvx398a7zbawb77y0kp5',
+      orderId: null,
+      amount: null,
+      currency: null,
+      refundedAmount: null,
+      refund: null,
+      refundOutcomes: [{ id: 'adj_01h8c6tbrkpdd7vx61w7b1r0ap', status: 'failed', reason: 'rejected by Paddle' }],
+      declaredAccount: null,
+      occurredAt: new Date('2023-08-21T14:10:08.650443Z'),
+    });
+    delete body.data.id;
+    expect(normalize(body)).toBeNull();
+  });
+
+  it('a refund reversed or pending, and the other actions but chargeback, change nothing', () => {
+    for (const status of ['reversed', 'pending_approval']) {
       const body = published('adjustment.updated');
       body.data.status = status;
       expect(normalize(body)).toBeNull();

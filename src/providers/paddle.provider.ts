@@ -13,7 +13,8 @@ import {
   isoDate,
   text,
 } from './provider';
-import { hmacProvider } from './hmac';
+import { hmacProvider, type HmacProvider } from './hmac';
+import { paddleCommands } from './paddle.commands';
 
 /** The base URL of Paddle's API, where an endpoint's `apiKey` is used (a sandbox key needs `https://sandbox-api.paddle.com`). */
 export const PADDLE_API = 'https://api.paddle.com';
@@ -81,8 +82,9 @@ function transactionEvent(kind: ProviderEventKind, data: Record<string, unknown>
 
 /**
  * An adjustment: an approved refund is a refund of its own `totals.total`, counted once per
- * adjustment id; a chargeback is a dispute lost. Any other action, and a refund not (yet) approved,
- * changes nothing. Adjustments carry no `custom_data`: the payment is found by its transaction id.
+ * adjustment id; a chargeback is a dispute lost; a refund rejected is that refund failed
+ * (`refund_outcome`). Any other action, and a refund not approved yet, changes nothing.
+ * Adjustments carry no `custom_data`: the payment is found by its transaction id.
  */
 function adjustmentEvent(data: Record<string, unknown>, occurredAt: Date | null): ProviderEvent | null {
   const resourceId = text(data.transaction_id);
@@ -101,7 +103,19 @@ function adjustmentEvent(data: Record<string, unknown>, occurredAt: Date | null)
   if (data.action === 'refund' && data.status === 'approved') {
     const id = text(data.id);
     const amount = minor(totals?.total);
-    return { kind: 'refunded', ...base, refund: id !== null && amount !== null ? { id, amount } : null };
+    return {
+      kind: 'refunded',
+      ...base,
+      refund: id !== null && amount !== null ? { id, amount } : null,
+      // The adjustment id is what a refund sent through the module was answered with: it confirms it.
+      ...(id === null ? {} : { refundOutcomes: [{ id, status: 'succeeded' as const }] }),
+    };
+  }
+  // Paddle refused the refund (one awaiting its approval may be rejected): nothing moved, no currency to check.
+  if (data.action === 'refund' && data.status === 'rejected') {
+    const id = text(data.id);
+    if (id === null) return null;
+    return { kind: 'refund_outcome', ...base, currency: null, refund: null, refundOutcomes: [{ id, status: 'failed', reason: 'rejected by Paddle' }] };
   }
   if (data.action === 'chargeback') return { kind: 'dispute_lost', ...base, refund: null };
   return null;
@@ -115,7 +129,7 @@ function adjustmentEvent(data: Record<string, unknown>, occurredAt: Date | null)
  * a future timestamp, so it cannot keep rotations or `toleranceSeconds`. Where its rules apply (a
  * fresh timestamp, one `h1`) both agree. Event id `event_id`; `notification_id` is the delivery id.
  */
-export const paddleProvider = hmacProvider({
+const paddleHmac: HmacProvider = hmacProvider({
   name: 'paddle',
   // Paddle's bodies name no merchant account: an endpoint serves the one its secret belongs to.
   declaresAccount: false,
@@ -161,3 +175,6 @@ export const paddleProvider = hmacProvider({
     return null;
   },
 });
+
+/** The scheme above, with refunds sent as adjustments through @paddle/paddle-node-sdk (docs/commands.md#paddle). */
+export const paddleProvider: HmacProvider = { ...paddleHmac, commands: paddleCommands };

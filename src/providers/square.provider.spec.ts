@@ -429,9 +429,41 @@ describe('square: each type mapped to the payment lifecycle (normalize)', () => 
     expect(normalize(disputeNotification('dispute.created', 'pay_1', 'INQUIRY_EVIDENCE_REQUIRED'))).toMatchObject({ kind: 'disputed', resourceId: 'pay_1' });
   });
 
-  it('other types are recorded and ignored: refunds (the payment.updated that follows carries the total), test notifications, the rest', () => {
+  it('(v4) a refund with an outcome confirms or fails that refund by its id, and changes no amount (the payment.updated that follows carries the total)', () => {
+    expect(normalize(published('refund.updated.COMPLETED'))).toEqual({
+      kind: 'refund_outcome',
+      resourceId: 'KkAkhdMsgzn59SM8A89WgKwekxLZY',
+      orderId: null,
+      orderReference: null,
+      amount: null,
+      currency: null,
+      refundedAmount: null,
+      refundOutcomes: [{ id: 'KkAkhdMsgzn59SM8A89WgKwekxLZY_ptNBVqHYxt5gAdfcobBe4u1AZsXhoz06KTtuq9Ls24P', status: 'succeeded' }],
+      declaredAccount: '6SSW7HV8K2ST5',
+      occurredAt: new Date('2020-02-06T22:14:16.421Z'),
+    });
+    for (const status of ['REJECTED', 'FAILED']) {
+      const body = published('refund.updated.COMPLETED');
+      body.data.object.refund.status = status;
+      expect(normalize(body)).toMatchObject({
+        kind: 'refund_outcome',
+        refundOutcomes: [{ id: 'KkAkhdMsgzn59SM8A89WgKwekxLZY_ptNBVqHYxt5gAdfcobBe4u1AZsXhoz06KTtuq9Ls24P', status: 'failed', reason: `refund ${status} by Square` }],
+      });
+    }
+    // refund.created reads the same (a refund may be created already COMPLETED).
+    const created = published('refund.updated.COMPLETED');
+    created.type = 'refund.created';
+    expect(normalize(created)).toMatchObject({ kind: 'refund_outcome', refundOutcomes: [{ status: 'succeeded' }] });
+    // Without its id or its payment there is nothing to apply it to.
+    for (const field of ['id', 'payment_id']) {
+      const body = published('refund.updated.COMPLETED');
+      delete body.data.object.refund[field];
+      expect(normalize(body)).toBeNull();
+    }
+  });
+
+  it('other types are recorded and ignored: a refund still pending, test notifications, the rest', () => {
     expect(normalize(published('refund.created.PENDING'))).toBeNull();
-    expect(normalize(published('refund.updated.COMPLETED'))).toBeNull();
     expect(normalize(JSON.parse(SDK_VECTORS[0].requestBody))).toBeNull();
     // A type the service does not act on, even carrying a payment.
     expect(squareProvider.normalize(published('payment.updated.COMPLETED'), 'payment.deleted')).toBeNull();

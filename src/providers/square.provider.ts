@@ -18,6 +18,7 @@ import {
   text,
 } from './provider';
 import { optionalPackage } from './optional-package';
+import { squareCommands } from './square.commands';
 
 /** The npm package of Square's official SDK, an optional peer dependency of this module. */
 export const SQUARE_PACKAGE = 'square';
@@ -72,6 +73,18 @@ const DISPUTE_STATE_TYPES: ReadonlySet<string> = new Set(['dispute.state.changed
 const DISPUTE_STATE_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
   ['WON', 'dispute_won'],
   ['LOST', 'dispute_lost'],
+]);
+
+/**
+ * `refund.created` and `refund.updated`: a refund's outcome once it has one. The money it moves is
+ * the payment's `refunded_money`, which the `payment.updated` beside it carries: the refund event
+ * only confirms or fails the refund by its id (`refund_outcome`, no change of the payment).
+ */
+const REFUND_TYPES: ReadonlySet<string> = new Set(['refund.created', 'refund.updated']);
+const REFUND_OUTCOMES: ReadonlyMap<string, 'succeeded' | 'failed'> = new Map([
+  ['COMPLETED', 'succeeded'],
+  ['REJECTED', 'failed'],
+  ['FAILED', 'failed'],
 ]);
 
 /** A configured signature key as `receive` checks with it. */
@@ -162,6 +175,28 @@ function paymentEvent(envelope: Record<string, unknown>, payment: Record<string,
   };
 }
 
+/** What a refund event means: its outcome, under the payment it refunds; a refund still PENDING is nothing yet. */
+function refundEvent(envelope: Record<string, unknown>, refund: Record<string, unknown>): ProviderEvent | null {
+  const id = text(refund.id);
+  const resourceId = text(refund.payment_id);
+  const status = text(refund.status);
+  const outcome = status === null ? undefined : REFUND_OUTCOMES.get(status);
+  if (id === null || resourceId === null || outcome === undefined || status === null) return null;
+  return {
+    kind: 'refund_outcome',
+    resourceId,
+    orderId: null,
+    orderReference: null,
+    amount: null,
+    // A refund's outcome moves no money here: its currency is checked against nothing.
+    currency: null,
+    refundedAmount: null,
+    refundOutcomes: [outcome === 'succeeded' ? { id, status: outcome } : { id, status: outcome, reason: `refund ${status} by Square` }],
+    declaredAccount: text(envelope.merchant_id),
+    occurredAt: isoDate(envelope.created_at),
+  };
+}
+
 /** What a dispute event means; its amount is never checked (a dispute may be partial). */
 function disputeEvent(envelope: Record<string, unknown>, eventType: string, dispute: Record<string, unknown>): ProviderEvent | null {
   const resourceId = text(asObject(dispute.disputed_payment)?.payment_id);
@@ -205,6 +240,8 @@ export function createSquareProvider(options: SquareProviderOptions = {}): Provi
     endpointFields: ['notificationUrl'],
     // The access token and API base URL of later commands and polls; nothing here calls Square.
     usesApi: { defaultBaseUrl: SQUARE_API_BASE_URL },
+    // Refunds, captures and voids through the same package (docs/commands.md#square).
+    commands: squareCommands,
 
     checkEndpoint({ settings }): string | null {
       const url = settings.notificationUrl;
@@ -248,6 +285,10 @@ export function createSquareProvider(options: SquareProviderOptions = {}): Provi
       if (PAYMENT_TYPES.has(eventType)) {
         const payment = asObject(object?.payment);
         return payment ? paymentEvent(body, payment) : null;
+      }
+      if (REFUND_TYPES.has(eventType)) {
+        const refund = asObject(object?.refund);
+        return refund ? refundEvent(body, refund) : null;
       }
       if (eventType === 'dispute.created' || DISPUTE_STATE_TYPES.has(eventType)) {
         const dispute = asObject(object?.dispute);

@@ -239,11 +239,12 @@ describe.each(PLATFORMS)('%s: Square notifications, end to end (workers on)', (p
     expect((await d.getOrder(order.id)).status).toBe('refunded');
     expect(shipmentsFor(order.id)).toHaveLength(1);
 
-    // refund.created and refund.updated (each refund on its own) are recorded and ignored: the total above counts.
+    // (v4) A refund.updated with an outcome confirms that refund by its id (refund_outcome) and moves
+    // no money: the total above counts.
     const refundEvent: Json = { ...published('refund.updated.COMPLETED'), event_id: randomUUID() };
     refundEvent.data.object.refund.payment_id = p.id;
     await accepted(refundEvent);
-    expect(await d.processed(refundEvent.event_id, 20_000)).toMatchObject({ status: 'ignored', outcome: 'no_handler' });
+    expect(await d.processed(refundEvent.event_id, 20_000)).toMatchObject({ status: 'processed', outcome: 'already_applied' });
     expect(await paymentOf(p.id)).toMatchObject({ status: 'refunded', refundedAmount: '49.90' });
   });
 
