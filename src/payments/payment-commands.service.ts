@@ -168,6 +168,8 @@ export class PaymentCommandsService {
       try {
         return await runTransaction(this.dataSource, async (em) => {
           const unlocked = await this.mustFindOrder(em, orderId);
+          // Its shipment left: the dispatch has begun (and ended).
+          if (unlocked.status === 'fulfilled') throw new DomainError('FULFILLMENT.ALREADY_DISPATCHED', 'the shipment has begun');
           if (unlocked.status !== 'paid') throw illegal(`a ${unlocked.status} order cannot be canceled with a refund; only a paid one whose shipment has not begun`);
           const captured = (await this.store.paymentsOfOrders(em, [orderId])).find((p) => REFUNDABLE.has(p.status));
           if (!captured) throw illegal('the order holds no captured payment to refund');
@@ -177,6 +179,7 @@ export class PaymentCommandsService {
           // the order: a dispatch recording its answer holds that lock, then the order's).
           await this.events.publish(em, { type: 'internal.fulfillment.stop-requested', orderId, reason: 'order canceled with a refund', cause: { kind: 'api', action: 'cancel' } });
           const { order, payment } = await this.lockCaptured(em, orderId);
+          if (order.status === 'fulfilled') throw new DomainError('FULFILLMENT.ALREADY_DISPATCHED', 'the shipment has begun');
           if (order.status !== 'paid') throw illegal(`a ${order.status} order cannot be canceled with a refund`);
           const refundable = await this.refundable(em, payment);
           if (refundable <= 0n) throw illegal('nothing of the payment is left to refund');

@@ -85,7 +85,7 @@ export function acmePayApi(stub: ProviderApiStub, opts: { refundStatus?: () => '
       path: /^\/charges\/([^/]+)\/refunds$/,
       key: 'idempotency-key',
       handle: (r, m) => {
-        const id = `rf_${++n}`;
+        const id = `rf_${++n}_${Math.random().toString(36).slice(2, 10)}`;
         stub.effect('refund', r.key, { charge: m[1], id, amount: r.json?.amount });
         return { status: 200, body: { id, status: opts.refundStatus?.() ?? 'pending', amount: r.json?.amount } };
       },
