@@ -2,7 +2,7 @@ import { failedCall } from './command-answers';
 import { watchKeyedCall } from './keyed-call';
 import { optionalPackage } from './optional-package';
 import type { CommandAnswer, CommandContext, CommandTarget, PaymentCommand, PaymentCommands, ProviderEndpoint } from './provider';
-import type { MollieClientPackage, MollieCommandClient } from './mollie.provider';
+import type { MollieClientPackage, MollieCommandClient } from './mollie-client';
 
 const PACKAGE = '@mollie/api-client';
 /** The header Mollie reads the idempotency key from (the client sends `idempotencyKey` there). */
