@@ -18,6 +18,7 @@ module.exports = {
   // Nest 12 packages are ESM-only; Jest on Node 20 needs them transpiled.
   transformIgnorePatterns: ['/node_modules/(?!(@nestjs|@noble|checkout-sdk-node|cookie|light-my-request/node_modules/cookie|content-disposition|@fastify/static/node_modules/content-disposition)/)'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  testSequencer: '<rootDir>/test/support/sequencer.js',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30_000,
   maxWorkers: 1,
