@@ -3,7 +3,7 @@
  * its fulfillment, with its cause, written in the transaction that makes the move.
  */
 
-/** What a history item is about. (`refund` comes with the refund commands.) */
+/** What a history item is about. */
 export type HistoryEntity = 'order' | 'payment' | 'fulfillment' | 'refund';
 
 /** The API actions that move something: each route's name. */
@@ -13,7 +13,8 @@ export type ApiAction = 'place' | 'mark-paid' | 'cancel' | 'register-payment' | 
  * Why a move happened. `delivery`: a webhook's processing (`deliveryId` is the delivery's `id`, the
  * inbox row `GET /admin/webhook-deliveries/{id}` shows). `api`: a route. `carrier`: the carrier's
  * answer to a shipment. `backfill`: written by the migration that created the history, from what
- * the rows then told. `provider-api` and `poll` come with the payment commands and polling.
+ * the rows then told. `provider-api`: the answer of a provider's API to a payment command
+ * (`commandId` the refund's id, or the command's message id). `poll` comes with polling.
  */
 export type HistoryCause =
   | { kind: 'delivery'; deliveryId: string; eventId: string; provider: string }

@@ -122,7 +122,7 @@ const refused = (reason: string): CommandAnswer => ({ ok: false, retryable: fals
 
 /**
  * Refunds, captures and voids through `@paypal/paypal-server-sdk` (CONTRACT §3.1,
- * docs/commands/paypal.md), with the endpoint's OAuth client credentials (`clientId`,
+ * docs/commands.md#paypal), with the endpoint's OAuth client credentials (`clientId`,
  * `clientSecret`) and the command's key as `PayPal-Request-Id` (`paypalRequestId`) on every write:
  *
  * - a refund names a capture, not the order: `refundCapturedPayment` of the latest capture recorded
