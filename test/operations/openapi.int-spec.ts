@@ -41,6 +41,10 @@ const OPERATION_IDS: Array<[string, string, string]> = [
   ['post', '/orders/{id}/mark-paid', 'markOrderPaid'],
   ['post', '/orders/{id}/cancel', 'cancelOrder'],
   ['get', '/orders/{id}/history', 'getOrderHistory'],
+  ['post', '/orders/{id}/refunds', 'requestRefund'],
+  ['get', '/orders/{id}/refunds', 'listOrderRefunds'],
+  ['get', '/refunds/{id}', 'getRefund'],
+  ['post', '/orders/{id}/capture', 'captureOrderPayment'],
   ['get', '/payments', 'listPayments'],
   ['get', '/payments/{id}', 'getPayment'],
   ['get', '/admin/webhook-deliveries', 'listWebhookDeliveries'],
@@ -64,6 +68,8 @@ const CONFLICTS: Array<[string, string, Record<string, string>]> = [
   ['post', '/orders/{id}/payments', { error: 'payment_already_registered' }],
   ['post', '/orders/{id}/mark-paid', { error: 'illegal_transition', detail: 'a canceled order cannot be marked paid' }],
   ['post', '/orders/{id}/cancel', { error: 'illegal_transition', detail: 'a paid order cannot be canceled' }],
+  ['post', '/orders/{id}/refunds', { error: 'illegal_transition', detail: '10.00 EUR is refundable; 20.00 was asked' }],
+  ['post', '/orders/{id}/capture', { error: 'illegal_transition', detail: 'the paid order holds no authorized payment' }],
   ['post', '/admin/webhook-deliveries/{id}/reprocess', { error: 'processing_in_progress', detail: expect.any(String) }],
   ['post', '/admin/outbox/{id}/retry', { error: 'illegal_transition', detail: expect.stringMatching(/cannot be retried; only a dead one$/) }],
   ['post', '/admin/backfill', { error: 'backfill_running', detail: expect.stringMatching(/^a backfill of endpoint .+ is running/) }],
@@ -288,7 +294,7 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
   it('declares every tag an operation uses, each with a description', () => {
     const used = new Set(operationsOf(doc).flatMap(({ op }) => op.tags ?? []));
     expect([...used].sort()).toEqual(
-      ['health', 'metrics', 'orders', 'outbox', 'payments', 'reconciliation', 'retention', 'webhook deliveries', 'webhooks'].sort(),
+      ['health', 'metrics', 'orders', 'outbox', 'payments', 'reconciliation', 'refunds', 'retention', 'webhook deliveries', 'webhooks'].sort(),
     );
     const declared = new Map((doc.tags ?? []).map((t) => [t.name, t.description]));
     for (const tag of used) {
@@ -433,7 +439,7 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
   // Issue 22: exact schemas, and examples that work on every Execute of the Swagger UI.
   it('limit is an integer from 1 to 100 on every list, and no count is a bare number', () => {
     const limits = operationsOf(doc).flatMap(({ op }) => (op.parameters ?? []).filter((p) => p.name === 'limit'));
-    expect(limits.length).toBe(4);
+    expect(limits.length).toBe(5);
     for (const limit of limits) expect((limit as { schema?: unknown }).schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
     const numbers: string[] = [];
     for (const [name, schema] of Object.entries(doc.components.schemas ?? {})) {

@@ -2,6 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Equals, IsBoolean, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { PageQuery } from '../../common/pagination';
 import { REFUND_STATUSES } from '../refund.state';
+import { NEXT_CURSOR } from './views';
 
 const AMOUNT = /^\d{1,18}(\.\d+)?$/;
 const AMOUNT_MESSAGE = 'amount must be a decimal string such as "49.90"';
@@ -40,23 +41,23 @@ export class CancelRequestDto {
 }
 
 export class RefundView {
-  @ApiProperty() id: string;
-  @ApiProperty() orderId: string;
-  @ApiProperty() paymentId: string;
-  @ApiProperty() provider: string;
+  @ApiProperty({ format: 'uuid', example: '0193a1b5-7c2d-7e01-9a3b-4c5d6e7f8091' }) id: string;
+  @ApiProperty({ format: 'uuid', example: '0193a1b2-4f1e-7c00-8d2a-1b2c3d4e5f60' }) orderId: string;
+  @ApiProperty({ format: 'uuid', example: '0193a1b3-5a6b-7c7d-8e9f-0a1b2c3d4e5f' }) paymentId: string;
+  @ApiProperty({ example: 'stripe' }) provider: string;
   @ApiProperty({ example: '10.00' }) amount: string;
   @ApiProperty({ example: 'EUR' }) currency: string;
-  @ApiProperty({ type: String, nullable: true }) reason: string | null;
+  @ApiProperty({ type: String, nullable: true, example: 'Returned item' }) reason: string | null;
   @ApiProperty({ enum: REFUND_STATUSES }) status: (typeof REFUND_STATUSES)[number];
-  @ApiProperty({ type: String, nullable: true, description: "The provider's id of the refund, once it accepted it." }) providerRefundId: string | null;
-  @ApiProperty({ type: String, nullable: true, description: 'Why the provider refused it, or why it failed.' }) failureReason: string | null;
-  @ApiProperty() createdAt: string;
-  @ApiProperty() updatedAt: string;
+  @ApiProperty({ type: String, nullable: true, example: 're_3PqL2x2eZvKYlo2C0n8Xb1aQ', description: "The provider's id of the refund, once it accepted it." }) providerRefundId: string | null;
+  @ApiProperty({ type: String, nullable: true, example: null, description: 'Why the provider refused it, or why it failed.' }) failureReason: string | null;
+  @ApiProperty({ format: 'date-time', example: '2026-12-07T10:05:00.000Z' }) createdAt: string;
+  @ApiProperty({ format: 'date-time', example: '2026-12-07T10:05:01.000Z' }) updatedAt: string;
 }
 
 export class RefundPage {
   @ApiProperty({ type: [RefundView] }) items: RefundView[];
-  @ApiProperty({ type: String, nullable: true }) nextCursor: string | null;
+  @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
 }
 
 export class ListRefundsQuery extends PageQuery {}
