@@ -133,6 +133,12 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
       expect(listed.status).toBe(200);
       expect(listed.body.items.map((r: { id: string; status: string }) => [r.id, r.status])).toEqual([[refundId, 'succeeded']]);
 
+      // §7: one event per move, each with the refund as it then stood.
+      expect(announced.filter((e) => e.data.refund?.id === refundId).map((e) => [e.type, e.data.refund?.status, e.data.payment?.id, e.data.order.id])).toEqual([
+        ['refund.requested', 'requested', paymentId, orderId],
+        ['refund.submitted', 'submitted', paymentId, orderId],
+        ['refund.succeeded', 'succeeded', paymentId, orderId],
+      ]);
       // The history: the refund's three moves, each with its cause, once.
       const refundMoves = (await historyOf(orderId)).filter((i) => i.entity === 'refund').map(({ at, ...rest }) => rest);
       const [{ id: deliveryId }] = await t.dataSource.query(`SELECT id FROM webhook_inbox WHERE event_id = $1`, [confirmed.eventId]);
