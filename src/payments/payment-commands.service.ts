@@ -112,6 +112,8 @@ export class PaymentCommandsService {
   async capture(orderId: string, dto: CaptureRequestDto): Promise<void> {
     await runTransaction(this.dataSource, async (em) => {
       const order = await this.mustFindOrder(em, orderId);
+      // A canceled order's authorization is voided, never captured.
+      if (order.status === 'canceled') throw illegal('a canceled order cannot be captured');
       const authorized = (await this.store.paymentsOfOrders(em, [orderId])).find((p) => p.status === 'authorized');
       if (!authorized) throw illegal(`the ${order.status} order holds no authorized payment`);
       const payment = (await this.store.lockPayment(em, keyOf(authorized)))!;
@@ -122,7 +124,8 @@ export class PaymentCommandsService {
       if (amount.minor <= 0n || amount.minor > payment.amountMinor) {
         throw illegal(`at most ${payment.amount.toDecimal()} ${payment.currency} may be captured; ${amount.toDecimal()} was asked`);
       }
-      await this.store.lockOrder(em, orderId);
+      const locked = (await this.store.lockOrder(em, orderId))!;
+      if (locked.status === 'canceled') throw illegal('a canceled order cannot be captured');
       await this.outbox.add(em, {
         type: PAYMENT_CAPTURE,
         payload: { paymentId: payment.id, orderId, amountMinor: amount.minor.toString() } satisfies PaymentCommandPayload,

@@ -360,6 +360,10 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
       const key = `${paymentId}:void`;
       await eventually(async () => (await d.outboxMessageOfKey(key))?.status === 'dispatched' || undefined, 15_000, 'the void sent');
       expect(stub.effects.filter((e) => e.key === key).map((e) => e.detail)).toEqual([{ charge: chargeId }]);
+      // A canceled order's authorization is never captured.
+      const capture = await d.http().post(`/orders/${orderId}/capture`).set(AUTH).send({});
+      expect(capture.status).toBe(409);
+      expect(capture.body).toEqual({ error: 'illegal_transition', detail: 'a canceled order cannot be captured' });
     });
 
     it('capture with an amount above the payment, or of an order without an authorized payment: 409, nothing sent', async () => {
