@@ -80,7 +80,7 @@ export class PaymentStore {
    */
   async lockOrder(em: EntityManager, id: string): Promise<Order | null> {
     await this.lockOrders(em, [id]);
-    return this.work.of(em).orders.get(id) ?? null;
+    return this.lockedOrder(em, id);
   }
 
   /** The order if this transaction has locked it already (no round trip), else null. */
