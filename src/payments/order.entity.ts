@@ -40,7 +40,7 @@ export type PaidVia = { source: 'payment'; paymentId: string } | { source: 'supp
  * The Order aggregate. It follows its payments: the first capture of the exact amount makes it
  * `paid` (and only that first time asks for a fulfillment); a full refund makes it `refunded`.
  * The support path (`mark-paid`) goes through the same `markPaid`. Each applied move records the
- * event it announces; PaymentStore maps the row and saves it.
+ * event it announces; PaymentStore maps and writes the row, OrderChangesService saves and announces it.
  */
 export class Order extends RecordsChanges<PaymentEventType, OrderStatus> {
   id: string;

@@ -17,6 +17,7 @@ import { Money, MoneyError } from './money';
 import { MAX_PAYMENTS_PER_ORDER, Order } from './order.entity';
 import { Payment } from './payment.entity';
 import { IdempotencyKeyStore } from './idempotency-key.store';
+import { OrderChangesService } from './order-changes.service';
 import { orderSnapshot, PaymentExists, PaymentStore, paymentView } from './payment-store';
 
 /** A response to send as it is: status and body (the first response of an idempotent request). */
@@ -38,6 +39,7 @@ export class OrdersService {
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     @Inject(PW_CARRIER_NAMES) private readonly carriers: ReadonlySet<string>,
     private readonly store: PaymentStore,
+    private readonly changes: OrderChangesService,
     private readonly idempotencyKeys: IdempotencyKeyStore,
     private readonly history: OrderHistoryStore,
   ) {}
@@ -69,7 +71,7 @@ export class OrdersService {
         shipTo: { ...dto.shipTo },
         items: dto.items.map((i) => ({ sku: i.sku, quantity: i.quantity })),
       });
-      if (!(await this.store.insertOrder(em, order, { kind: 'api', action: 'place' }))) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
+      if (!(await this.changes.insertOrder(em, order, { kind: 'api', action: 'place' }))) throw new DomainError('ORDER.REFERENCE_TAKEN', 'an order with this reference exists');
       const answer = { status: 201, body: orderView(order, []) };
       if (idempotencyKey !== undefined) await this.idempotencyKeys.saveAnswer(em, IDEMPOTENCY_SCOPE, idempotencyKey, answer);
       return answer;
@@ -138,7 +140,7 @@ export class OrdersService {
           }
           const payment = Payment.register({ orderId, ...key, expected: order.amount });
           // Announced in this transaction: the deliveries parked for this payment are released.
-          await this.store.save(em, { payment, newPayment: true, sourceEventId: null, cause: { kind: 'api', action: 'register-payment' } });
+          await this.changes.save(em, { payment, newPayment: true, sourceEventId: null, cause: { kind: 'api', action: 'register-payment' } });
           return { status: 201, body: paymentView(payment) };
         });
       } catch (err) {
@@ -161,7 +163,7 @@ export class OrdersService {
         throw new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', `a ${order.status} order cannot be marked paid`);
       }
       // `order.paid` is announced in this transaction: the fulfillment is requested from there.
-      if (result.outcome === 'applied') await this.store.save(em, { order, sourceEventId: null, cause: { kind: 'api', action: 'mark-paid' } });
+      if (result.outcome === 'applied') await this.changes.save(em, { order, sourceEventId: null, cause: { kind: 'api', action: 'mark-paid' } });
     });
     return this.get(id);
   }

@@ -20,6 +20,7 @@ import { IdempotencyKeyStore } from './idempotency-key.store';
 import { Money, MoneyError } from './money';
 import type { Order } from './order.entity';
 import type { Payment } from './payment.entity';
+import { OrderChangesService } from './order-changes.service';
 import { PaymentStore } from './payment-store';
 import { Refund } from './refund.entity';
 import { RefundStore, refundView } from './refund.store';
@@ -59,6 +60,7 @@ export class PaymentCommandsService {
   constructor(
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly store: PaymentStore,
+    private readonly changes: OrderChangesService,
     private readonly refundStore: RefundStore,
     private readonly refunds: RefundsService,
     private readonly endpoints: CommandEndpoints,
@@ -155,7 +157,7 @@ export class PaymentCommandsService {
       const order = (await this.store.lockOrder(em, orderId)) ?? unlocked;
       const result = order.cancel();
       if (result.outcome !== 'applied') throw illegal(`a ${order.status} order cannot be canceled`);
-      await this.store.save(em, { order, sourceEventId: null, cause: { kind: 'api', action: 'cancel' } });
+      await this.changes.save(em, { order, sourceEventId: null, cause: { kind: 'api', action: 'cancel' } });
       for (const a of authorized) {
         const payment = (await this.store.lockPayment(em, keyOf(a)))!;
         if (payment.status !== 'authorized') continue;

@@ -1,32 +1,21 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { DomainError } from '../common/domain-error';
 import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
-import type { PaymentWebhooksEvent } from '../common/host-events';
 import type { OrderSnapshot, PaymentSnapshot } from '../common/order-views';
-import type { FulfillmentChangedEvent } from '../common/internal-events';
-import { uuid7 } from '../common/uuid7';
 import { idsOfRows } from '../database/bulk-sql';
 import { BeforeCommitBatch, DeferredWrite, deferWrites, TransactionState } from '../database/transaction';
-import { TransactionEvents } from '../outbox/transaction-events';
-import { type HistoryCause, type HistoryEntry, withCause } from '../common/history';
-import type { RecordedMove } from '../common/lifecycle';
-import { OrderHistoryStore } from './order-history.store';
 import { Order } from './order.entity';
 import type { OrderStatus } from './order.state';
 import { Payment } from './payment.entity';
 import { CAPTURED_STATUSES } from './payment.state';
 
-/** What a use case changed, to save and announce in its transaction. */
-export interface Changes {
+/** The rows a use case changed, to write at the end of its transaction. */
+export interface ChangedRows {
   order?: Order | null;
   payment?: Payment | null;
-  /** The payment is new: inserted, not updated (and its registration announced). */
+  /** The payment is new: inserted, not updated. */
   newPayment?: boolean;
-  /** The provider event that caused the change; null for an API action. */
-  sourceEventId: string | null;
-  /** Why: what the order's history records with each move saved (and with the moves its reactions make). */
-  cause: HistoryCause;
 }
 
 /** A connection or a transaction: what a read outside the unit of work runs on. */
@@ -48,9 +37,6 @@ export interface PaymentFilter extends PageQuery {
   orderId?: string;
 }
 
-/** A change of a fulfillment, and its cause (the order's moves that follow it have the same). */
-type FulfillmentChange = FulfillmentChangedEvent['fulfillment'] & { cause: HistoryCause };
-
 /** One row to write at the end of a transaction. */
 type Write = { insert: Payment } | { update: Payment } | { order: Order };
 
@@ -67,11 +53,9 @@ interface TransactionWork {
 }
 
 /**
- * The store of the tables `orders` and `payments`, and the unit of work of the Order and Payment
- * aggregates: where they are read, locked and saved, and where what they changed is announced.
- * Each applied move becomes an event (docs/events.md), published in the same transaction, so an
- * event exists if and only if its change committed; a move that was not applied announces nothing.
- * It also keeps an order's copy of its fulfillment in step with the fulfillment's own events.
+ * The store of the tables `orders` and `payments`: every statement on them, the mapping of their
+ * rows, and what one transaction has read and locked of them. What a use case changed is announced
+ * by `OrderChangesService` (order-changes.service.ts), which hands the rows here to be written.
  *
  * Within one transaction each order and payment is read (and locked) once, and written once, at
  * the end, in one statement for all of them: a batch of deliveries writes all its payments and
@@ -79,7 +63,7 @@ interface TransactionWork {
  * they are given; the tables show it at the commit.
  */
 @Injectable()
-export class PaymentStore implements OnModuleInit {
+export class PaymentStore {
   private readonly work = new TransactionState<TransactionWork>(() => ({
     orders: new Map(),
     payments: new Map(),
@@ -90,51 +74,17 @@ export class PaymentStore implements OnModuleInit {
   /** The transaction's writes, in one flush: payments inserted, payments updated, orders updated. */
   private readonly writes = new BeforeCommitBatch<Write>((em, writes) => this.write(em, writes));
 
-  /** Fulfillment changes of orders the transaction has not locked yet (a batch of dispatches): locked together at its end. */
-  private readonly fulfillmentsToFollow = new BeforeCommitBatch<FulfillmentChange>((em, changes) => this.followFulfillments(em, changes));
-
-  constructor(
-    private readonly events: TransactionEvents,
-    private readonly history: OrderHistoryStore,
-  ) {}
-
-  onModuleInit(): void {
-    // The shipment left: the order is fulfilled (and announces it). Any change of the fulfillment is
-    // copied onto the order, for its views.
-    this.events.on(['internal.fulfillment.changed'], async ({ fulfillment, moves, cause }, em) => {
-      // The fulfillment's moves join its order's history (announced only once they are written).
-      this.history.append(em, historyOf(fulfillment.orderId, 'fulfillment', fulfillment.id, moves, cause));
-      const known = this.work.of(em).orders.get(fulfillment.orderId);
-      if (known) return this.followFulfillment(em, known, { ...fulfillment, cause });
-      this.fulfillmentsToFollow.add(em, { ...fulfillment, cause });
-    });
-  }
-
-  private async followFulfillments(em: EntityManager, changes: FulfillmentChange[]): Promise<void> {
-    // The last change of each order is the one it keeps.
-    const latest = new Map(changes.map((c) => [c.orderId, c]));
-    await this.lockOrders(em, [...latest.keys()]);
-    const { orders } = this.work.of(em);
-    for (const change of latest.values()) {
-      const order = orders.get(change.orderId);
-      if (order) await this.followFulfillment(em, order, change);
-    }
-  }
-
-  private async followFulfillment(em: EntityManager, order: Order, fulfillment: FulfillmentChange): Promise<void> {
-    const now = new Date();
-    order.trackFulfillment({ id: fulfillment.id, status: fulfillment.status, carrier: fulfillment.carrier, shipmentId: fulfillment.shipmentId }, now);
-    if (fulfillment.status === 'dispatched') order.markFulfilled(now);
-    // The order is fulfilled by what dispatched its fulfillment (the carrier's answer).
-    await this.save(em, { order, sourceEventId: null, cause: fulfillment.cause });
-  }
-
   /**
    * The order, locked, as this transaction knows it: locked once per transaction (a second call,
    * from a reaction to this transaction's own events, gets the same object without a round trip).
    */
   async lockOrder(em: EntityManager, id: string): Promise<Order | null> {
     await this.lockOrders(em, [id]);
+    return this.lockedOrder(em, id);
+  }
+
+  /** The order if this transaction has locked it already (no round trip), else null. */
+  lockedOrder(em: EntityManager, id: string): Order | null {
     return this.work.of(em).orders.get(id) ?? null;
   }
 
@@ -221,8 +171,8 @@ export class PaymentStore implements OnModuleInit {
     }
   }
 
-  /** Inserts a placed order, and its creation into its history; false when its reference is taken. */
-  async insertOrder(em: EntityManager, o: Order, cause: HistoryCause): Promise<boolean> {
+  /** Inserts a placed order; false when its reference is taken. */
+  async insertOrder(em: EntityManager, o: Order): Promise<boolean> {
     const inserted: unknown[] = await em.query(
       `INSERT INTO orders (id, reference, status, amount_minor, currency, carrier, merchant_account_id, ship_to, items, created_at, updated_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
@@ -231,19 +181,17 @@ export class PaymentStore implements OnModuleInit {
       [o.id, o.reference, o.status, o.amountMinor.toString(), o.currency, o.carrier, o.merchantAccountId, JSON.stringify(o.shipTo),
         JSON.stringify(o.items), o.createdAt, o.updatedAt],
     );
-    if (inserted.length > 0) this.history.append(em, historyOf(o.id, 'order', o.id, o.takeMoves(), cause));
     return inserted.length > 0;
   }
 
   /**
-   * Saves what a use case changed: written at the end of the transaction (with everything else it
-   * changes, in one flush), announced now, in it: the payment's moves first, then the order's
-   * (`payment.succeeded` before `order.paid`). The commit is the transaction's.
+   * Takes the rows a use case changed into this transaction's identity maps now, and writes them at
+   * its end, with everything else it changes, in one flush. A new payment whose key this
+   * transaction already holds a payment for is `PaymentExists`.
    */
-  async save(em: EntityManager, changes: Changes): Promise<void> {
-    const { order, payment } = changes;
+  writeAtCommit(em: EntityManager, { order, payment, newPayment }: ChangedRows): void {
     const work = this.work.of(em);
-    if (payment && changes.newPayment) {
+    if (payment && newPayment) {
       const key = paymentKey(payment);
       if (work.payments.get(key)) throw new PaymentExists();
       work.payments.set(key, payment);
@@ -257,34 +205,6 @@ export class PaymentStore implements OnModuleInit {
       work.orders.set(order.id, order);
       this.writes.add(em, { order });
     }
-    // The moves, in the history, written with the rows (the payment's first: it moved the order).
-    if (payment) this.history.append(em, historyOf(payment.orderId, 'payment', payment.id, payment.takeMoves(), changes.cause));
-    if (order) this.history.append(em, historyOf(order.id, 'order', order.id, order.takeMoves(), changes.cause));
-
-    // What the announcements' listeners move (the fulfillment an order's payment requests) has the same cause.
-    await withCause(em, changes.cause, () => this.announce(em, changes));
-  }
-
-  private async announce(em: EntityManager, changes: Changes): Promise<void> {
-    const { order, payment } = changes;
-    if (payment && changes.newPayment) {
-      await this.events.publish(em, {
-        type: 'internal.payment.registered',
-        payment: { id: payment.id, provider: payment.provider, merchantAccountId: payment.merchantAccountId, providerPaymentId: payment.providerPaymentId },
-        sourceEventId: changes.sourceEventId,
-      });
-    }
-    const orderNow = order ? orderSnapshot(order) : payment ? await this.snapshotOf(em, payment.orderId) : null;
-    if (!orderNow) return;
-    const paymentNow = payment ? paymentView(payment) : null;
-    const published: PaymentWebhooksEvent[] = [
-      ...(payment?.takeChanges() ?? []).map((type) => this.event(type, orderNow, paymentNow, changes.sourceEventId)),
-      ...(order?.takeChanges() ?? []).map((type) =>
-        // An order move caused by a payment carries it; one by an API action or a shipment does not.
-        this.event(type, orderNow, type === 'order.fulfilled' ? null : paymentNow, changes.sourceEventId),
-      ),
-    ];
-    if (published.length > 0) await this.events.publish(em, ...published);
   }
 
   /**
@@ -342,16 +262,6 @@ export class PaymentStore implements OnModuleInit {
       });
     }
     await deferWrites(em, deferred);
-  }
-
-  private event(
-    type: PaymentWebhooksEvent['type'],
-    order: OrderSnapshot,
-    payment: PaymentSnapshot | null,
-    sourceEventId: string | null,
-  ): PaymentWebhooksEvent {
-    const now = Date.now();
-    return { id: uuid7(now), type, occurredAt: new Date(now).toISOString(), data: { order, payment, sourceEventId } };
   }
 
   /** The order as this transaction knows it (the locked one, with its unwritten changes), or as its row says. */
@@ -459,11 +369,6 @@ export class PaymentStore implements OnModuleInit {
     );
     return rows.map((r) => r.id);
   }
-}
-
-/** The moves of one aggregate as history entries of its order. */
-function historyOf(orderId: string, entity: HistoryEntry['entity'], entityId: string, moves: readonly RecordedMove[], cause: HistoryCause): HistoryEntry[] {
-  return moves.map((m) => ({ orderId, entity, entityId, from: m.from, to: m.to, at: m.at, cause }));
 }
 
 /** A payment as a row of the bulk statements (bigints as text, dates as ISO instants). */

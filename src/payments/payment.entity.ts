@@ -28,7 +28,8 @@ export interface PaymentChange {
  * The Payment aggregate: one provider payment (invoice, PaymentIntent…) expected to bring an
  * order's exact amount. Its status only moves forward (PAYMENT_TRANSITIONS); every change goes
  * through `apply`, which returns the outcome as a value and never does twice what it already did.
- * Each applied move records the event it announces; PaymentStore maps the row and saves it.
+ * Each applied move records the event it announces; PaymentStore maps and writes the row,
+ * OrderChangesService saves and announces it.
  */
 export class Payment extends RecordsChanges<PaymentEventType, PaymentStatus> {
   id: string;

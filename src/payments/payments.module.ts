@@ -5,6 +5,7 @@ import { OrdersController } from './orders.controller';
 import { OrdersService } from './orders.service';
 import { ProviderEventsService } from './provider-events.service';
 import { PaymentStore } from './payment-store';
+import { OrderChangesService } from './order-changes.service';
 import { PaymentCapturesStore } from './payment-captures.store';
 import { OrderHistoryStore } from './order-history.store';
 import { PaymentsController } from './payments.controller';
@@ -27,6 +28,7 @@ import { RefundsService } from './refunds.service';
     OrdersService,
     ProviderEventsService,
     PaymentStore,
+    OrderChangesService,
     OrderHistoryStore,
     PaymentCapturesStore,
     IdempotencyKeyStore,

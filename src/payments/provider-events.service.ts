@@ -7,6 +7,7 @@ import { Payment } from './payment.entity';
 import type { RejectionReason } from './payment.state';
 import type { ProviderEvent } from '../common/provider-event';
 import { toPaymentChange } from './payment-change';
+import { OrderChangesService } from './order-changes.service';
 import { PaymentStore, Queryable } from './payment-store';
 import { PaymentCapturesStore } from './payment-captures.store';
 import { RefundsService } from './refunds.service';
@@ -43,13 +44,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * The payment domain's step of the processing transaction
  * (docs/design.md#the-processing-transaction): everything runs on the caller's EntityManager, so it
  * commits or rolls back with the inbox row. What it changes is announced in that transaction
- * (PaymentStore): the deliveries waiting for the payment, the fulfillment and the host hear of it
+ * (OrderChangesService): the deliveries waiting for the payment, the fulfillment and the host hear of it
  * from there.
  */
 @Injectable()
 export class ProviderEventsService {
   constructor(
     private readonly store: PaymentStore,
+    private readonly changes: OrderChangesService,
     private readonly captures: PaymentCapturesStore,
     private readonly refunds: RefundsService,
   ) {}
@@ -172,12 +174,12 @@ export class ProviderEventsService {
     if (result.outcome !== 'applied') {
       if (refundsMoved > 0 && result.outcome === 'already_applied' && event.kind === 'refund_outcome') return { status: 'processed', outcome: 'applied' };
       // A payment this event creates is registered all the same (its parked deliveries hear of it).
-      if (isNew) await this.store.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
+      if (isNew) await this.changes.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
       return { status: 'processed', outcome: result.outcome };
     }
     const order = await this.store.lockOrder(em, payment.orderId);
     order?.followPayment(payment, now);
-    await this.store.save(em, { order, payment, newPayment: isNew, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
+    await this.changes.save(em, { order, payment, newPayment: isNew, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
     return { status: 'processed', outcome: 'applied' };
   }
 
