@@ -121,7 +121,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const out = run(['migrate'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' });
     expect(out.code).toBe(0);
     const all = await tables(url);
-    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(10);
+    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(11);
     expect(run(['status'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' }).code).toBe(0);
   });
 });
