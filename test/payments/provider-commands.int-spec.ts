@@ -162,9 +162,9 @@ interface Kit {
   confirming(at: AtStub, order: Order, providerRefundId: string): Webhook[];
   /** An authorized payment at the stub and the webhook that says so; absent: the provider has no such state through webhooks. */
   authorized?(order: Order): { at: AtStub; webhooks: Webhook[] };
-  /** The capture and void requests expected: method and path (and key where the API takes one). */
-  captureSent?(at: AtStub): [string, string];
-  voidSent?(at: AtStub): [string, string];
+  /** The capture and void requests expected: method, path and body as the provider reads it. */
+  captureSent?(at: AtStub, key: string): [string, string, unknown];
+  voidSent?(at: AtStub, key: string): [string, string, unknown];
 }
 
 const bodyOf = (r: StubRequest) => (r.json === undefined ? r.text : r.json);
@@ -280,8 +280,8 @@ const KITS: Kit[] = [
       const p = stripe.addPayment({ amount: 4990, currency: 'eur', orderId: order.id, status: 'requires_capture' });
       return { at: { providerPaymentId: p.id, extra: {} }, webhooks: [stripeWebhook('payment_intent.amount_capturable_updated', paymentIntentObject(p))] };
     },
-    captureSent: (at) => ['POST', `/v1/payment_intents/${at.providerPaymentId}/capture`],
-    voidSent: (at) => ['POST', `/v1/payment_intents/${at.providerPaymentId}/cancel`],
+    captureSent: (at) => ['POST', `/v1/payment_intents/${at.providerPaymentId}/capture`, { amount_to_capture: '4990' }],
+    voidSent: (at) => ['POST', `/v1/payment_intents/${at.providerPaymentId}/cancel`, {}],
   },
   {
     provider: 'adyen',
@@ -305,8 +305,8 @@ const KITS: Kit[] = [
       const p = adyen.addPayment({ merchantAccount: ADYEN_ACCOUNT, value: 4990, currency: 'EUR', status: 'authorised' });
       return { at: { providerPaymentId: p.pspReference, extra: {} }, webhooks: [adyenWebhook(adyenItem('AUTHORISATION', p.pspReference, order.reference))] };
     },
-    captureSent: (at) => ['POST', `/v72/payments/${at.providerPaymentId}/captures`],
-    voidSent: (at) => ['POST', `/v72/payments/${at.providerPaymentId}/cancels`],
+    captureSent: (at, key) => ['POST', `/v72/payments/${at.providerPaymentId}/captures`, { merchantAccount: ADYEN_ACCOUNT, amount: { value: 4990, currency: 'EUR' }, reference: key }],
+    voidSent: (at, key) => ['POST', `/v72/payments/${at.providerPaymentId}/cancels`, { merchantAccount: ADYEN_ACCOUNT, reference: key }],
   },
   {
     provider: 'mollie',
@@ -330,8 +330,8 @@ const KITS: Kit[] = [
       const id = mollie.addPayment({ status: 'authorized', orderId: order.id });
       return { at: { providerPaymentId: id, extra: {} }, webhooks: [mollieWebhook(id)] };
     },
-    captureSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/captures`],
-    voidSent: (at) => ['DELETE', `/v2/payments/${at.providerPaymentId}`],
+    captureSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/captures`, { amount: { currency: 'EUR', value: '49.90' } }],
+    voidSent: (at) => ['DELETE', `/v2/payments/${at.providerPaymentId}`, {}],
   },
   {
     provider: 'paypal',
@@ -365,8 +365,8 @@ const KITS: Kit[] = [
       });
       return { at: { providerPaymentId: orderId, extra: { authorizationId } }, webhooks: [paypalWebhook(created)] };
     },
-    captureSent: (at) => ['POST', `/v2/payments/authorizations/${at.extra.authorizationId}/capture`],
-    voidSent: (at) => ['POST', `/v2/payments/authorizations/${at.extra.authorizationId}/void`],
+    captureSent: (at) => ['POST', `/v2/payments/authorizations/${at.extra.authorizationId}/capture`, { amount: { currency_code: 'EUR', value: '49.90' }, final_capture: true }],
+    voidSent: (at) => ['POST', `/v2/payments/authorizations/${at.extra.authorizationId}/void`, ''],
   },
   {
     provider: 'checkout',
@@ -389,8 +389,8 @@ const KITS: Kit[] = [
       const paymentId = checkoutId('pay');
       return { at: { providerPaymentId: paymentId, extra: {} }, webhooks: [checkoutEvent('payment_approved', paymentId, order)] };
     },
-    captureSent: (at) => ['POST', `/payments/${at.providerPaymentId}/captures`],
-    voidSent: (at) => ['POST', `/payments/${at.providerPaymentId}/voids`],
+    captureSent: (at) => ['POST', `/payments/${at.providerPaymentId}/captures`, { amount: 4990 }],
+    voidSent: (at) => ['POST', `/payments/${at.providerPaymentId}/voids`, {}],
   },
   {
     provider: 'square',
@@ -417,8 +417,8 @@ const KITS: Kit[] = [
       square.addPayment(id, { status: 'APPROVED', amount: 4990, currency: 'EUR', referenceId: order.reference });
       return { at: { providerPaymentId: id, extra: {} }, webhooks: [squarePaymentUpdated(id, 'APPROVED', order)] };
     },
-    captureSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/complete`],
-    voidSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/cancel`],
+    captureSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/complete`, {}],
+    voidSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/cancel`, ''],
   },
   {
     provider: 'paddle',
@@ -502,6 +502,8 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
   const dispatched = (key: string) => eventually(async () => ((await d.outboxMessageOfKey(key))?.status === 'dispatched' ? true : undefined), 15_000, `${key} dispatched`);
 
   describe.each(KITS.map((k) => [k.provider, k] as const))('%s', (_name, kit) => {
+    /** A request's body as the provider reads it (Stripe's are form-encoded). */
+    const readBody = (r: StubRequest) => (kit.provider === 'stripe' ? formOf(r) : bodyOf(r));
     const sentWith = (key: string) => kit.stub.requests.filter((r) => kit.keyOf(r) === key);
 
     it('a paid order: a refund requested, sent once under its id, submitted with the provider\'s id, confirmed by the provider\'s webhook', async () => {
@@ -517,7 +519,7 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
 
       const submitted = await refundIn(refundId, 'submitted');
       const sent = sentWith(refundId);
-      expect(sent.map((r) => [r.method, r.path, kit.provider === 'stripe' ? formOf(r) : bodyOf(r), r.status < 300])).toEqual([[...kit.refundSent(at, refundId), true]]);
+      expect(sent.map((r) => [r.method, r.path, readBody(r), r.status < 300])).toEqual([[...kit.refundSent(at, refundId), true]]);
       const providerRefundId = kit.providerRefundIdOf(refundId);
       expect(submitted.providerRefundId).toBe(providerRefundId);
       expect((await d.outboxMessageOfKey(refundId)).status).toBe('dispatched');
@@ -559,10 +561,10 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
           // Square's CompletePayment takes no idempotency key (its state makes a repeat harmless): one
           // call for the payment, the capture made once.
           const calls = kit.stub.requests.filter((r) => r.path.includes(at.providerPaymentId));
-          expect(calls.map((r) => [r.method, r.path, r.key, r.status])).toEqual([[...captureSent(at), null, 200]]);
+          expect(calls.map((r) => [r.method, r.path, bodyOf(r), r.key, r.status])).toEqual([[...captureSent(at, key), null, 200]]);
           expect(kit.stub.effects.filter((e) => e.kind === 'capture' && e.detail?.paymentId === at.providerPaymentId)).toHaveLength(1);
         } else {
-          expect(sentWith(key).map((r) => [r.method, r.path, r.status < 300])).toEqual([[...captureSent(at), true]]);
+          expect(sentWith(key).map((r) => [r.method, r.path, readBody(r), r.status < 300])).toEqual([[...captureSent(at, key), true]]);
           expect(kit.stub.effects.filter((e) => e.key === key).map((e) => e.kind)).toEqual(['capture']);
         }
         // The provider's word only: still authorized until its webhook says captured.
@@ -579,10 +581,10 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
         if (kit.provider === 'square') {
           // CancelPayment takes no idempotency key either.
           const calls = kit.stub.requests.filter((r) => r.path.includes(at.providerPaymentId));
-          expect(calls.map((r) => [r.method, r.path, r.key, r.status])).toEqual([[...voidSent(at), null, 200]]);
+          expect(calls.map((r) => [r.method, r.path, bodyOf(r), r.key, r.status])).toEqual([[...voidSent(at, key), null, 200]]);
           expect(kit.stub.effects.filter((e) => e.kind === 'void' && e.detail?.paymentId === at.providerPaymentId)).toHaveLength(1);
         } else {
-          expect(sentWith(key).map((r) => [r.method, r.path, r.status < 300])).toEqual([[...voidSent(at), true]]);
+          expect(sentWith(key).map((r) => [r.method, r.path, readBody(r), r.status < 300])).toEqual([[...voidSent(at, key), true]]);
           expect(kit.stub.effects.filter((e) => e.key === key).map((e) => e.kind)).toEqual(['void']);
         }
       });
