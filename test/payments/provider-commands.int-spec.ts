@@ -165,6 +165,10 @@ interface Kit {
   /** The capture and void requests expected: method, path and body as the provider reads it. */
   captureSent?(at: AtStub, key: string): [string, string, unknown];
   voidSent?(at: AtStub, key: string): [string, string, unknown];
+  /** The provider's webhook once the capture went through (the payment succeeded). */
+  captured?(at: AtStub, order: Order): Webhook[];
+  /** The provider's webhook once the void went through (the payment canceled). */
+  voided?(at: AtStub, order: Order): Webhook[];
 }
 
 const bodyOf = (r: StubRequest) => (r.json === undefined ? r.text : r.json);
@@ -215,7 +219,7 @@ function checkoutWebhook(text: string): Webhook {
   return { endpointId: 'checkout-cmd', text, headers: signedHeaders('checkout', CHECKOUT_KEY, text), eventId: JSON.parse(text).id };
 }
 
-function checkoutEvent(type: 'payment_captured' | 'payment_approved', paymentId: string, order: Order): Webhook {
+function checkoutEvent(type: 'payment_captured' | 'payment_approved' | 'payment_voided', paymentId: string, order: Order): Webhook {
   const body = checkoutFixture(type);
   body.id = checkoutId('evt');
   body.type = type;
@@ -231,7 +235,7 @@ function squareWebhook(text: string): Webhook {
   return { endpointId: 'square-cmd', text, headers: signedHeaders('square', SQUARE_KEY, text, { notificationUrl: SQUARE_URL }), eventId: JSON.parse(text).event_id };
 }
 
-function squarePaymentUpdated(paymentId: string, status: 'COMPLETED' | 'APPROVED', order: Order): Webhook {
+function squarePaymentUpdated(paymentId: string, status: 'COMPLETED' | 'APPROVED' | 'CANCELED', order: Order): Webhook {
   const payment = {
     ...squarePublished('payment.updated.COMPLETED').data.object.payment,
     id: paymentId,
@@ -282,6 +286,8 @@ const KITS: Kit[] = [
     },
     captureSent: (at) => ['POST', `/v1/payment_intents/${at.providerPaymentId}/capture`, { amount_to_capture: '4990' }],
     voidSent: (at) => ['POST', `/v1/payment_intents/${at.providerPaymentId}/cancel`, {}],
+    captured: (at) => [stripeWebhook('payment_intent.succeeded', paymentIntentObject(stripe.payments.get(at.providerPaymentId)!))],
+    voided: (at) => [stripeWebhook('payment_intent.canceled', paymentIntentObject(stripe.payments.get(at.providerPaymentId)!))],
   },
   {
     provider: 'adyen',
@@ -307,6 +313,8 @@ const KITS: Kit[] = [
     },
     captureSent: (at, key) => ['POST', `/v72/payments/${at.providerPaymentId}/captures`, { merchantAccount: ADYEN_ACCOUNT, amount: { value: 4990, currency: 'EUR' }, reference: key }],
     voidSent: (at, key) => ['POST', `/v72/payments/${at.providerPaymentId}/cancels`, { merchantAccount: ADYEN_ACCOUNT, reference: key }],
+    captured: (at, order) => [adyenWebhook(adyenItem('CAPTURE', at.providerPaymentId, order.reference))],
+    voided: (at, order) => [adyenWebhook(adyenItem('CANCELLATION', at.providerPaymentId, order.reference))],
   },
   {
     provider: 'mollie',
@@ -332,6 +340,9 @@ const KITS: Kit[] = [
     },
     captureSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/captures`, { amount: { currency: 'EUR', value: '49.90' } }],
     voidSent: (at) => ['DELETE', `/v2/payments/${at.providerPaymentId}`, {}],
+    // The hint again: the payment fetched is now `paid`, or `canceled`.
+    captured: (at) => [mollieWebhook(at.providerPaymentId)],
+    voided: (at) => [mollieWebhook(at.providerPaymentId)],
   },
   {
     provider: 'paypal',
@@ -367,6 +378,31 @@ const KITS: Kit[] = [
     },
     captureSent: (at) => ['POST', `/v2/payments/authorizations/${at.extra.authorizationId}/capture`, { amount: { currency_code: 'EUR', value: '49.90' }, final_capture: true }],
     voidSent: (at) => ['POST', `/v2/payments/authorizations/${at.extra.authorizationId}/void`, ''],
+    captured(at, order) {
+      const { captureId } = effectOf(stubs.paypal, 'capture', `${at.extra.paymentId}:capture`);
+      return [
+        paypalWebhook(
+          paypalEnvelope('PAYMENT.CAPTURE.COMPLETED.pui-docs', 'PAYMENT.CAPTURE.COMPLETED', {
+            id: captureId,
+            status: 'COMPLETED',
+            amount: { value: '49.90', currency_code: 'EUR' },
+            custom_id: order.reference,
+            supplementary_data: { related_ids: { order_id: at.providerPaymentId, authorization_id: at.extra.authorizationId } },
+          }),
+        ),
+      ];
+    },
+    voided: (at, order) => [
+      paypalWebhook(
+        paypalEnvelope('PAYMENT.AUTHORIZATION.VOIDED', 'PAYMENT.AUTHORIZATION.VOIDED', {
+          id: at.extra.authorizationId,
+          status: 'VOIDED',
+          custom_id: order.reference,
+          amount: { currency_code: 'EUR', value: '49.90' },
+          supplementary_data: { related_ids: { order_id: at.providerPaymentId } },
+        }),
+      ),
+    ],
   },
   {
     provider: 'checkout',
@@ -391,6 +427,8 @@ const KITS: Kit[] = [
     },
     captureSent: (at) => ['POST', `/payments/${at.providerPaymentId}/captures`, { amount: 4990 }],
     voidSent: (at) => ['POST', `/payments/${at.providerPaymentId}/voids`, {}],
+    captured: (at, order) => [checkoutEvent('payment_captured', at.providerPaymentId, order)],
+    voided: (at, order) => [checkoutEvent('payment_voided', at.providerPaymentId, order)],
   },
   {
     provider: 'square',
@@ -419,6 +457,8 @@ const KITS: Kit[] = [
     },
     captureSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/complete`, {}],
     voidSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/cancel`, ''],
+    captured: (at, order) => [squarePaymentUpdated(at.providerPaymentId, 'COMPLETED', order)],
+    voided: (at, order) => [squarePaymentUpdated(at.providerPaymentId, 'CANCELED', order)],
   },
   {
     provider: 'paddle',
@@ -534,10 +574,9 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
       expect(kit.stub.effects.filter((e) => e.key === refundId).map((e) => e.kind)).toEqual(['refund']);
     });
 
-    if (kit.authorized && kit.captureSent && kit.voidSent) {
+    if (kit.authorized && kit.captureSent && kit.voidSent && kit.captured && kit.voided) {
       const authorized = kit.authorized.bind(kit);
-      const captureSent = kit.captureSent;
-      const voidSent = kit.voidSent;
+      const { captureSent, voidSent, captured, voided } = kit;
 
       async function authorizedOrder() {
         const order = await newOrder(kit);
@@ -546,10 +585,11 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
         const payment = await paymentOf(order.id);
         expect(payment).toMatchObject({ provider: kit.provider, providerPaymentId: at.providerPaymentId, status: 'authorized' });
         expect((await d.getOrder(order.id)).status).toBe('awaiting_payment');
+        at.extra.paymentId = payment.id;
         return { order, at, paymentId: payment.id as string };
       }
 
-      it('an authorized payment: POST /orders/{id}/capture sends one capture under <payment id>:capture', async () => {
+      it('an authorized payment: POST /orders/{id}/capture sends one capture under <payment id>:capture; the provider\'s webhook pays the order', async () => {
         const { order, at, paymentId } = await authorizedOrder();
         const res = await d.http().post(`/orders/${order.id}/capture`).set(AUTH).send({});
         expect(res.status).toBe(202);
@@ -569,9 +609,12 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
         }
         // The provider's word only: still authorized until its webhook says captured.
         expect(await paymentOf(order.id)).toMatchObject({ status: 'authorized' });
+        for (const w of captured(at, order)) await deliver(w);
+        expect(await paymentOf(order.id)).toMatchObject({ status: 'succeeded', amount: '49.90', refundedAmount: '0.00' });
+        await eventually(async () => ((await d.getOrder(order.id)).status === 'fulfilled' ? true : undefined), 15_000, `order ${order.id} paid and shipped`);
       });
 
-      it('POST /orders/{id}/cancel of an order awaiting payment voids its authorized payment: one void under <payment id>:void', async () => {
+      it('POST /orders/{id}/cancel of an order awaiting payment voids its authorized payment: one void under <payment id>:void; the provider\'s webhook cancels the payment', async () => {
         const { order, at, paymentId } = await authorizedOrder();
         const res = await d.http().post(`/orders/${order.id}/cancel`).set(AUTH).send({});
         expect(res.status).toBe(200);
@@ -587,6 +630,10 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
           expect(sentWith(key).map((r) => [r.method, r.path, readBody(r), r.status < 300])).toEqual([[...voidSent(at, key), true]]);
           expect(kit.stub.effects.filter((e) => e.key === key).map((e) => e.kind)).toEqual(['void']);
         }
+        expect(await paymentOf(order.id)).toMatchObject({ status: 'authorized' });
+        for (const w of voided(at, order)) await deliver(w);
+        expect(await paymentOf(order.id)).toMatchObject({ status: 'canceled' });
+        expect((await d.getOrder(order.id)).status).toBe('canceled');
       });
     }
   });
