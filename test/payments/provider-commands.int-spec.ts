@@ -155,7 +155,7 @@ interface Kit {
   /** A captured payment at the stub and the provider's webhooks that make the order's payment succeeded. */
   paid(order: Order): { at: AtStub; webhooks: Webhook[] };
   /** The refund request expected: method, path and body as the provider reads it. */
-  refundSent(at: AtStub, refundId: string): [string, string, unknown];
+  refundSent(at: AtStub, refundId: string, minor: number): [string, string, unknown];
   /** The provider's refund id the stub answered the refund with (its effect). */
   providerRefundIdOf(refundId: string): string;
   /** The webhooks that confirm a refund (the refund settled at the stub first). */
@@ -171,6 +171,7 @@ interface Kit {
   voided?(at: AtStub, order: Order): Webhook[];
 }
 
+const decimalOf = (minor: number) => (minor / 100).toFixed(2);
 const bodyOf = (r: StubRequest) => (r.json === undefined ? r.text : r.json);
 const formOf = (r: StubRequest) => Object.fromEntries(new URLSearchParams(r.text));
 
@@ -270,7 +271,7 @@ const KITS: Kit[] = [
       const p = stripe.addPayment({ amount: 4990, currency: 'eur', orderId: order.id });
       return { at: { providerPaymentId: p.id, extra: {} }, webhooks: [stripeWebhook('payment_intent.succeeded', paymentIntentObject(p))] };
     },
-    refundSent: (at) => ['POST', '/v1/refunds', { payment_intent: at.providerPaymentId, amount: '1000', 'metadata[reason]': REASON }],
+    refundSent: (at, _id, minor) => ['POST', '/v1/refunds', { payment_intent: at.providerPaymentId, amount: String(minor), 'metadata[reason]': REASON }],
     providerRefundIdOf: (refundId) => effectOf(stubs.stripe, 'refund', refundId).id as string,
     confirming(_at, _order, providerRefundId) {
       // Stripe settles the refund: `charge.refunded` moves the money (the current version lists no
@@ -301,7 +302,7 @@ const KITS: Kit[] = [
       // Manual capture: the AUTHORISATION authorizes, the CAPTURE pays.
       return { at: { providerPaymentId: p.pspReference, extra: {} }, webhooks: [adyenWebhook(adyenItem('AUTHORISATION', p.pspReference, order.reference)), adyenWebhook(adyenItem('CAPTURE', p.pspReference, order.reference))] };
     },
-    refundSent: (at, refundId) => ['POST', `/v72/payments/${at.providerPaymentId}/refunds`, { merchantAccount: ADYEN_ACCOUNT, amount: { value: 1000, currency: 'EUR' }, reference: refundId }],
+    refundSent: (at, refundId, minor) => ['POST', `/v72/payments/${at.providerPaymentId}/refunds`, { merchantAccount: ADYEN_ACCOUNT, amount: { value: minor, currency: 'EUR' }, reference: refundId }],
     providerRefundIdOf: (refundId) => effectOf(stubs.adyen, 'refund', refundId).pspReference as string,
     confirming(_at, _order, providerRefundId) {
       const { body, headers, item } = adyenRefundNotification(adyen, providerRefundId, { hmacKey: ADYEN_HMAC });
@@ -327,7 +328,7 @@ const KITS: Kit[] = [
       const id = mollie.addPayment({ status: 'paid', orderId: order.id });
       return { at: { providerPaymentId: id, extra: {} }, webhooks: [mollieWebhook(id)] };
     },
-    refundSent: (at) => ['POST', `/v2/payments/${at.providerPaymentId}/refunds`, { amount: { currency: 'EUR', value: '10.00' }, description: REASON }],
+    refundSent: (at, _id, minor) => ['POST', `/v2/payments/${at.providerPaymentId}/refunds`, { amount: { currency: 'EUR', value: decimalOf(minor) }, description: REASON }],
     providerRefundIdOf: (refundId) => effectOf(stubs.mollie, 'refund', refundId).refundId as string,
     confirming(at, _order, providerRefundId) {
       // Mollie signs nothing: the hint makes the module fetch the payment, whose refund now says `refunded`.
@@ -362,7 +363,7 @@ const KITS: Kit[] = [
       });
       return { at: { providerPaymentId: orderId, extra: { captureId } }, webhooks: [paypalWebhook(completed)] };
     },
-    refundSent: (at) => ['POST', `/v2/payments/captures/${at.extra.captureId}/refund`, { amount: { currency_code: 'EUR', value: '10.00' }, note_to_payer: REASON }],
+    refundSent: (at, _id, minor) => ['POST', `/v2/payments/captures/${at.extra.captureId}/refund`, { amount: { currency_code: 'EUR', value: decimalOf(minor) }, note_to_payer: REASON }],
     providerRefundIdOf: (refundId) => effectOf(stubs.paypal, 'refund', refundId).refundId as string,
     confirming: (_at, _order, providerRefundId) => [paypalWebhook(paypalRefundWebhook(paypal, providerRefundId))],
     authorized(order) {
@@ -415,7 +416,7 @@ const KITS: Kit[] = [
       const paymentId = checkoutId('pay');
       return { at: { providerPaymentId: paymentId, extra: {} }, webhooks: [checkoutEvent('payment_captured', paymentId, order)] };
     },
-    refundSent: (at, refundId) => ['POST', `/payments/${at.providerPaymentId}/refunds`, { amount: 1000, reference: refundId }],
+    refundSent: (at, refundId, minor) => ['POST', `/payments/${at.providerPaymentId}/refunds`, { amount: minor, reference: refundId }],
     providerRefundIdOf: (refundId) => effectOf(stubs.checkout, 'refund', refundId).actionId as string,
     confirming(_at, order, providerRefundId) {
       const action = checkoutActions.find((a) => a.actionId === providerRefundId)!;
@@ -442,7 +443,7 @@ const KITS: Kit[] = [
       square.addPayment(id, { status: 'COMPLETED', amount: 4990, currency: 'EUR', referenceId: order.reference });
       return { at: { providerPaymentId: id, extra: {} }, webhooks: [squarePaymentUpdated(id, 'COMPLETED', order)] };
     },
-    refundSent: (at, refundId) => ['POST', '/v2/refunds', { idempotency_key: refundId, payment_id: at.providerPaymentId, amount_money: { amount: 1000, currency: 'EUR' }, reason: REASON }],
+    refundSent: (at, refundId, minor) => ['POST', '/v2/refunds', { idempotency_key: refundId, payment_id: at.providerPaymentId, amount_money: { amount: minor, currency: 'EUR' }, reason: REASON }],
     providerRefundIdOf: (refundId) => effectOf(stubs.square, 'refund', refundId).id as string,
     confirming(_at, _order, providerRefundId) {
       // `refund.updated` confirms the refund by id; the `payment.updated` beside it moves the money.
@@ -478,9 +479,19 @@ const KITS: Kit[] = [
       body.data = { ...paddle.transactions.get(id), custom_data: { order_id: order.id } };
       return { at: { providerPaymentId: id, extra: {} }, webhooks: [paddleWebhook(JSON.stringify(body))] };
     },
-    refundSent(at, refundId) {
-      const [first] = paddle.transactions.get(at.providerPaymentId)!.details.line_items;
-      return ['POST', '/adjustments', { action: 'refund', transaction_id: at.providerPaymentId, reason: `${REASON} [pw:${refundId}]`, type: 'partial', items: [{ item_id: first.id, type: 'partial', amount: '1000' }] }];
+    refundSent(at, refundId, minor) {
+      // A part is spread over the line items in order, less what the earlier refunds took of each.
+      const lines = paddle.transactions.get(at.providerPaymentId)!.details.line_items as Array<{ id: string; totals: { total: string } }>;
+      const earlier = paddle.adjustments.filter((a) => a.transaction_id === at.providerPaymentId && !a.reason.endsWith(`[pw:${refundId}]`));
+      const items: Json[] = [];
+      let left = BigInt(minor);
+      for (const line of lines) {
+        const taken = earlier.flatMap((a) => a.items).filter((i) => i.item_id === line.id).reduce((sum, i) => sum + BigInt(i.amount), 0n);
+        const part = BigInt(line.totals.total) - taken < left ? BigInt(line.totals.total) - taken : left;
+        if (part > 0n) items.push({ item_id: line.id, type: 'partial', amount: part.toString() });
+        left -= part;
+      }
+      return ['POST', '/adjustments', { action: 'refund', transaction_id: at.providerPaymentId, reason: `${REASON} [pw:${refundId}]`, type: 'partial', items }];
     },
     providerRefundIdOf: (refundId) => effectOf(stubs.paddle, 'refund', refundId).id as string,
     confirming(_at, _order, providerRefundId) {
@@ -546,32 +557,68 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
     const readBody = (r: StubRequest) => (kit.provider === 'stripe' ? formOf(r) : bodyOf(r));
     const sentWith = (key: string) => kit.stub.requests.filter((r) => kit.keyOf(r) === key);
 
-    it('a paid order: a refund requested, sent once under its id, submitted with the provider\'s id, confirmed by the provider\'s webhook', async () => {
+    /** A paid order, its payment made by the provider's own webhook. */
+    async function paidOrder() {
       const order = await newOrder(kit);
       const { at, webhooks } = kit.paid(order);
       for (const w of webhooks) await deliver(w);
       expect(await paymentOf(order.id)).toMatchObject({ provider: kit.provider, providerPaymentId: at.providerPaymentId, status: 'succeeded', amount: kit.amount, refundedAmount: '0.00' });
+      return { order, at };
+    }
 
-      const res = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({ amount: '10.00', reason: REASON });
+    /**
+     * A refund asked through the API (`amount` absent: what is left), sent once under its id,
+     * `submitted` with the provider's refund id, moving nothing until the provider's webhooks
+     * confirm it; those delivered, it is `succeeded`. Returns the refund as the API shows it.
+     */
+    async function refundThrough(order: Order, at: AtStub, ask: { amount?: string }, expected: { amount: string; refundedBefore: string }) {
+      const res = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({ ...ask, reason: REASON });
       expect(res.status).toBe(202);
-      expect(res.body).toMatchObject({ orderId: order.id, provider: kit.provider, amount: '10.00', currency: kit.currency, reason: REASON, status: 'requested', providerRefundId: null, failureReason: null });
+      expect(res.body).toMatchObject({ orderId: order.id, provider: kit.provider, amount: expected.amount, currency: kit.currency, reason: REASON, status: 'requested', providerRefundId: null, failureReason: null });
       const refundId = res.body.id as string;
 
       const submitted = await refundIn(refundId, 'submitted');
-      const sent = sentWith(refundId);
-      expect(sent.map((r) => [r.method, r.path, readBody(r), r.status < 300])).toEqual([[...kit.refundSent(at, refundId), true]]);
+      const minor = Number(expected.amount.replace('.', ''));
+      expect(sentWith(refundId).map((r) => [r.method, r.path, readBody(r), r.status < 300])).toEqual([[...kit.refundSent(at, refundId, minor), true]]);
       const providerRefundId = kit.providerRefundIdOf(refundId);
       expect(submitted.providerRefundId).toBe(providerRefundId);
       expect((await d.outboxMessageOfKey(refundId)).status).toBe('dispatched');
       // The provider's word only: nothing has moved yet.
-      expect(await paymentOf(order.id)).toMatchObject({ status: 'succeeded', refundedAmount: '0.00' });
+      expect((await paymentOf(order.id)).refundedAmount).toBe(expected.refundedBefore);
 
       for (const w of kit.confirming(at, order, providerRefundId)) await deliver(w);
-      expect(await refundOf(refundId)).toMatchObject({ id: refundId, status: 'succeeded', providerRefundId, failureReason: null });
-      expect(await paymentOf(order.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: '10.00' });
+      const done = await refundOf(refundId);
+      expect(done).toMatchObject({ id: refundId, status: 'succeeded', providerRefundId, failureReason: null });
       // Sent once in all, whatever came after.
       expect(sentWith(refundId)).toHaveLength(1);
       expect(kit.stub.effects.filter((e) => e.key === refundId).map((e) => e.kind)).toEqual(['refund']);
+      return done;
+    }
+
+    it('a paid order: a refund requested, sent once under its id, submitted with the provider\'s id, confirmed by the provider\'s webhook', async () => {
+      const { order, at } = await paidOrder();
+      const refund = await refundThrough(order, at, { amount: '10.00' }, { amount: '10.00', refundedBefore: '0.00' });
+      expect(await paymentOf(order.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: '10.00' });
+      const listed = await d.http().get(`/orders/${order.id}/refunds`).set(AUTH);
+      expect(listed.body.items.map((r: Json) => [r.id, r.status])).toEqual([[refund.id, 'succeeded']]);
+      // The history: the refund's three moves, each with its cause.
+      const history = (await d.http().get(`/orders/${order.id}/history`).set(AUTH)).body.items as Json[];
+      expect(history.filter((i) => i.entity === 'refund').map((i) => [i.from, i.to, i.cause.kind])).toEqual([
+        [null, 'requested', 'api'],
+        ['requested', 'submitted', 'provider-api'],
+        ['submitted', 'succeeded', 'delivery'],
+      ]);
+    });
+
+    it('then what is left (no amount given): sent as the second refund, and once confirmed the payment and the order are refunded', async () => {
+      const { order, at } = await paidOrder();
+      await refundThrough(order, at, { amount: '10.00' }, { amount: '10.00', refundedBefore: '0.00' });
+      const rest = (Number(kit.amount.replace('.', '')) - 1000) / 100;
+      await refundThrough(order, at, {}, { amount: rest.toFixed(2), refundedBefore: '10.00' });
+      expect(await paymentOf(order.id)).toMatchObject({ status: 'refunded', refundedAmount: kit.amount });
+      await eventually(async () => ((await d.getOrder(order.id)).status === 'refunded' ? true : undefined), 15_000, `order ${order.id} refunded`);
+      const none = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({});
+      expect(none.status).toBe(409);
     });
 
     if (kit.authorized && kit.captureSent && kit.voidSent && kit.captured && kit.voided) {
