@@ -381,6 +381,8 @@ const KITS: Kit[] = [
     voidSent: (at) => ['POST', `/v2/payments/authorizations/${at.extra.authorizationId}/void`, ''],
     captured(at, order) {
       const { captureId } = effectOf(stubs.paypal, 'capture', `${at.extra.paymentId}:capture`);
+      // What a refund of the payment names from now on.
+      at.extra.captureId = captureId;
       return [
         paypalWebhook(
           paypalEnvelope('PAYMENT.CAPTURE.COMPLETED.pui-docs', 'PAYMENT.CAPTURE.COMPLETED', {
@@ -636,7 +638,7 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
         return { order, at, paymentId: payment.id as string };
       }
 
-      it('an authorized payment: POST /orders/{id}/capture sends one capture under <payment id>:capture; the provider\'s webhook pays the order', async () => {
+      it('an authorized payment: POST /orders/{id}/capture sends one capture under <payment id>:capture; the provider\'s webhook pays the order; a refund of it then', async () => {
         const { order, at, paymentId } = await authorizedOrder();
         const res = await d.http().post(`/orders/${order.id}/capture`).set(AUTH).send({});
         expect(res.status).toBe(202);
@@ -659,6 +661,9 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
         for (const w of captured(at, order)) await deliver(w);
         expect(await paymentOf(order.id)).toMatchObject({ status: 'succeeded', amount: '49.90', refundedAmount: '0.00' });
         await eventually(async () => ((await d.getOrder(order.id)).status === 'fulfilled' ? true : undefined), 15_000, `order ${order.id} paid and shipped`);
+        // Captured through the module, refunded through it (PayPal: the capture its webhook named).
+        await refundThrough(order, at, { amount: '10.00' }, { amount: '10.00', refundedBefore: '0.00' });
+        expect(await paymentOf(order.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: '10.00' });
       });
 
       it('POST /orders/{id}/cancel of an order awaiting payment voids its authorized payment: one void under <payment id>:void; the provider\'s webhook cancels the payment', async () => {
