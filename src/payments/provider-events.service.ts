@@ -154,6 +154,11 @@ export class ProviderEventsService {
       return { status: 'unmatched', outcome: 'payment_not_found' };
     }
     const { payment, isNew } = found;
+    // A refund the provider made and confirmed before the worker recorded its answer: wait for the
+    // answer (a few tries, as for a payment not registered yet), then apply as it stands.
+    if (!isNew && !parkUnmatched && (await this.refunds.mayConfirmUnrecordedRefund(em, payment, event))) {
+      throw new DomainError('REFUND.ANSWER_NOT_RECORDED_YET', `a refund of payment ${event.resourceId} awaits the record of the provider's answer`);
+    }
 
     const parsed = toPaymentChange(event);
     if (!parsed.ok) return { status: 'rejected', outcome: parsed.reason };

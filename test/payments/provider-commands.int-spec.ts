@@ -517,7 +517,9 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
         carriers: [],
         carrierAdapters: [new Carrier()],
         commandMaxAttempts: 3,
-        tuning: { inboxBackoffMs: 50, carrierBackoffBaseMs: 20, carrierBackoffCapMs: 5_000, sweepIntervalMs: 200, sweepAfterMs: 100 },
+        // A delivery that waits (for a payment, for the record of a provider's answer) is tried six
+        // times, 50 ms doubling (about 1.5 s), before it is applied as it stands.
+        tuning: { inboxBackoffMs: 50, unmatchedAfterAttempts: 6, carrierBackoffBaseMs: 20, carrierBackoffCapMs: 5_000, sweepIntervalMs: 200, sweepAfterMs: 100 },
       },
       { platform },
     );
@@ -621,6 +623,48 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
       await eventually(async () => ((await d.getOrder(order.id)).status === 'refunded' ? true : undefined), 15_000, `order ${order.id} refunded`);
       const none = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({});
       expect(none.status).toBe(409);
+    });
+
+    it("the provider's confirming webhook before the module recorded the provider's answer: it waits for the answer, and the refund ends succeeded", async () => {
+      const { order, at } = await paidOrder();
+      // The provider makes the refund and sends its webhook at once; its answer to the module's call
+      // is held, so the webhook is processed while the refund is still `requested` (no provider id yet).
+      const held = kit.stub.holdNext('after', (r) => kit.keyOf(r) !== null);
+      const res = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({ amount: '10.00', reason: REASON });
+      expect(res.status).toBe(202);
+      const refundId = res.body.id as string;
+      await held.arrived;
+      const providerRefundId = kit.providerRefundIdOf(refundId);
+      const eventIds: string[] = [];
+      for (const w of kit.confirming(at, order, providerRefundId)) {
+        const posted = await d.http().post(`/webhooks/${w.endpointId}`).set(w.headers).send(w.text);
+        expect(posted.status).toBe(200);
+        eventIds.push(w.eventId ?? (posted.body.eventId as string));
+      }
+      // The one that names the refund waits for the answer (tried again, never applied without it);
+      // one that only moves the money (Stripe's charge.refunded, Square's payment.updated) is applied.
+      const rowsOf = async () =>
+        (await t.dataSource.query(`SELECT event_id, status, outcome, last_error FROM webhook_inbox WHERE event_id = ANY($1::text[])`, [eventIds])) as Array<{ event_id: string; status: string; outcome: string | null; last_error: string | null }>;
+      const waiting = (r: { status: string; last_error: string | null }) => r.status === 'received' && (r.last_error ?? '').startsWith('REFUND.ANSWER_NOT_RECORDED_YET: ');
+      const seen = await eventually(async () => {
+        const rows = await rowsOf();
+        return rows.length === eventIds.length && rows.every((r) => waiting(r) || r.status === 'processed') && rows.some(waiting) ? rows : undefined;
+      }, 15_000, 'the confirmation waiting for the answer');
+      expect(seen?.filter(waiting)).toHaveLength(1);
+      expect((await refundOf(refundId)).status).toBe('requested');
+
+      held.release();
+      const done = await refundIn(refundId, 'succeeded');
+      expect(done).toMatchObject({ providerRefundId, failureReason: null });
+      for (const eventId of eventIds) expect({ eventId, processed: await d.processed(eventId) }).toMatchObject({ eventId, processed: { status: 'processed', outcome: 'applied' } });
+      expect(await paymentOf(order.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: '10.00' });
+      const history = (await d.http().get(`/orders/${order.id}/history`).set(AUTH)).body.items as Json[];
+      expect(history.filter((i) => i.entity === 'refund').map((i) => [i.from, i.to, i.cause.kind])).toEqual([
+        [null, 'requested', 'api'],
+        ['requested', 'submitted', 'provider-api'],
+        ['submitted', 'succeeded', 'delivery'],
+      ]);
+      expect(sentWith(refundId)).toHaveLength(1);
     });
 
     if (kit.authorized && kit.captureSent && kit.voidSent && kit.captured && kit.voided) {
