@@ -160,6 +160,11 @@ interface Kit {
   providerRefundIdOf(refundId: string): string;
   /** The webhooks that confirm a refund (the refund settled at the stub first). */
   confirming(at: AtStub, order: Order, providerRefundId: string): Webhook[];
+  /**
+   * The webhooks by which the provider fails a refund it had accepted, and the reason the refund
+   * then shows; absent where the stub module has no such helper.
+   */
+  failing?(at: AtStub, order: Order, providerRefundId: string): { webhooks: Webhook[]; reason: string };
   /** An authorized payment at the stub and the webhook that says so; absent: the provider has no such state through webhooks. */
   authorized?(order: Order): { at: AtStub; webhooks: Webhook[] };
   /** The capture and void requests expected: method, path and body as the provider reads it. */
@@ -281,6 +286,11 @@ const KITS: Kit[] = [
         (w) => ({ endpointId: 'stripe-cmd', text: w.body, headers: w.headers, eventId: w.eventId }),
       );
     },
+    failing(_at, _order, providerRefundId) {
+      stripe.refunds.get(providerRefundId)!.status = 'failed';
+      const w = stripeRefundWebhook(stripe, providerRefundId, { type: 'refund.failed', secret: STRIPE_SECRET });
+      return { webhooks: [{ endpointId: 'stripe-cmd', text: w.body, headers: w.headers, eventId: w.eventId }], reason: 'declined' };
+    },
     authorized(order) {
       const p = stripe.addPayment({ amount: 4990, currency: 'eur', orderId: order.id, status: 'requires_capture' });
       return { at: { providerPaymentId: p.id, extra: {} }, webhooks: [stripeWebhook('payment_intent.amount_capturable_updated', paymentIntentObject(p))] };
@@ -308,6 +318,10 @@ const KITS: Kit[] = [
       const { body, headers, item } = adyenRefundNotification(adyen, providerRefundId, { hmacKey: ADYEN_HMAC });
       return [{ endpointId: 'adyen-cmd', text: body, headers, eventId: `${item.pspReference}:${item.eventCode}:${item.success}` }];
     },
+    failing(_at, _order, providerRefundId) {
+      const { body, headers, item } = adyenRefundNotification(adyen, providerRefundId, { hmacKey: ADYEN_HMAC, success: false, reason: 'Insufficient balance on payment' });
+      return { webhooks: [{ endpointId: 'adyen-cmd', text: body, headers, eventId: `${item.pspReference}:${item.eventCode}:${item.success}` }], reason: 'Insufficient balance on payment' };
+    },
     authorized(order) {
       const p = adyen.addPayment({ merchantAccount: ADYEN_ACCOUNT, value: 4990, currency: 'EUR', status: 'authorised' });
       return { at: { providerPaymentId: p.pspReference, extra: {} }, webhooks: [adyenWebhook(adyenItem('AUTHORISATION', p.pspReference, order.reference))] };
@@ -334,6 +348,10 @@ const KITS: Kit[] = [
       // Mollie signs nothing: the hint makes the module fetch the payment, whose refund now says `refunded`.
       mollieRefundSettled(mollie, providerRefundId, 'refunded');
       return [mollieWebhook(at.providerPaymentId)];
+    },
+    failing(at, _order, providerRefundId) {
+      mollieRefundSettled(mollie, providerRefundId, 'failed');
+      return { webhooks: [mollieWebhook(at.providerPaymentId)], reason: 'Mollie refund failed' };
     },
     authorized(order) {
       const id = mollie.addPayment({ status: 'authorized', orderId: order.id });
@@ -366,6 +384,10 @@ const KITS: Kit[] = [
     refundSent: (at, _id, minor) => ['POST', `/v2/payments/captures/${at.extra.captureId}/refund`, { amount: { currency_code: 'EUR', value: decimalOf(minor) }, note_to_payer: REASON }],
     providerRefundIdOf: (refundId) => effectOf(stubs.paypal, 'refund', refundId).refundId as string,
     confirming: (_at, _order, providerRefundId) => [paypalWebhook(paypalRefundWebhook(paypal, providerRefundId))],
+    failing(_at, _order, providerRefundId) {
+      paypal.refunds.get(providerRefundId)!.status = 'FAILED';
+      return { webhooks: [paypalWebhook(paypalRefundWebhook(paypal, providerRefundId, { status: 'FAILED' }))], reason: 'PayPal refund FAILED (ECHECK)' };
+    },
     authorized(order) {
       const { orderId, authorizationId } = paypal.addOrder({ state: 'authorized' });
       const created = paypalEnvelope('PAYMENT.AUTHORIZATION.VOIDED', 'PAYMENT.AUTHORIZATION.CREATED', {
@@ -500,6 +522,10 @@ const KITS: Kit[] = [
       const adjustment = paddle.adjustments.find((a) => a.id === providerRefundId)!;
       return [paddleWebhook(paddleAdjustmentWebhook(adjustment, 'approved'))];
     },
+    failing(_at, _order, providerRefundId) {
+      const adjustment = paddle.adjustments.find((a) => a.id === providerRefundId)!;
+      return { webhooks: [paddleWebhook(paddleAdjustmentWebhook(adjustment, 'rejected'))], reason: 'rejected by Paddle' };
+    },
     // No capture or void: Paddle Billing has no authorized state (a transaction is paid or not, and
     // paddle's commands take refunds only).
   },
@@ -624,6 +650,24 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
       const none = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({});
       expect(none.status).toBe(409);
     });
+
+    if (kit.failing) {
+      const failing = kit.failing.bind(kit);
+      it('a refund the provider fails after accepting it (its webhook): failed with its reason, no money moved, the amount refundable again', async () => {
+        const { order, at } = await paidOrder();
+        const res = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({ amount: '10.00', reason: REASON });
+        const refundId = res.body.id as string;
+        const submitted = await refundIn(refundId, 'submitted');
+        const { webhooks, reason } = failing(at, order, submitted.providerRefundId);
+        for (const w of webhooks) await deliver(w);
+        expect(await refundOf(refundId)).toMatchObject({ status: 'failed', failureReason: reason, providerRefundId: submitted.providerRefundId });
+        expect(await paymentOf(order.id)).toMatchObject({ status: 'succeeded', refundedAmount: '0.00' });
+        // What it held is refundable again.
+        const again = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({});
+        expect([again.status, again.body.amount]).toEqual([202, kit.amount]);
+        await refundIn(again.body.id, 'submitted');
+      });
+    }
 
     it("the provider's confirming webhook before the module recorded the provider's answer: it waits for the answer, and the refund ends succeeded", async () => {
       const { order, at } = await paidOrder();
