@@ -26,9 +26,14 @@ import { addStripeRoutes, paymentIntentObject, STRIPE_STUB_KEY, stripeRefundWebh
  * through the provider's OFFICIAL client (nothing mocked: the endpoint's `apiBaseUrl` points at a
  * local stand-in of the provider's API, test/support/provider-stubs/) once, under the refund's id as
  * the provider's idempotency key, `submitted` with the provider's refund id, and confirmed by the
- * provider's webhook; and, where the provider has an authorized state, a capture and a void under
- * `<payment id>:capture` / `<payment id>:void`. The core itself (retries, refusals, history) is
- * tested through a host's provider in test/payments/commands.int-spec.ts.
+ * provider's webhook; the rest refunded; a refund the provider fails later; the confirmation that
+ * comes before the module recorded the provider's answer; and, where the provider has an authorized
+ * state through its webhooks, a capture and a void under `<payment id>:capture` /
+ * `<payment id>:void`, each followed by the provider's webhook. Not reachable, and so not tested
+ * here: Paddle's capture and void (Paddle Billing has no authorized state, and its commands take
+ * refunds only); a refund failing later at Checkout.com and Square (their stub modules have no
+ * helper for it). The core itself (retries, refusals) is tested through a host's provider in
+ * test/payments/commands.int-spec.ts.
  */
 
 /** Ships at once: a paid order goes on as in production; the commands never wait for it. */
