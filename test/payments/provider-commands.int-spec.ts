@@ -656,6 +656,21 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
       expect(none.status).toBe(409);
     });
 
+    it('a 503 from the provider: the outbox tries again with the same key; one refund made', async () => {
+      const { order, at } = await paidOrder();
+      kit.stub.failNext({ status: 503, body: { error: 'scripted 503' } }, (r) => kit.keyOf(r) !== null);
+      const res = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({ amount: '10.00', reason: REASON });
+      const refundId = res.body.id as string;
+      await refundIn(refundId, 'submitted');
+      const sent = sentWith(refundId);
+      expect(sent.map((r) => [r.method, r.path, readBody(r), r.status === 503 ? 503 : r.status < 300])).toEqual([
+        [...kit.refundSent(at, refundId, 1000), 503],
+        [...kit.refundSent(at, refundId, 1000), true],
+      ]);
+      expect(kit.stub.effects.filter((e) => e.key === refundId).map((e) => e.kind)).toEqual(['refund']);
+      expect(await d.outboxMessageOfKey(refundId)).toMatchObject({ status: 'dispatched', attempts: 2 });
+    });
+
     if (kit.failing) {
       const failing = kit.failing.bind(kit);
       it('a refund the provider fails after accepting it (its webhook): failed with its reason, no money moved, the amount refundable again', async () => {
