@@ -156,6 +156,11 @@ export class ProviderEventsService {
       return { status: 'unmatched', outcome: 'payment_not_found' };
     }
     const { payment, isNew } = found;
+    // A refund the provider made and confirmed before the worker recorded its answer: wait for the
+    // answer (a few tries, as for a payment not registered yet), then apply as it stands.
+    if (!isNew && !parkUnmatched && (await this.refunds.mayConfirmUnrecordedRefund(em, payment, event))) {
+      throw new DomainError('REFUND.ANSWER_NOT_RECORDED_YET', `a refund of payment ${event.resourceId} awaits the record of the provider's answer`);
+    }
 
     const parsed = toPaymentChange(event);
     if (!parsed.ok) return { status: 'rejected', outcome: parsed.reason };
@@ -172,7 +177,9 @@ export class ProviderEventsService {
     // refund id, on this payment only): also when the payment itself had it already.
     const refundsMoved = isNew ? 0 : await this.refunds.applyOutcomes(em, payment, event, causeOf(ctx), ctx.eventId);
     if (result.outcome !== 'applied') {
-      if (refundsMoved > 0 && result.outcome === 'already_applied' && event.kind === 'refund_outcome') return { status: 'processed', outcome: 'applied' };
+      // The payment was already there, but a refund moved: the delivery applied that (a Mollie fetch
+      // whose only news is a refund that ended, as a Stripe refund.updated).
+      if (refundsMoved > 0 && result.outcome === 'already_applied') return { status: 'processed', outcome: 'applied' };
       // A payment this event creates is registered all the same (its parked deliveries hear of it).
       if (isNew) await this.changes.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
       return { status: 'processed', outcome: result.outcome };

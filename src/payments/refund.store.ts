@@ -61,6 +61,15 @@ export class RefundStore {
   }
 
   /**
+   * Whether one of the payment's refunds is still `requested`: sent, or about to be, and the
+   * provider's answer (its refund id) not recorded yet.
+   */
+  async hasRequested(em: EntityManager, paymentId: string): Promise<boolean> {
+    const rows: unknown[] = await em.query(`SELECT 1 FROM refunds WHERE payment_id = $1 AND status = 'requested' LIMIT 1`, [paymentId]);
+    return rows.length > 0;
+  }
+
+  /**
    * What a payment's refunds hold (the caller has locked the payment): the amount still on its way
    * (`requested`, `submitted`) and the amount the provider said it refunded (`succeeded`).
    */

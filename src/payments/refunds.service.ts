@@ -17,6 +17,18 @@ import { RefundStore, refundView } from './refund.store';
  * join the order's history and become `refund.*` events, all in the caller's transaction. A move
  * that was not written (another writer moved the refund first) is neither recorded nor announced.
  */
+/** The outcomes of refunds an event states, by the provider's refund id. */
+function outcomesOf(event: ProviderEvent): Map<string, { status: 'succeeded' | 'failed'; reason: string | null }> {
+  const outcomes = new Map<string, { status: 'succeeded' | 'failed'; reason: string | null }>();
+  if (event.refund?.id && (event.kind === 'refunded' || event.kind === 'canceled')) outcomes.set(event.refund.id, { status: 'succeeded', reason: null });
+  for (const o of event.refundOutcomes ?? []) {
+    if (typeof o?.id === 'string' && o.id !== '' && (o.status === 'succeeded' || o.status === 'failed')) {
+      outcomes.set(o.id, { status: o.status, reason: typeof o.reason === 'string' ? o.reason : null });
+    }
+  }
+  return outcomes;
+}
+
 @Injectable()
 export class RefundsService {
   constructor(
@@ -50,13 +62,7 @@ export class RefundsService {
    * refunds moved.
    */
   async applyOutcomes(em: EntityManager, payment: Payment, event: ProviderEvent, cause: HistoryCause, sourceEventId: string): Promise<number> {
-    const outcomes = new Map<string, { status: 'succeeded' | 'failed'; reason: string | null }>();
-    if (event.refund?.id && (event.kind === 'refunded' || event.kind === 'canceled')) outcomes.set(event.refund.id, { status: 'succeeded', reason: null });
-    for (const o of event.refundOutcomes ?? []) {
-      if (typeof o?.id === 'string' && o.id !== '' && (o.status === 'succeeded' || o.status === 'failed')) {
-        outcomes.set(o.id, { status: o.status, reason: typeof o.reason === 'string' ? o.reason : null });
-      }
-    }
+    const outcomes = outcomesOf(event);
     if (outcomes.size === 0) return 0;
     const named = await this.refunds.lockByProviderIds(em, payment.id, [...outcomes.keys()]);
     let moved = 0;
@@ -68,6 +74,23 @@ export class RefundsService {
       if (changed && (await this.saveMove(em, refund, from, cause, sourceEventId, payment))) moved++;
     }
     return moved;
+  }
+
+  /**
+   * Whether `event` may confirm a refund of the payment whose provider id is not recorded yet: it
+   * names a provider refund id none of the payment's refunds carries, while one of them is still
+   * `requested`. The provider may have made that refund and sent its webhook before the worker
+   * recorded its answer; applied now, the event would find no refund to confirm, and the refund
+   * would stay `submitted` for good. The caller waits (the delivery is tried again) a few times.
+   * The `requested` refunds are read before the named ones: an answer committed in between is
+   * then seen by the second read.
+   */
+  async mayConfirmUnrecordedRefund(em: EntityManager, payment: Payment, event: ProviderEvent): Promise<boolean> {
+    const ids = [...outcomesOf(event).keys()];
+    if (ids.length === 0) return false;
+    if (!(await this.refunds.hasRequested(em, payment.id))) return false;
+    const known = new Set((await this.refunds.lockByProviderIds(em, payment.id, ids)).map((r) => r.providerRefundId));
+    return ids.some((id) => !known.has(id));
   }
 
   /** The refund's moves into the history, and its events, in the caller's transaction. */

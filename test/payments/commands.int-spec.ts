@@ -63,7 +63,9 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
         carriers: [],
         carrierAdapters: [carrier],
         commandMaxAttempts: MAX_ATTEMPTS,
-        tuning: { inboxBackoffMs: 50, carrierBackoffBaseMs: 20, carrierBackoffCapMs: 5_000, sweepIntervalMs: 200, sweepAfterMs: 100 },
+        // A delivery that waits (for a payment, for the record of a provider's answer) is tried six
+        // times, 50 ms doubling (about 1.5 s), before it is applied as it stands.
+        tuning: { inboxBackoffMs: 50, unmatchedAfterAttempts: 6, carrierBackoffBaseMs: 20, carrierBackoffCapMs: 5_000, sweepIntervalMs: 200, sweepAfterMs: 100 },
       },
       { platform },
     );
@@ -290,6 +292,54 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
       expect(processed).toMatchObject({ status: 'processed', outcome: 'applied' });
       expect(await refundOf(refundId)).toMatchObject({ status: 'failed', failureReason: 'card expired' });
       expect((await d.getOrder(orderId)).payments[0]).toMatchObject({ status: 'succeeded', refundedAmount: '0.00' });
+    });
+
+    /** The inbox row of an event: waiting (tried again) for the record of a refund's answer. */
+    const waitingForAnswer = (eventId: string) =>
+      eventually(async () => {
+        const [row] = await t.dataSource.query(`SELECT status, last_error AS "lastError" FROM webhook_inbox WHERE event_id = $1`, [eventId]);
+        return row?.status === 'received' && String(row.lastError).startsWith('REFUND.ANSWER_NOT_RECORDED_YET: ') ? row : undefined;
+      }, 15_000, `${eventId} waiting for the answer`);
+
+    it("the provider's webhook confirming the refund before its answer is recorded waits for the answer: the refund ends succeeded", async () => {
+      const { orderId, chargeId } = await paidOrder();
+      // The provider made the refund; its answer to the worker is held (the webhook comes first).
+      const held = stub.holdNext('after');
+      const res = await d.http().post(`/orders/${orderId}/refunds`).set(AUTH).send({ amount: '10.00' });
+      const refundId = res.body.id as string;
+      await held.arrived;
+      const providerRefundId = stub.effects.find((e) => e.key === refundId)!.detail!.id as string;
+      const confirmed = acmeEvent('charge.refunded', chargeId, { merchant: ACCOUNT, refunded: '10.00' });
+      const body = JSON.parse(confirmed.body);
+      body.charge.refund_id = providerRefundId;
+      const text = JSON.stringify(body);
+      expect((await d.http().post('/webhooks/acmepay-main').set(acmeHeaders(SECRET, text)).send(text)).status).toBe(200);
+      await waitingForAnswer(confirmed.eventId);
+      // Nothing moved while it waits.
+      expect((await d.getOrder(orderId)).payments[0]).toMatchObject({ status: 'succeeded', refundedAmount: '0.00' });
+      expect((await refundOf(refundId)).status).toBe('requested');
+      held.release();
+      expect(await d.processed(confirmed.eventId)).toMatchObject({ status: 'processed', outcome: 'applied' });
+      expect(await refundOf(refundId)).toMatchObject({ status: 'succeeded', providerRefundId });
+      expect((await d.getOrder(orderId)).payments[0]).toMatchObject({ status: 'partially_refunded', refundedAmount: '10.00' });
+    });
+
+    it('a refund made elsewhere (the dashboard) while one of ours awaits its answer: applied after the few tries, ours untouched', async () => {
+      const { orderId, chargeId } = await paidOrder();
+      // Ours is held before the provider makes it: it stays `requested` all along.
+      const held = stub.holdNext('before');
+      const ours = await d.http().post(`/orders/${orderId}/refunds`).set(AUTH).send({ amount: '5.00' });
+      await held.arrived;
+      const dashboard = acmeEvent('charge.refunded', chargeId, { merchant: ACCOUNT, refunded: '7.00' });
+      const body = JSON.parse(dashboard.body);
+      body.charge.refund_id = 'rf_made_in_the_dashboard';
+      await deliver('acmepay-main', { eventId: dashboard.eventId, body: JSON.stringify(body) });
+      const [row] = await t.dataSource.query(`SELECT status, outcome, attempts FROM webhook_inbox WHERE event_id = $1`, [dashboard.eventId]);
+      expect(row).toEqual({ status: 'processed', outcome: 'applied', attempts: 6 });
+      expect((await d.getOrder(orderId)).payments[0]).toMatchObject({ status: 'partially_refunded', refundedAmount: '7.00' });
+      expect((await refundOf(ours.body.id)).status).toBe('requested');
+      held.release();
+      await refundIn(ours.body.id, 'submitted');
     });
 
     it("another account's event naming the refund's provider id moves nothing", async () => {

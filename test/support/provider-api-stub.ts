@@ -194,7 +194,8 @@ export class ProviderApiStub {
         before.arrive(request);
         await before.released;
       }
-      const answer = await route.handle(request, path.match(route.path)!);
+      // The answer as it was when made (a handler's object may change later, as the provider's state does).
+      const answer = snapshot(await route.handle(request, path.match(route.path)!));
       // Only a completed request's answer is kept (a 5xx is the provider's own failure: not kept).
       if (slot !== null && answer.status < 500) this.firstAnswers.set(slot, answer);
       const after = this.takeHold(request, 'after');
@@ -228,4 +229,8 @@ function keyOf(where: string, request: StubRequest): string | null {
   }
   const value = request.headers[where];
   return typeof value === 'string' && value !== '' ? value : null;
+}
+
+function snapshot(answer: StubAnswer): StubAnswer {
+  return answer.body === undefined ? answer : { ...answer, body: JSON.parse(JSON.stringify(answer.body)) };
 }
