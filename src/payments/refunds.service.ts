@@ -12,11 +12,6 @@ import { Refund } from './refund.entity';
 import type { RefundStatus } from './refund.state';
 import { RefundStore, refundView } from './refund.store';
 
-/**
- * The Refund aggregate's unit of work: where a refund is inserted or moved, and where its moves
- * join the order's history and become `refund.*` events, all in the caller's transaction. A move
- * that was not written (another writer moved the refund first) is neither recorded nor announced.
- */
 /** The outcomes of refunds an event states, by the provider's refund id. */
 function outcomesOf(event: ProviderEvent): Map<string, { status: 'succeeded' | 'failed'; reason: string | null }> {
   const outcomes = new Map<string, { status: 'succeeded' | 'failed'; reason: string | null }>();
@@ -29,6 +24,11 @@ function outcomesOf(event: ProviderEvent): Map<string, { status: 'succeeded' | '
   return outcomes;
 }
 
+/**
+ * The Refund aggregate's unit of work: where a refund is inserted or moved, and where its moves
+ * join the order's history and become `refund.*` events, all in the caller's transaction. A move
+ * that was not written (another writer moved the refund first) is neither recorded nor announced.
+ */
 @Injectable()
 export class RefundsService {
   constructor(
