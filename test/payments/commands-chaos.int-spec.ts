@@ -1,0 +1,346 @@
+import type { EndpointDefinition } from '../../src/config/options';
+import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from '../../src/fulfillment/carriers/carrier';
+import { signedHeaders } from '../../src/testing/sign';
+import { CURRENT_API_VERSION, stripeEvent, stripeId } from '../fixtures/stripe';
+import { AUTH, createTestApp, eventually, TestApp } from '../support/app';
+import { driver } from '../support/domain';
+import { HistoryItem, orderHistoryProblems } from '../support/history-check';
+import { ProviderApiStub, ScriptedFailure, StubRequest } from '../support/provider-api-stub';
+import { addStripeRoutes, paymentIntentObject, STRIPE_STUB_KEY, StripeStub, stripeRefundWebhook } from '../support/provider-stubs/stripe';
+
+/**
+ * CONTRACT §3.1 and §3.2 under chaos: refunds of Stripe payments (the official client, against a
+ * local stand-in of Stripe's API) while the provider answers 429 (with Retry-After), 5xx, drops the
+ * connection, or answers after the client gave up; some refunds it refuses, some it fails later.
+ * The paying webhook arrives twice at once; the refund requests are sent twice under one
+ * Idempotency-Key; the confirming webhooks (`refund.updated`, `refund.failed`, the cumulative
+ * `charge.refunded`, the older `charge.refund.updated` naming the same outcome) arrive shuffled, each
+ * twice (at once, right after, or later), and some are replayed by an operator. Several orders run
+ * at once, on the app with its workers, the real PostgreSQL and Redis.
+ *
+ * Checked for every order at the end: each refund sent under its own id on every attempt and made
+ * once at the provider (never for one it refused), each refund's final status, the payment's
+ * refunded amount and status, the order's status; each refund's moves in the history exactly; and
+ * the whole history sound (test/support/history-check.ts): each change once, in order, consistent
+ * with the final states.
+ *
+ * Replay: `CHAOS_SEED=<n> npx jest test/payments/commands-chaos` (the seed is in the test's name);
+ * `CHAOS_ORDERS` (default 8) sets how many orders run at once.
+ */
+const SEED = Number(process.env.CHAOS_SEED ?? 20261207);
+const ORDERS = Number(process.env.CHAOS_ORDERS ?? 8);
+const WEBHOOK_SECRET = 'whsec_Y29tbWFuZHMtY2hhb3Mtc3RyaXBlLTAwMQ==';
+const ACCOUNT = 'acct_1CommandsChaos000000000';
+/** Enough for two scripted failures and a late answer (its timeout, then the first answer again), with room for a slow machine. */
+const MAX_ATTEMPTS = 10;
+const TOTAL_MINOR = 4990;
+
+/** Ships at once. */
+class Carrier implements CarrierAdapter {
+  readonly name = 'default';
+  private shipped = 0;
+  async ship(_request: ShipmentRequest): Promise<ShipmentResult> {
+    return { ok: true, shipmentId: `shp_chaos_${++this.shipped}` };
+  }
+}
+
+/** A small seeded generator (mulberry32): the same seed, the same run. */
+function generator(seed: number) {
+  let a = seed >>> 0;
+  const next = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (min: number, max: number) => min + Math.floor(next() * (max - min + 1));
+  const pick = <T>(xs: readonly T[]): T => xs[int(0, xs.length - 1)];
+  const shuffle = <T>(xs: readonly T[]): T[] => {
+    const out = [...xs];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = int(0, i);
+      [out[i], out[j]] = [out[j], out[i]];
+    }
+    return out;
+  };
+  return { next, int, pick, shuffle };
+}
+type Rng = ReturnType<typeof generator>;
+
+/**
+ * What the provider does to one refund's calls: a scripted failure before the refund is made, or
+ * (`late`) the refund made and its answer held past the client's timeout, so the call is made
+ * again under the same key and answered the first result.
+ */
+type Fault = { failure: ScriptedFailure; label: string } | { late: true; label: 'late' };
+/** How the refund ends: refused by the API (402, failed at once), or made and later confirmed or failed by Stripe's webhook. */
+type Fate = 'refused' | 'succeeded' | 'failed';
+
+interface PlannedRefund {
+  /** The refund's reason, sent to Stripe in its metadata: how the stub's requests are told apart. */
+  reason: string;
+  /** Minor units; null for "what is still refundable". */
+  amountMinor: number | null;
+  faults: Fault[];
+  fate: Fate;
+  /** Sent twice under one Idempotency-Key: one after the other, or at once. */
+  twice: 'no' | 'after' | 'concurrent';
+}
+
+/** What the stub records for a call the fault met: its status; 0 for a dropped connection or an answer the client no longer waited for. */
+const statusOf = (f: Fault): number => ('late' in f || 'drop' in f.failure ? 0 : f.failure.status);
+
+const TRANSIENT: Fault[] = [
+  { failure: { status: 429, retryAfter: '0' }, label: '429' },
+  { failure: { status: 429, retryAfter: '1' }, label: '429 Retry-After 1' },
+  { failure: { status: 500 }, label: '500' },
+  { failure: { status: 503 }, label: '503' },
+  { failure: { drop: true }, label: 'drop' },
+  { late: true, label: 'late' },
+];
+
+function planRefunds(rng: Rng, order: number): PlannedRefund[] {
+  const n = rng.int(1, 3);
+  // The whole amount in `n` parts (the last one "the rest") or less than it.
+  const full = rng.next() < 0.5;
+  const cuts = Array.from({ length: n - 1 }, () => rng.int(1, TOTAL_MINOR - 1)).sort((a, b) => a - b);
+  const parts = [...cuts, TOTAL_MINOR].map((c, i, all) => c - (i === 0 ? 0 : all[i - 1])).filter((p) => p > 0);
+  return parts.map((part, i) => {
+    const last = i === parts.length - 1;
+    let faults: Fault[] = [];
+    for (let k = rng.int(0, 2); k > 0; k--) {
+      const fault = rng.pick(TRANSIENT);
+      if ('late' in fault && faults.some((f) => 'late' in f)) continue;
+      faults.push(fault);
+    }
+    const roll = rng.next();
+    const fate: Fate = roll < 0.15 ? 'refused' : roll < 0.3 ? 'failed' : 'succeeded';
+    // A refusal ends the calls: an answer held after it would never be asked for.
+    if (fate === 'refused') faults = faults.filter((f) => !('late' in f));
+    const twice = rng.pick(['no', 'no', 'after', 'concurrent'] as const);
+    return {
+      reason: `chaos ${SEED} order ${order} refund ${i}`,
+      amountMinor: last && full ? null : full ? part : Math.max(1, Math.floor(part * rng.next())),
+      faults,
+      fate,
+      twice,
+    };
+  });
+}
+
+describe(`payment commands under chaos: refunds of Stripe payments, faults at the provider, confirming webhooks twice and out of order (seed ${SEED})`, () => {
+  const stub = new ProviderApiStub();
+  let stripe: StripeStub;
+  let t: TestApp;
+  let d: ReturnType<typeof driver>;
+  /** Every order's planned refunds, for the run's non-vacuity check. */
+  const plans: PlannedRefund[] = [];
+
+  beforeAll(async () => {
+    await stub.start();
+    stripe = addStripeRoutes(stub);
+    // Stripe's answer says `pending`: the refund is `submitted`, and its webhook ends it.
+    stripe.refundStatus = 'pending';
+    const endpoints: EndpointDefinition[] = [
+      { id: 'stripe-chaos', provider: 'stripe', secrets: [WEBHOOK_SECRET], merchantAccountId: ACCOUNT, apiKey: STRIPE_STUB_KEY, apiBaseUrl: stub.baseUrl },
+    ];
+    t = await createTestApp({
+      endpoints,
+      runWorkers: true,
+      carriers: [],
+      carrierAdapters: [new Carrier()],
+      commandMaxAttempts: MAX_ATTEMPTS,
+      tuning: {
+        inboxBackoffMs: 50,
+        carrierBackoffBaseMs: 20,
+        carrierBackoffCapMs: 200,
+        sweepIntervalMs: 200,
+        sweepAfterMs: 100,
+        // A held answer is given up on after a second: the call is made again under the same key.
+        providerApiTimeoutMs: 1_000,
+      },
+    });
+    d = driver(t);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await stub.stop();
+  });
+
+  const reasonOf = (r: StubRequest) => new URLSearchParams(r.text).get('metadata[reason]');
+  const apiGet = async (path: string) => {
+    const res = await d.http().get(path).set(AUTH);
+    return { status: res.status, body: res.body };
+  };
+
+  async function deliver(text: string): Promise<{ status: number; body: unknown }> {
+    const res = await d.http().post('/webhooks/stripe-chaos').set(signedHeaders('stripe', WEBHOOK_SECRET, text)).send(text);
+    return { status: res.status, body: res.body };
+  }
+
+  /** Delivers `text` as the plan says (once, twice in a row, twice at once); every answer is 200, exactly one `accepted` per event. */
+  async function deliverAll(plan: Array<{ eventId: string; text: string; concurrent: boolean }>): Promise<void> {
+    const accepted = new Map<string, number>();
+    for (const step of plan) {
+      const answers = step.concurrent ? await Promise.all([deliver(step.text), deliver(step.text)]) : [await deliver(step.text)];
+      for (const a of answers) {
+        expect(a).toEqual({ status: 200, body: { status: expect.stringMatching(/^(accepted|duplicate)$/), eventId: step.eventId } });
+        if ((a.body as { status: string }).status === 'accepted') accepted.set(step.eventId, (accepted.get(step.eventId) ?? 0) + 1);
+      }
+    }
+    const eventIds = [...new Set(plan.map((s) => s.eventId))];
+    expect(eventIds.map((id) => [id, accepted.get(id)])).toEqual(eventIds.map((id) => [id, 1]));
+  }
+
+  /** Waits until none of these events' deliveries is left to process. */
+  const settled = (eventIds: string[]) =>
+    eventually(
+      async () => (await d.count(`SELECT 1 FROM webhook_inbox WHERE event_id = ANY($1) AND status = 'received'`, [eventIds])) === 0,
+      30_000,
+      `the deliveries of ${eventIds.length} events processed`,
+    );
+
+  /** One order's run, start to end; throws what went wrong, with the order's number. */
+  async function runOrder(index: number, rng: Rng): Promise<void> {
+    const order = await d.createOrder('49.90', 'EUR');
+    const p = stripe.addPayment({ amount: TOTAL_MINOR, currency: 'eur', orderId: order.id });
+    const sp = { version: CURRENT_API_VERSION, paymentIntentId: p.id, chargeId: p.chargeId, amount: p.amount, currency: p.currency, orderId: order.id };
+
+    // Paid: the webhook twice at once.
+    const paid = stripeEvent(sp, 'payment_intent.succeeded', paymentIntentObject(p));
+    await deliverAll([{ eventId: paid.eventId, text: JSON.stringify(paid.body), concurrent: true }]);
+    await eventually(async () => (await d.getOrder(order.id)).status === 'fulfilled', 15_000, `order ${index} fulfilled`);
+
+    // The refunds, each with its faults scripted before it is asked.
+    const planned = planRefunds(rng, index);
+    plans.push(...planned);
+    const refunds: Array<PlannedRefund & { id: string; amountMinor: number }> = [];
+    const releases: Array<Promise<unknown>> = [];
+    for (const plan of planned) {
+      const mine = (r: StubRequest) => reasonOf(r) === plan.reason;
+      for (const f of plan.faults) if ('failure' in f) stub.failNext(f.failure, mine);
+      if (plan.fate === 'refused') stub.failNext({ status: 402, body: { error: { type: 'invalid_request_error', code: 'balance_insufficient', message: 'Insufficient balance' } } }, mine);
+      if (plan.faults.some((f) => 'late' in f)) {
+        const held = stub.holdNext('after', mine);
+        // Released once the call made again under the key (the client gave up on this one) got the first answer.
+        releases.push(held.arrived.then(() => eventually(async () => stub.requests.some((r) => mine(r) && r.status === 200), 30_000, `the first answer again for ${plan.reason}`)).finally(() => held.release()));
+      }
+      const key = `chaos-${SEED}-${index}-${refunds.length}`;
+      const body = { ...(plan.amountMinor === null ? {} : { amount: (plan.amountMinor / 100).toFixed(2) }), reason: plan.reason };
+      const ask = () => d.http().post(`/orders/${order.id}/refunds`).set(AUTH).set('Idempotency-Key', key).send(body);
+      const answers = plan.twice === 'concurrent' ? await Promise.all([ask(), ask()]) : plan.twice === 'after' ? [await ask(), await ask()] : [await ask()];
+      for (const a of answers) expect({ plan: plan.reason, status: a.status }).toEqual({ plan: plan.reason, status: 202 });
+      for (const a of answers.slice(1)) expect(a.body).toEqual(answers[0].body);
+      const made = answers[0].body as { id: string; amount: string };
+      refunds.push({ ...plan, id: made.id, amountMinor: Math.round(Number(made.amount) * 100) });
+    }
+
+    // Each refund answered: refused ones failed at once, the others submitted with Stripe's id.
+    for (const r of refunds) {
+      const want = r.fate === 'refused' ? 'failed' : 'submitted';
+      await eventually(async () => (await apiGet(`/refunds/${r.id}`)).body.status === want, 30_000, `${r.reason} ${want}`);
+    }
+
+    // Stripe ends them: confirmed or failed, one at a time, with the charge's cumulative refunded amount after each success.
+    const events: Array<{ eventId: string; text: string }> = [];
+    for (const r of refunds.filter((x) => x.fate !== 'refused')) {
+      const providerRefundId = (await apiGet(`/refunds/${r.id}`)).body.providerRefundId as string;
+      stripe.refunds.get(providerRefundId)!.status = r.fate === 'succeeded' ? 'succeeded' : 'failed';
+      const outcome = stripeRefundWebhook(stripe, providerRefundId, { type: r.fate === 'succeeded' ? 'refund.updated' : 'refund.failed' });
+      events.push({ eventId: outcome.eventId, text: outcome.body });
+      if (rng.next() < 0.3) {
+        // The older name of the same event, as another event: the same outcome again.
+        const alias = JSON.parse(outcome.body);
+        alias.id = stripeId('evt');
+        alias.type = 'charge.refund.updated';
+        events.push({ eventId: alias.id, text: JSON.stringify(alias) });
+      }
+      if (r.fate === 'succeeded') {
+        const charge = stripeRefundWebhook(stripe, providerRefundId, { type: 'charge.refunded' });
+        events.push({ eventId: charge.eventId, text: charge.body });
+      }
+    }
+    // Shuffled, and each twice: at once, right after, or later in the run.
+    const plan: Array<{ eventId: string; text: string; concurrent: boolean }> = rng.shuffle(events).map((e) => ({ ...e, concurrent: false }));
+    for (const e of events) {
+      const at = plan.findIndex((s) => s.eventId === e.eventId);
+      const how = rng.pick(['concurrent', 'after', 'later'] as const);
+      if (how === 'concurrent') plan[at] = { ...plan[at], concurrent: true };
+      else plan.splice(how === 'after' ? at + 1 : rng.int(at + 1, plan.length), 0, { ...e, concurrent: false });
+    }
+    await deliverAll(plan);
+    const eventIds = [paid.eventId, ...events.map((e) => e.eventId)];
+    await settled(eventIds);
+
+    // An operator replays two of the deliveries: nothing changes.
+    for (const eventId of [rng.pick(eventIds), rng.pick(eventIds)]) {
+      const [{ id }] = await t.dataSource.query(`SELECT id FROM webhook_inbox WHERE event_id = $1`, [eventId]);
+      const replay = await d.http().post(`/admin/webhook-deliveries/${id}/reprocess`).set(AUTH);
+      expect([202, 409]).toContain(replay.status);
+    }
+    await settled(eventIds);
+
+    await Promise.all(releases);
+    await checkOrder(index, order.id, p.id, refunds);
+  }
+
+  async function checkOrder(index: number, orderId: string, paymentIntentId: string, refunds: Array<PlannedRefund & { id: string; amountMinor: number }>): Promise<void> {
+    const label = `order ${index} (${orderId})`;
+    // At the provider: every call of a refund under its id; one refund made for each it accepted.
+    for (const r of refunds) {
+      // Each scripted failure, the held call, and the call that ended it.
+      const atLeast = r.faults.length + 1;
+      const calls = await eventually(async () => {
+        const made = stub.requests.filter((q) => q.path === '/v1/refunds' && reasonOf(q) === r.reason);
+        return made.length >= atLeast ? made : undefined;
+      }, 5_000, `${atLeast} calls for ${r.reason}`);
+      expect({ refund: r.reason, keys: [...new Set(calls.map((q) => q.key))], statuses: [...new Set(calls.map((q) => q.status))].sort() }).toEqual({
+        refund: r.reason,
+        keys: [r.id],
+        statuses: [...new Set([...r.faults.map(statusOf), r.fate === 'refused' ? 402 : 200])].sort(),
+      });
+      expect({ refund: r.reason, made: stub.effects.filter((e) => e.key === r.id).length }).toEqual({ refund: r.reason, made: r.fate === 'refused' ? 0 : 1 });
+    }
+    expect({ label, made: stripe.payments.get(paymentIntentId)!.refunds.length }).toEqual({ label, made: refunds.filter((r) => r.fate !== 'refused').length });
+
+    // The final states.
+    const refunded = refunds.filter((r) => r.fate === 'succeeded').reduce((sum, r) => sum + r.amountMinor, 0);
+    const view = await d.getOrder(orderId);
+    expect({ label, order: view.status, payments: view.payments.map((p: { status: string; refundedAmount: string }) => [p.status, p.refundedAmount]) }).toEqual({
+      label,
+      order: refunded === TOTAL_MINOR ? 'refunded' : 'fulfilled',
+      payments: [[refunded === 0 ? 'succeeded' : refunded === TOTAL_MINOR ? 'refunded' : 'partially_refunded', (refunded / 100).toFixed(2)]],
+    });
+    const statuses = await Promise.all(refunds.map(async (r) => [r.reason, (await apiGet(`/refunds/${r.id}`)).body.status]));
+    expect(statuses).toEqual(refunds.map((r) => [r.reason, r.fate === 'succeeded' ? 'succeeded' : 'failed']));
+
+    // Each refund's moves, exactly, once each.
+    const items = (await apiGet(`/orders/${orderId}/history`)).body.items as HistoryItem[];
+    for (const r of refunds) {
+      const moves = items.filter((i) => i.entityId === r.id).map((i) => [i.from, i.to, i.cause.kind]);
+      const ends: Array<[string | null, string, string]> =
+        r.fate === 'refused'
+          ? [['requested', 'failed', 'provider-api']]
+          : [
+              ['requested', 'submitted', 'provider-api'],
+              ['submitted', r.fate, 'delivery'],
+            ];
+      expect({ refund: r.reason, moves }).toEqual({ refund: r.reason, moves: [[null, 'requested', 'api'], ...ends] });
+    }
+    // And the whole history sound.
+    expect({ label, problems: await orderHistoryProblems(apiGet, orderId) }).toEqual({ label, problems: [] });
+  }
+
+  it(`${ORDERS} orders at once, 1 to 3 refunds each`, async () => {
+    const t0 = Date.now();
+    const results = await Promise.allSettled(Array.from({ length: ORDERS }, (_, i) => runOrder(i, generator(SEED * 1_000 + i))));
+    const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [`order ${i}: ${(r.reason as Error)?.stack ?? String(r.reason)}`] : []));
+    if (failures.length > 0) throw new Error(`seed ${SEED}: ${failures.length} of ${ORDERS} orders went wrong\n${failures.join('\n\n')}`);
+    // Not vacuous: the run met every fault, every fate, and full and partial refunds.
+    const seen = new Set(plans.flatMap((p) => [...p.faults.map((f) => f.label), p.fate, `twice ${p.twice}`]));
+    // eslint-disable-next-line no-console
+    console.log(`chaos seed ${SEED}: ${ORDERS} orders, ${plans.length} refunds, ${stub.requests.length} calls to the stub, in ${Date.now() - t0} ms; seen ${[...seen].sort().join(', ')}`);
+    expect([...TRANSIENT.map((f) => f.label), 'refused', 'failed', 'succeeded', 'twice after', 'twice concurrent'].filter((k) => !seen.has(k))).toEqual([]);
+  }, 180_000);
+});
