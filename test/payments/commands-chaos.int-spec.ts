@@ -281,6 +281,10 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     }
     await settled(eventIds);
 
+    // Every delivery processed (a duplicate outcome or a stale snapshot is processed too): none failed, none parked.
+    const ended: Array<{ status: string }> = await t.dataSource.query(`SELECT status FROM webhook_inbox WHERE event_id = ANY($1)`, [eventIds]);
+    expect({ label: `order ${index}`, ended: ended.map((e) => e.status) }).toEqual({ label: `order ${index}`, ended: eventIds.map(() => 'processed') });
+
     await Promise.all(releases);
     await checkOrder(index, order.id, p.id, refunds);
   }
@@ -337,10 +341,12 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     const results = await Promise.allSettled(Array.from({ length: ORDERS }, (_, i) => runOrder(i, generator(SEED * 1_000 + i))));
     const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [`order ${i}: ${(r.reason as Error)?.stack ?? String(r.reason)}`] : []));
     if (failures.length > 0) throw new Error(`seed ${SEED}: ${failures.length} of ${ORDERS} orders went wrong\n${failures.join('\n\n')}`);
-    // Not vacuous: the run met every fault, every fate, and full and partial refunds.
+    // Not vacuous: the default run meets every fault, every fate, and each way of asking twice.
     const seen = new Set(plans.flatMap((p) => [...p.faults.map((f) => f.label), p.fate, `twice ${p.twice}`]));
     // eslint-disable-next-line no-console
     console.log(`chaos seed ${SEED}: ${ORDERS} orders, ${plans.length} refunds, ${stub.requests.length} calls to the stub, in ${Date.now() - t0} ms; seen ${[...seen].sort().join(', ')}`);
-    expect([...TRANSIENT.map((f) => f.label), 'refused', 'failed', 'succeeded', 'twice after', 'twice concurrent'].filter((k) => !seen.has(k))).toEqual([]);
+    if (process.env.CHAOS_SEED === undefined && ORDERS >= 8) {
+      expect([...TRANSIENT.map((f) => f.label), 'refused', 'failed', 'succeeded', 'twice after', 'twice concurrent'].filter((k) => !seen.has(k))).toEqual([]);
+    }
   }, 180_000);
 });

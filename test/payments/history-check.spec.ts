@@ -62,6 +62,25 @@ describe('historyProblems', () => {
     expect(historyProblems(retried, current)).toEqual([]);
   });
 
+  it('partial refunds one after another: the payment\'s moves from partially_refunded to itself, each by its own delivery', () => {
+    const { items, current } = sound();
+    const partial = (n: number) => ({ kind: 'delivery', deliveryId: `d-p${n}`, eventId: `evt_p${n}`, provider: 'stripe' });
+    const refunds = [
+      ...items.slice(0, 7),
+      item('payment', PAYMENT, 'succeeded', 'partially_refunded', partial(1)),
+      item('payment', PAYMENT, 'partially_refunded', 'partially_refunded', partial(2)),
+      item('payment', PAYMENT, 'partially_refunded', 'partially_refunded', partial(3)),
+    ];
+    const now = { ...current, order: { id: ORDER, status: 'fulfilled' }, payments: [{ id: PAYMENT, status: 'partially_refunded' }], refunds: [] };
+    expect(historyProblems(refunds, now)).toEqual([]);
+    // The same delivery's amount move twice is a duplicate.
+    const twice = [...refunds.slice(0, 9), { ...refunds[8], at: refunds[9].at }];
+    expect(historyProblems(twice, now)).toEqual([
+      `payment ${PAYMENT}: moves 3 and 4 are both partially_refunded→partially_refunded`,
+      `payment ${PAYMENT}: delivery d-p2 made partially_refunded→partially_refunded twice`,
+    ]);
+  });
+
   it('a move listed twice (a duplicate delivery applied again)', () => {
     const { items, current } = sound();
     const twice = [...items.slice(0, 10), { ...items[9] }, ...items.slice(10)];
@@ -76,8 +95,9 @@ describe('historyProblems', () => {
     const { items, current } = sound();
     const gap = items.filter((_, i) => i !== 8);
     expect(historyProblems(gap, current)).toEqual([`refund ${REFUND}: move 1 (submitted→succeeded) does not start where move 0 (∅→requested) ended`]);
-    const self = [...items.slice(0, 3), item('payment', PAYMENT, 'succeeded', 'succeeded', paidDelivery), ...items.slice(3)].map((i, n) => ({ ...i, at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString() }));
-    expect(historyProblems(self, current)).toEqual([`payment ${PAYMENT}: move 2 goes from succeeded to itself`]);
+    // Only a payment's amounts move without its status; a fulfillment's or an order's never does.
+    const self = [...items.slice(0, 5), item('fulfillment', FULFILLMENT, 'requested', 'requested', paidDelivery), ...items.slice(5)].map((i, n) => ({ ...i, at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)).toISOString() }));
+    expect(historyProblems(self, current)).toEqual([`fulfillment ${FULFILLMENT}: move 1 goes from requested to itself`]);
     const uncreated = items.filter((_, i) => i !== 7);
     expect(historyProblems(uncreated, current)).toEqual([`refund ${REFUND}: its first move is requested→submitted, not its creation`]);
   });
