@@ -1,7 +1,7 @@
 import type { EndpointDefinition } from '../../src/config/options';
 import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from '../../src/fulfillment/carriers/carrier';
 import { signedHeaders } from '../../src/testing/sign';
-import { CURRENT_API_VERSION, stripeEvent, stripeId } from '../fixtures/stripe';
+import { CURRENT_API_VERSION, StripePayment, stripeEvent, stripeId } from '../fixtures/stripe';
 import { AUTH, createTestApp, eventually, TestApp } from '../support/app';
 import { driver } from '../support/domain';
 import { HistoryItem, orderHistoryProblems } from '../support/history-check';
@@ -205,7 +205,7 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
   async function runOrder(index: number, rng: Rng): Promise<void> {
     const order = await d.createOrder('49.90', 'EUR');
     const p = stripe.addPayment({ amount: TOTAL_MINOR, currency: 'eur', orderId: order.id });
-    const sp = { version: CURRENT_API_VERSION, paymentIntentId: p.id, chargeId: p.chargeId, amount: p.amount, currency: p.currency, orderId: order.id };
+    const sp: StripePayment = { version: CURRENT_API_VERSION, paymentIntentId: p.id, chargeId: p.chargeId, amount: p.amount, currency: p.currency, orderId: order.id };
 
     // Paid: the webhook twice at once.
     const paid = stripeEvent(sp, 'payment_intent.succeeded', paymentIntentObject(p));
@@ -295,10 +295,10 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     for (const r of refunds) {
       // Each scripted failure, the held call, and the call that ended it.
       const atLeast = r.faults.length + 1;
-      const calls = await eventually(async () => {
+      const calls = (await eventually(async () => {
         const made = stub.requests.filter((q) => q.path === '/v1/refunds' && reasonOf(q) === r.reason);
         return made.length >= atLeast ? made : undefined;
-      }, 5_000, `${atLeast} calls for ${r.reason}`);
+      }, 5_000, `${atLeast} calls for ${r.reason}`))!;
       expect({ refund: r.reason, keys: [...new Set(calls.map((q) => q.key))], statuses: [...new Set(calls.map((q) => q.status))].sort() }).toEqual({
         refund: r.reason,
         keys: [r.id],
