@@ -8,6 +8,7 @@ import { TransactionEvents } from '../../src/outbox/transaction-events';
 import { acmeEvent, acmeHeaders } from '../support/acme-provider';
 import { acmePayApi, acmePayProvider } from '../support/acme-pay-provider';
 import { ProviderApiStub } from '../support/provider-api-stub';
+import { orderHistoryProblems } from '../support/history-check';
 
 /**
  * CONTRACT §3.1, the core of the payment commands, end to end on the real PostgreSQL and Redis with
@@ -460,5 +461,24 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
         carrier.delayMs = 0;
       }
     });
+  });
+
+  /**
+   * After every test above (duplicates, replays, retries, refusals, races): every order's history
+   * lists each change once, in order, and ends where the order and what it holds stand.
+   */
+  it('after them all: every order\'s history is sound', async () => {
+    const orders: Array<{ id: string }> = await t.dataSource.query(`SELECT id FROM orders ORDER BY id`);
+    expect(orders.length).toBeGreaterThan(30);
+    const apiGet = async (path: string) => {
+      const res = await d.http().get(path).set(AUTH);
+      return { status: res.status, body: res.body };
+    };
+    const unsound: Record<string, string[]> = {};
+    for (const { id } of orders) {
+      const problems = await orderHistoryProblems(apiGet, id);
+      if (problems.length > 0) unsound[id] = problems;
+    }
+    expect(unsound).toEqual({});
   });
 });
