@@ -469,7 +469,6 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
    */
   it('after them all: every order\'s history is sound', async () => {
     const orders: Array<{ id: string }> = await t.dataSource.query(`SELECT id FROM orders ORDER BY id`);
-    expect(orders.length).toBeGreaterThan(30);
     const apiGet = async (path: string) => {
       const res = await d.http().get(path).set(AUTH);
       return { status: res.status, body: res.body };
