@@ -74,6 +74,12 @@ export class RefundStore {
     return { outstandingMinor: BigInt(row.outstanding), succeededMinor: BigInt(row.succeeded) };
   }
 
+  /** Whether a refund of the payment is `requested`: sent, or about to be, with no answer of the provider recorded. */
+  async hasRequested(em: EntityManager, paymentId: string): Promise<boolean> {
+    const rows: unknown[] = await em.query(`SELECT 1 FROM refunds WHERE payment_id = $1 AND status = 'requested' LIMIT 1`, [paymentId]);
+    return rows.length > 0;
+  }
+
   async find(db: Queryable, id: string): Promise<Refund | null> {
     const [row] = await db.query(`SELECT ${REFUND_COLUMNS} FROM refunds WHERE id = $1`, [id]);
     return row ? refundFromRow(row) : null;

@@ -47,9 +47,11 @@ export class RefundsService {
    * What a provider event says of the refunds this module asked for on `payment` (locked by the
    * caller): each one it names by `providerRefundId` succeeds or fails as the event says. A refund of
    * its own amount (`event.refund`, applied or already applied) confirms itself. Returns how many
-   * refunds moved.
+   * refunds moved, and whether the event came too early: it names a provider refund id none of the
+   * payment's refunds holds yet while one of them is `requested` (the provider answered, and that
+   * answer, which carries the id, is not recorded yet: a worker between the call and its commit).
    */
-  async applyOutcomes(em: EntityManager, payment: Payment, event: ProviderEvent, cause: HistoryCause, sourceEventId: string): Promise<number> {
+  async applyOutcomes(em: EntityManager, payment: Payment, event: ProviderEvent, cause: HistoryCause, sourceEventId: string): Promise<{ moved: number; early: boolean }> {
     const outcomes = new Map<string, { status: 'succeeded' | 'failed'; reason: string | null }>();
     if (event.refund?.id && (event.kind === 'refunded' || event.kind === 'canceled')) outcomes.set(event.refund.id, { status: 'succeeded', reason: null });
     for (const o of event.refundOutcomes ?? []) {
@@ -57,8 +59,10 @@ export class RefundsService {
         outcomes.set(o.id, { status: o.status, reason: typeof o.reason === 'string' ? o.reason : null });
       }
     }
-    if (outcomes.size === 0) return 0;
+    if (outcomes.size === 0) return { moved: 0, early: false };
     const named = await this.refunds.lockByProviderIds(em, payment.id, [...outcomes.keys()]);
+    const unknown = [...outcomes.keys()].some((id) => !named.some((r) => r.providerRefundId === id));
+    const early = unknown && (await this.refunds.hasRequested(em, payment.id));
     let moved = 0;
     const now = new Date();
     for (const refund of named) {
@@ -67,7 +71,7 @@ export class RefundsService {
       const changed = outcome.status === 'succeeded' ? refund.succeeded(null, now) : refund.failed(outcome.reason ?? 'the provider reports the refund failed', now);
       if (changed && (await this.saveMove(em, refund, from, cause, sourceEventId, payment))) moved++;
     }
-    return moved;
+    return { moved, early };
   }
 
   /** The refund's moves into the history, and its events, in the caller's transaction. */

@@ -168,6 +168,15 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     await stub.stop();
   });
 
+  /** Stripe ends a refund: a new object in its place (the one answered earlier stays as it was sent). */
+  function finish(providerRefundId: string, status: 'succeeded' | 'failed'): void {
+    const before = stripe.refunds.get(providerRefundId)!;
+    const after = { ...before, status };
+    stripe.refunds.set(providerRefundId, after);
+    const refunds = stripe.payments.get(before.payment_intent as string)!.refunds;
+    refunds[refunds.indexOf(before)] = after;
+  }
+
   const reasonOf = (r: StubRequest) => new URLSearchParams(r.text).get('metadata[reason]');
   const apiGet = async (path: string) => {
     const res = await d.http().get(path).set(AUTH);
@@ -246,7 +255,7 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     const events: Array<{ eventId: string; text: string }> = [];
     for (const r of refunds.filter((x) => x.fate !== 'refused')) {
       const providerRefundId = (await apiGet(`/refunds/${r.id}`)).body.providerRefundId as string;
-      stripe.refunds.get(providerRefundId)!.status = r.fate === 'succeeded' ? 'succeeded' : 'failed';
+      finish(providerRefundId, r.fate === 'succeeded' ? 'succeeded' : 'failed');
       const outcome = stripeRefundWebhook(stripe, providerRefundId, { type: r.fate === 'succeeded' ? 'refund.updated' : 'refund.failed' });
       events.push({ eventId: outcome.eventId, text: outcome.body });
       if (rng.next() < 0.3) {
@@ -335,6 +344,54 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     // And the whole history sound.
     expect({ label, problems: await orderHistoryProblems(apiGet, orderId) }).toEqual({ label, problems: [] });
   }
+
+  it("Stripe's confirmation arrives while the refund's answer is not recorded yet: the refund still ends succeeded, each move once", async () => {
+    const order = await d.createOrder('49.90', 'EUR');
+    const p = stripe.addPayment({ amount: TOTAL_MINOR, currency: 'eur', orderId: order.id });
+    const sp: StripePayment = { version: CURRENT_API_VERSION, paymentIntentId: p.id, chargeId: p.chargeId, amount: p.amount, currency: p.currency, orderId: order.id };
+    const paid = stripeEvent(sp, 'payment_intent.succeeded', paymentIntentObject(p));
+    await deliverAll([{ eventId: paid.eventId, text: JSON.stringify(paid.body), concurrent: false }]);
+    await eventually(async () => (await d.getOrder(order.id)).status === 'fulfilled', 15_000, 'the order fulfilled');
+
+    // The refund is made, and its answer held: the worker's call times out; the calls made again fail (503) meanwhile.
+    const reason = `chaos ${SEED} early confirmation`;
+    const mine = (r: StubRequest) => reasonOf(r) === reason;
+    const held = stub.holdNext('after', mine);
+    for (let i = 0; i < 3; i++) stub.failNext({ status: 503 }, mine);
+    const asked = await d.http().post(`/orders/${order.id}/refunds`).set(AUTH).send({ amount: '10.00', reason });
+    expect(asked.status).toBe(202);
+    const refundId = asked.body.id as string;
+    await held.arrived;
+    const [made] = p.refunds;
+    finish(made.id as string, 'succeeded');
+    // Stripe's webhooks of the refund, before the module recorded Stripe's answer.
+    const updated = stripeRefundWebhook(stripe, made.id as string, { type: 'refund.updated' });
+    const charge = stripeRefundWebhook(stripe, made.id as string, { type: 'charge.refunded' });
+    await deliverAll([
+      { eventId: updated.eventId, text: updated.body, concurrent: false },
+      { eventId: charge.eventId, text: charge.body, concurrent: false },
+    ]);
+    await settled([updated.eventId, charge.eventId]);
+    expect((await apiGet(`/refunds/${refundId}`)).body.status).toBe('requested');
+    const processing = async (eventId: string) =>
+      (await t.dataSource.query(`SELECT status, outcome FROM webhook_inbox WHERE event_id = $1`, [eventId]))[0] as { status: string; outcome: string };
+    // The refund's outcome is too early (the id it names is not known yet); the charge's amount moves the payment at once.
+    expect(await processing(updated.eventId)).toEqual({ status: 'rejected', outcome: 'illegal_transition' });
+    expect(await processing(charge.eventId)).toEqual({ status: 'processed', outcome: 'applied' });
+    held.release();
+
+    await eventually(async () => (await apiGet(`/refunds/${refundId}`)).body.status === 'succeeded', 15_000, 'the refund succeeded');
+    expect(stub.effects.filter((e) => e.key === refundId)).toHaveLength(1);
+    // Opened again by the refund's move to submitted, it found the refund.
+    expect(await processing(updated.eventId)).toEqual({ status: 'processed', outcome: 'applied' });
+    const items = (await apiGet(`/orders/${order.id}/history`)).body.items as HistoryItem[];
+    expect(items.filter((i) => i.entityId === refundId).map((i) => [i.from, i.to, i.cause.kind])).toEqual([
+      [null, 'requested', 'api'],
+      ['requested', 'submitted', 'provider-api'],
+      ['submitted', 'succeeded', 'delivery'],
+    ]);
+    expect(await orderHistoryProblems(apiGet, order.id)).toEqual([]);
+  }, 60_000);
 
   it(`${ORDERS} orders at once, 1 to 3 refunds each`, async () => {
     const t0 = Date.now();

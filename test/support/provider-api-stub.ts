@@ -195,8 +195,9 @@ export class ProviderApiStub {
         await before.released;
       }
       const answer = await route.handle(request, path.match(route.path)!);
-      // Only a completed request's answer is kept (a 5xx is the provider's own failure: not kept).
-      if (slot !== null && answer.status < 500) this.firstAnswers.set(slot, answer);
+      // Only a completed request's answer is kept (a 5xx is the provider's own failure: not kept), as
+      // it was then: a route's object changed later (a refund Stripe finished) is not what a replay answers.
+      if (slot !== null && answer.status < 500) this.firstAnswers.set(slot, structuredClone(answer));
       const after = this.takeHold(request, 'after');
       if (after) {
         after.arrive(request);
