@@ -31,8 +31,10 @@ const SEED = Number(process.env.CHAOS_SEED ?? 20261207);
 const ORDERS = Number(process.env.CHAOS_ORDERS ?? 8);
 const WEBHOOK_SECRET = 'whsec_Y29tbWFuZHMtY2hhb3Mtc3RyaXBlLTAwMQ==';
 const ACCOUNT = 'acct_1CommandsChaos000000000';
-/** Enough for two scripted failures and a late answer (its timeout, then the first answer again), with room for a slow machine. */
-const MAX_ATTEMPTS = 10;
+/** Enough for two scripted failures and a late or early answer (its timeout, six 503s, the first answer again), with room to spare. */
+const MAX_ATTEMPTS = 15;
+/** The calls made again while an early refund's confirmation is delivered fail this many times. */
+const EARLY_503S = 6;
 const TOTAL_MINOR = 4990;
 
 /** Ships at once. */
@@ -86,6 +88,11 @@ interface PlannedRefund {
   fate: Fate;
   /** Sent twice under one Idempotency-Key: one after the other, or at once. */
   twice: 'no' | 'after' | 'concurrent';
+  /**
+   * Stripe's webhooks of its end are delivered while Stripe's answer to the call (which carries the
+   * refund's id) is not recorded yet: the answer held, the calls made again failing meanwhile.
+   */
+  early: boolean;
 }
 
 /** What the stub records for a call the fault met: its status; 0 for a dropped connection or an answer the client no longer waited for. */
@@ -119,12 +126,14 @@ function planRefunds(rng: Rng, order: number): PlannedRefund[] {
     // A refusal ends the calls: an answer held after it would never be asked for.
     if (fate === 'refused') faults = faults.filter((f) => !('late' in f));
     const twice = rng.pick(['no', 'no', 'after', 'concurrent'] as const);
+    const early = fate !== 'refused' && !faults.some((f) => 'late' in f) && rng.next() < 0.3;
     return {
       reason: `chaos ${SEED} order ${order} refund ${i}`,
       amountMinor: last && full ? null : full ? part : Math.max(1, Math.floor(part * rng.next())),
       faults,
       fate,
       twice,
+      early,
     };
   });
 }
@@ -177,6 +186,28 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     refunds[refunds.indexOf(before)] = after;
   }
 
+  /**
+   * Stripe ends a refund (`fate`) and says so: `refund.updated` or `refund.failed`, sometimes the
+   * same outcome again under its older name, and for a success the charge's cumulative refunded amount.
+   */
+  function endAtStripe(providerRefundId: string, fate: 'succeeded' | 'failed', rng: Rng): Array<{ eventId: string; text: string }> {
+    finish(providerRefundId, fate);
+    const events: Array<{ eventId: string; text: string }> = [];
+    const outcome = stripeRefundWebhook(stripe, providerRefundId, { type: fate === 'succeeded' ? 'refund.updated' : 'refund.failed' });
+    events.push({ eventId: outcome.eventId, text: outcome.body });
+    if (rng.next() < 0.3) {
+      const alias = JSON.parse(outcome.body);
+      alias.id = stripeId('evt');
+      alias.type = 'charge.refund.updated';
+      events.push({ eventId: alias.id, text: JSON.stringify(alias) });
+    }
+    if (fate === 'succeeded') {
+      const charge = stripeRefundWebhook(stripe, providerRefundId, { type: 'charge.refunded' });
+      events.push({ eventId: charge.eventId, text: charge.body });
+    }
+    return events;
+  }
+
   const reasonOf = (r: StubRequest) => new URLSearchParams(r.text).get('metadata[reason]');
   const apiGet = async (path: string) => {
     const res = await d.http().get(path).set(AUTH);
@@ -189,7 +220,7 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
   }
 
   /** Delivers `text` as the plan says (once, twice in a row, twice at once); every answer is 200, exactly one `accepted` per event. */
-  async function deliverAll(plan: Array<{ eventId: string; text: string; concurrent: boolean }>): Promise<void> {
+  async function deliverAll(plan: Array<{ eventId: string; text: string; concurrent: boolean }>, recorded: ReadonlySet<string> = new Set()): Promise<void> {
     const accepted = new Map<string, number>();
     for (const step of plan) {
       const answers = step.concurrent ? await Promise.all([deliver(step.text), deliver(step.text)]) : [await deliver(step.text)];
@@ -199,7 +230,7 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
       }
     }
     const eventIds = [...new Set(plan.map((s) => s.eventId))];
-    expect(eventIds.map((id) => [id, accepted.get(id)])).toEqual(eventIds.map((id) => [id, 1]));
+    expect(eventIds.map((id) => [id, accepted.get(id)])).toEqual(eventIds.map((id) => [id, recorded.has(id) ? undefined : 1]));
   }
 
   /** Waits until none of these events' deliveries is left to process. */
@@ -226,6 +257,8 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     plans.push(...planned);
     const refunds: Array<PlannedRefund & { id: string; amountMinor: number }> = [];
     const releases: Array<Promise<unknown>> = [];
+    /** The webhooks of the refunds confirmed early, already delivered once. */
+    const early: Array<{ eventId: string; text: string }> = [];
     for (const plan of planned) {
       const mine = (r: StubRequest) => reasonOf(r) === plan.reason;
       for (const f of plan.faults) if ('failure' in f) stub.failNext(f.failure, mine);
@@ -235,6 +268,7 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
         // Released once the call made again under the key (the client gave up on this one) got the first answer.
         releases.push(held.arrived.then(() => eventually(async () => stub.requests.some((r) => mine(r) && r.status === 200), 30_000, `the first answer again for ${plan.reason}`)).finally(() => held.release()));
       }
+      const earlyHold = plan.early ? stub.holdNext('after', mine) : null;
       const key = `chaos-${SEED}-${index}-${refunds.length}`;
       const body = { ...(plan.amountMinor === null ? {} : { amount: (plan.amountMinor / 100).toFixed(2) }), reason: plan.reason };
       const ask = () => d.http().post(`/orders/${order.id}/refunds`).set(AUTH).set('Idempotency-Key', key).send(body);
@@ -243,34 +277,32 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
       for (const a of answers.slice(1)) expect(a.body).toEqual(answers[0].body);
       const made = answers[0].body as { id: string; amount: string };
       refunds.push({ ...plan, id: made.id, amountMinor: Math.round(Number(made.amount) * 100) });
+      if (earlyHold) {
+        // Stripe made the refund; its answer is held, and the calls made again fail while Stripe ends it and says so.
+        const request = await earlyHold.arrived;
+        for (let i = 0; i < EARLY_503S; i++) stub.failNext({ status: 503 }, mine);
+        const providerRefundId = stub.effects.find((e) => e.key === request.key)!.detail!.id as string;
+        const events = endAtStripe(providerRefundId, plan.fate as 'succeeded' | 'failed', rng);
+        await deliverAll(events.map((e) => ({ ...e, concurrent: false })));
+        await settled(events.map((e) => e.eventId));
+        early.push(...events);
+        earlyHold.release();
+      }
     }
 
-    // Each refund answered: refused ones failed at once, the others submitted with Stripe's id.
+    // Each refund answered: refused ones failed at once, those confirmed early ended, the others submitted with Stripe's id.
     for (const r of refunds) {
-      const want = r.fate === 'refused' ? 'failed' : 'submitted';
+      const want = r.fate === 'refused' ? 'failed' : r.early ? r.fate : 'submitted';
       await eventually(async () => (await apiGet(`/refunds/${r.id}`)).body.status === want, 30_000, `${r.reason} ${want}`);
     }
 
-    // Stripe ends them: confirmed or failed, one at a time, with the charge's cumulative refunded amount after each success.
-    const events: Array<{ eventId: string; text: string }> = [];
-    for (const r of refunds.filter((x) => x.fate !== 'refused')) {
+    // Stripe ends the others: confirmed or failed, one at a time, with the charge's cumulative refunded amount after each success.
+    const events: Array<{ eventId: string; text: string }> = [...early];
+    for (const r of refunds.filter((x) => x.fate !== 'refused' && !x.early)) {
       const providerRefundId = (await apiGet(`/refunds/${r.id}`)).body.providerRefundId as string;
-      finish(providerRefundId, r.fate === 'succeeded' ? 'succeeded' : 'failed');
-      const outcome = stripeRefundWebhook(stripe, providerRefundId, { type: r.fate === 'succeeded' ? 'refund.updated' : 'refund.failed' });
-      events.push({ eventId: outcome.eventId, text: outcome.body });
-      if (rng.next() < 0.3) {
-        // The older name of the same event, as another event: the same outcome again.
-        const alias = JSON.parse(outcome.body);
-        alias.id = stripeId('evt');
-        alias.type = 'charge.refund.updated';
-        events.push({ eventId: alias.id, text: JSON.stringify(alias) });
-      }
-      if (r.fate === 'succeeded') {
-        const charge = stripeRefundWebhook(stripe, providerRefundId, { type: 'charge.refunded' });
-        events.push({ eventId: charge.eventId, text: charge.body });
-      }
+      events.push(...endAtStripe(providerRefundId, r.fate as 'succeeded' | 'failed', rng));
     }
-    // Shuffled, and each twice: at once, right after, or later in the run.
+    // Shuffled, and each twice (the early ones again): at once, right after, or later in the run.
     const plan: Array<{ eventId: string; text: string; concurrent: boolean }> = rng.shuffle(events).map((e) => ({ ...e, concurrent: false }));
     for (const e of events) {
       const at = plan.findIndex((s) => s.eventId === e.eventId);
@@ -278,7 +310,7 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
       if (how === 'concurrent') plan[at] = { ...plan[at], concurrent: true };
       else plan.splice(how === 'after' ? at + 1 : rng.int(at + 1, plan.length), 0, { ...e, concurrent: false });
     }
-    await deliverAll(plan);
+    await deliverAll(plan, new Set(early.map((e) => e.eventId)));
     const eventIds = [paid.eventId, ...events.map((e) => e.eventId)];
     await settled(eventIds);
 
@@ -290,9 +322,10 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     }
     await settled(eventIds);
 
-    // Every delivery processed (a duplicate outcome or a stale snapshot is processed too): none failed, none parked.
-    const ended: Array<{ status: string }> = await t.dataSource.query(`SELECT status FROM webhook_inbox WHERE event_id = ANY($1)`, [eventIds]);
-    expect({ label: `order ${index}`, ended: ended.map((e) => e.status) }).toEqual({ label: `order ${index}`, ended: eventIds.map(() => 'processed') });
+    // Every delivery processed (a duplicate outcome, a stale snapshot, an early outcome opened again): none failed, none parked.
+    const ended = async () => ((await t.dataSource.query(`SELECT status FROM webhook_inbox WHERE event_id = ANY($1)`, [eventIds])) as Array<{ status: string }>).map((e) => e.status);
+    await eventually(async () => (await ended()).every((status) => status === 'processed'), 15_000, `order ${index}: every delivery processed`).catch(() => undefined);
+    expect({ label: `order ${index}`, ended: await ended() }).toEqual({ label: `order ${index}`, ended: eventIds.map(() => 'processed') });
 
     await Promise.all(releases);
     await checkOrder(index, order.id, p.id, refunds);
@@ -308,10 +341,13 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
         const made = stub.requests.filter((q) => q.path === '/v1/refunds' && reasonOf(q) === r.reason);
         return made.length >= atLeast ? made : undefined;
       }, 5_000, `${atLeast} calls for ${r.reason}`))!;
-      expect({ refund: r.reason, keys: [...new Set(calls.map((q) => q.key))], statuses: [...new Set(calls.map((q) => q.status))].sort() }).toEqual({
+      const planned = [...r.faults.map(statusOf), r.fate === 'refused' ? 402 : 200];
+      // An early refund's held answer reaches the client, or comes too late for it (0) and the calls made again meet 503s.
+      const statuses = [...new Set(calls.map((q) => q.status))].filter((status) => !(r.early && (status === 0 || status === 503) && !planned.includes(status)));
+      expect({ refund: r.reason, keys: [...new Set(calls.map((q) => q.key))], statuses: statuses.sort() }).toEqual({
         refund: r.reason,
         keys: [r.id],
-        statuses: [...new Set([...r.faults.map(statusOf), r.fate === 'refused' ? 402 : 200])].sort(),
+        statuses: [...new Set(planned)].sort(),
       });
       expect({ refund: r.reason, made: stub.effects.filter((e) => e.key === r.id).length }).toEqual({ refund: r.reason, made: r.fate === 'refused' ? 0 : 1 });
     }
@@ -399,11 +435,11 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [`order ${i}: ${(r.reason as Error)?.stack ?? String(r.reason)}`] : []));
     if (failures.length > 0) throw new Error(`seed ${SEED}: ${failures.length} of ${ORDERS} orders went wrong\n${failures.join('\n\n')}`);
     // Not vacuous: the default run meets every fault, every fate, and each way of asking twice.
-    const seen = new Set(plans.flatMap((p) => [...p.faults.map((f) => f.label), p.fate, `twice ${p.twice}`]));
+    const seen = new Set(plans.flatMap((p) => [...p.faults.map((f) => f.label), p.fate, `twice ${p.twice}`, ...(p.early ? ['early'] : [])]));
     // eslint-disable-next-line no-console
     console.log(`chaos seed ${SEED}: ${ORDERS} orders, ${plans.length} refunds, ${stub.requests.length} calls to the stub, in ${Date.now() - t0} ms; seen ${[...seen].sort().join(', ')}`);
     if (process.env.CHAOS_SEED === undefined && ORDERS >= 8) {
-      expect([...TRANSIENT.map((f) => f.label), 'refused', 'failed', 'succeeded', 'twice after', 'twice concurrent'].filter((k) => !seen.has(k))).toEqual([]);
+      expect([...TRANSIENT.map((f) => f.label), 'refused', 'failed', 'succeeded', 'twice after', 'twice concurrent', 'early'].filter((k) => !seen.has(k))).toEqual([]);
     }
   }, 180_000);
 });
