@@ -259,6 +259,8 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     const releases: Array<Promise<unknown>> = [];
     /** The webhooks of the refunds confirmed early, already delivered once. */
     const early: Array<{ eventId: string; text: string }> = [];
+    /** Their other webhooks, delivered with the rest. */
+    const later: Array<{ eventId: string; text: string }> = [];
     for (const plan of planned) {
       const mine = (r: StubRequest) => reasonOf(r) === plan.reason;
       for (const f of plan.faults) if ('failure' in f) stub.failNext(f.failure, mine);
@@ -283,9 +285,13 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
         for (let i = 0; i < EARLY_503S; i++) stub.failNext({ status: 503 }, mine);
         const providerRefundId = stub.effects.find((e) => e.key === request.key)!.detail!.id as string;
         const events = endAtStripe(providerRefundId, plan.fate as 'succeeded' | 'failed', rng);
-        await deliverAll(events.map((e) => ({ ...e, concurrent: false })));
-        await settled(events.map((e) => e.eventId));
-        early.push(...events);
+        // The refund's own outcome now; the charge's amount later, with the others (meanwhile the
+        // refund would count twice in what is refundable: as refunded and as on its way).
+        const [outcome, ...rest] = events.filter((e) => JSON.parse(e.text).type !== 'charge.refunded');
+        await deliverAll([{ ...outcome, concurrent: false }]);
+        await settled([outcome.eventId]);
+        early.push(outcome);
+        later.push(...rest, ...events.filter((e) => JSON.parse(e.text).type === 'charge.refunded'));
         earlyHold.release();
       }
     }
@@ -297,7 +303,7 @@ describe(`payment commands under chaos: refunds of Stripe payments, faults at th
     }
 
     // Stripe ends the others: confirmed or failed, one at a time, with the charge's cumulative refunded amount after each success.
-    const events: Array<{ eventId: string; text: string }> = [...early];
+    const events: Array<{ eventId: string; text: string }> = [...early, ...later];
     for (const r of refunds.filter((x) => x.fate !== 'refused' && !x.early)) {
       const providerRefundId = (await apiGet(`/refunds/${r.id}`)).body.providerRefundId as string;
       events.push(...endAtStripe(providerRefundId, r.fate as 'succeeded' | 'failed', rng));
