@@ -168,13 +168,13 @@ export class ProviderEventsService {
     }
     // The refunds the module asked for that this event confirms or fails (matched by the provider's
     // refund id, on this payment only): also when the payment itself had it already.
-    const refunds = isNew ? { moved: 0, early: false } : await this.refunds.applyOutcomes(em, payment, event, causeOf(ctx), ctx.eventId);
+    const outcomes = isNew ? { moved: 0, early: false } : await this.refunds.applyOutcomes(em, payment, event, causeOf(ctx), ctx.eventId);
     if (result.outcome !== 'applied') {
-      if (refunds.moved > 0 && result.outcome === 'already_applied' && event.kind === 'refund_outcome') return { status: 'processed', outcome: 'applied' };
+      if (outcomes.moved > 0 && result.outcome === 'already_applied' && event.kind === 'refund_outcome') return { status: 'processed', outcome: 'applied' };
       // The outcome of a refund whose provider answer is not recorded yet (its id unknown while a
       // refund is requested): too early, as a refund before its capture. The refund's next move
       // (its answer recorded) opens the delivery again, and it then finds the refund.
-      if (refunds.moved === 0 && refunds.early && event.kind === 'refund_outcome') return { status: 'rejected', outcome: 'illegal_transition' };
+      if (outcomes.moved === 0 && outcomes.early && event.kind === 'refund_outcome') return { status: 'rejected', outcome: 'illegal_transition' };
       // A payment this event creates is registered all the same (its parked deliveries hear of it).
       if (isNew) await this.store.save(em, { payment, newPayment: true, sourceEventId: ctx.eventId, cause: causeOf(ctx) });
       return { status: 'processed', outcome: result.outcome };
