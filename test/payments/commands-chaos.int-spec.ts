@@ -15,8 +15,10 @@ import { addStripeRoutes, paymentIntentObject, STRIPE_STUB_KEY, StripeStub, stri
  * The paying webhook arrives twice at once; the refund requests are sent twice under one
  * Idempotency-Key; the confirming webhooks (`refund.updated`, `refund.failed`, the cumulative
  * `charge.refunded`, the older `charge.refund.updated` naming the same outcome) arrive shuffled, each
- * twice (at once, right after, or later), and some are replayed by an operator. Several orders run
- * at once, on the app with its workers, the real PostgreSQL and Redis.
+ * twice (at once, right after, or later), and some are replayed by an operator; some refunds are
+ * ended at Stripe, and said so, while Stripe's answer to the call is held (the webhook before the
+ * answer that names the refund is recorded). Several orders run at once, on the app with its
+ * workers, the real PostgreSQL and Redis. And the last case alone, step by step.
  *
  * Checked for every order at the end: each refund sent under its own id on every attempt and made
  * once at the provider (never for one it refused), each refund's final status, the payment's
