@@ -33,7 +33,6 @@ export const ERROR_CODES = {
   // Processing only: the delivery is retried, then parked or failed with the code.
   'PAYMENT.NOT_FOUND_YET': { http: null },
   // (v4) An event that may confirm a refund whose provider id the module has not recorded yet (§3.1).
-  'REFUND.ANSWER_NOT_RECORDED_YET': { http: null },
   'PAYMENT.CREATED_CONCURRENTLY': { http: null },
   'FULFILLMENT.BUSY': { http: null },
 } as const;

@@ -156,10 +156,12 @@ export class ProviderEventsService {
       return { status: 'unmatched', outcome: 'payment_not_found' };
     }
     const { payment, isNew } = found;
-    // A refund the provider made and confirmed before the worker recorded its answer: wait for the
-    // answer (a few tries, as for a payment not registered yet), then apply as it stands.
-    if (!isNew && !parkUnmatched && (await this.refunds.mayConfirmUnrecordedRefund(em, payment, event))) {
-      throw new DomainError('REFUND.ANSWER_NOT_RECORDED_YET', `a refund of payment ${event.resourceId} awaits the record of the provider's answer`);
+    // The outcome of a refund the provider made before the worker recorded its answer (the id it
+    // names is unknown while a refund of the payment is `requested`): too early, as a refund before
+    // its capture, and nothing changes. The refund's next move (its answer recorded, or its failure)
+    // opens the delivery again (DeliveryReactions), and it then finds the refund.
+    if (!isNew && (await this.refunds.mayConfirmUnrecordedRefund(em, payment, event))) {
+      return { status: 'rejected', outcome: 'illegal_transition' };
     }
 
     const parsed = toPaymentChange(event);

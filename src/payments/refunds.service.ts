@@ -81,9 +81,9 @@ export class RefundsService {
    * names a provider refund id none of the payment's refunds carries, while one of them is still
    * `requested`. The provider may have made that refund and sent its webhook before the worker
    * recorded its answer; applied now, the event would find no refund to confirm, and the refund
-   * would stay `submitted` for good. The caller waits (the delivery is tried again) a few times.
-   * The `requested` refunds are read before the named ones: an answer committed in between is
-   * then seen by the second read.
+   * would stay `submitted` for good. The caller refuses it as too early; the refund's next move
+   * opens it again. The `requested` refunds are read before the named ones: an answer committed in
+   * between is then seen by the second read.
    */
   async mayConfirmUnrecordedRefund(em: EntityManager, payment: Payment, event: ProviderEvent): Promise<boolean> {
     const ids = [...outcomesOf(event).keys()];

@@ -29,9 +29,8 @@ function resourceOrder(d: DeliveryToProcess): string {
 }
 
 /**
- * A payment not registered yet, or a refund the event may confirm whose provider id is not recorded
- * yet: the delivery waits for its next attempt. Not a failure of its batch (it wrote nothing), so
- * the batch commits and only this delivery's attempt is recorded.
+ * A payment not registered yet: the delivery waits for its next attempt. Not a failure of its
+ * batch (it wrote nothing), so the batch commits and only this delivery's attempt is recorded.
  */
 class NotYet {
   constructor(readonly error: DomainError) {}
@@ -242,7 +241,7 @@ export class DeliveryProcessingService {
     try {
       return await this.decide(em, delivery, parkUnmatched, event);
     } catch (err) {
-      if (err instanceof DomainError && (err.code === 'PAYMENT.NOT_FOUND_YET' || err.code === 'REFUND.ANSWER_NOT_RECORDED_YET')) return new NotYet(err);
+      if (err instanceof DomainError && err.code === 'PAYMENT.NOT_FOUND_YET') return new NotYet(err);
       throw err;
     }
   }

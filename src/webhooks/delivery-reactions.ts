@@ -26,7 +26,8 @@ const keyOf = (k: ResourceKey) => `${k.provider}\u0000${k.merchantAccountId}\u00
  *   `unmatched`, or refused because their order did not expect their account yet, are released and
  *   processed at once; so are those that name a capture (PayPal refunds, disputes) once the
  *   capture is recorded;
- * - a payment moved: its deliveries refused as too early (a refund before its capture) get their turn.
+ * - a payment or one of its refunds moved: its deliveries refused as too early (a refund before its
+ *   capture, a refund's outcome before the provider's answer that names it was recorded) get their turn.
  * They are collected while the transaction runs and done once at its end, in one statement for
  * every payment it touched (a batch of deliveries touches many).
  */
@@ -53,7 +54,8 @@ export class DeliveryReactions implements OnModuleInit {
     });
     this.events.on('*', (event, em) => {
       const payment = event.data.payment;
-      if (!event.type.startsWith('payment.') || !payment) return;
+      // A refund's move too: an outcome of it that came before its provider id was known gets its turn.
+      if (!(event.type.startsWith('payment.') || event.type.startsWith('refund.')) || !payment) return;
       const key = { provider: payment.provider, merchantAccountId: payment.merchantAccountId, resourceId: payment.providerPaymentId };
       this.changes.add(em, { key, ask: 'reopen' });
     });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { signedHeaders } from '../../src/testing/sign';
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from '../support/env';
+import { orderHistoryProblems } from '../support/history-check';
 import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
 
 const ADMIN = 'e2e-admin-token';
@@ -98,6 +99,8 @@ describe('crashes and stops of the worker process', () => {
       expect(sim.shipments.length).toBe(5);
       // The restarted worker asked again with the same keys and got the same shipments.
       expect(sim.calls.filter((c) => c.result === 'replayed').length).toBe(5);
+      // Each order's history: each change once, in order, ending where it stands.
+      for (const id of orders) expect({ id, problems: await orderHistoryProblems((path) => api(port, 'GET', path), id) }).toEqual({ id, problems: [] });
     } finally {
       first.kill('SIGKILL');
       second?.kill('SIGTERM');

@@ -5,6 +5,7 @@ import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_REDIS_URL } from '../support/env';
 import { PgInstance } from '../support/pg-instance';
+import { orderHistoryProblems } from '../support/history-check';
 import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '../support/process';
 
 /**
@@ -13,8 +14,8 @@ import { freePort, ServiceProcess, waitForHttp, api as adminApi, until } from '.
  * Redis under a queue prefix of its own:
  * - stopped (`pg_ctl stop -m immediate`) in the middle of a storm of retrying senders: every
  *   answer while it is down is 503 within 10 s (CONTRACT §2), never 2xx or 4xx; after the restart
- *   the senders' retries get every event recorded exactly once, and each paid order is shipped
- *   exactly once;
+ *   the senders' retries get every event recorded exactly once, each paid order is shipped
+ *   exactly once, and its history lists each change once;
  * - frozen (SIGSTOP to the postmaster and its backends): new deliveries answer 503 within the
  *   ingest bound, not a hang, and `/health/ready` 503 within its bound; after SIGCONT all recovers;
  * - `/health/ready` 503 while it is stopped, and `/health` 200 throughout (CONTRACT §4).
@@ -150,6 +151,13 @@ describe('PostgreSQL outages: stopped mid-storm, frozen, and the health routes',
     );
     expect(rows).toHaveLength(events.length);
     expect(rows.every((r) => r.n === 1)).toBe(true);
+    // Each order's history: each change once, in order, ending where it stands.
+    const unsound: Array<[string, string[]]> = [];
+    for (const e of events) {
+      const problems = await orderHistoryProblems((path) => api('GET', path), e.orderId);
+      if (problems.length > 0) unsound.push([e.orderId, problems]);
+    }
+    expect(unsound).toEqual([]);
   }
 
   beforeAll(async () => {

@@ -6,6 +6,7 @@ import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
 import { TEST_REDIS_URL, testPgConnection, TEST_DATABASE_URL } from '../support/env';
+import { orderHistoryProblems } from '../support/history-check';
 import { freePort, ServiceProcess, stopProcesses, waitForHttp, api as adminApi, until } from '../support/process';
 import { SinkServer, sinkSecret } from '../events/support';
 
@@ -217,6 +218,10 @@ describe('scale-out: two HTTP-only and two worker-only processes, one worker kil
     expect(new Set(inbox.map((r) => r.eventId))).toEqual(new Set(orders.map((o) => o.eventId)));
     expect(inbox.every((r) => r.status === 'processed')).toBe(true);
     expect(await count(`SELECT 1 FROM outbox_message WHERE status <> 'dispatched'`)).toBe(0);
+
+    // Each order's history, read through the other HTTP process: each change once, in order, ending where it stands.
+    const unsound = (await inBatches(orders, 10, async (o) => [o.orderId, await orderHistoryProblems((path) => api(httpPorts[1], 'GET', path), o.orderId)] as const)).filter(([, p]) => p.length > 0);
+    expect(unsound).toEqual([]);
 
     // The sink: every delivery verifies and names its event; 3 × N distinct webhook-ids, the three
     // types of each order, one body per id however often it came (at least once, none lost).

@@ -7,7 +7,9 @@
  * with its workers on, real PostgreSQL and Redis and a carrier. sequences.ts's model says what each
  * step must do; checked after every step: the answers, the rows the inbox gains, how the recorded
  * delivery's processing ends, the payment's status and refunded amount, the order's status, and the
- * shipments (exactly one once the order is paid, none before).
+ * shipments (exactly one once the order is paid, none before); and after the whole sequence, the
+ * order's history (test/support/history-check.ts): each change once, in order, ending where the
+ * order, its payment and its fulfillment stand.
  *
  * And single deliveries of each provider changed after signing (a body byte, the signature, its
  * header dropped or repeated, the body re-serialised, a stale timestamp, another key), or signed
@@ -25,8 +27,9 @@ import type { EndpointDefinition } from '../../src/config/options';
 import { PaypalCertServer, startPaypalCertServer } from '../../src/testing/paypal';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
-import { createTestApp, eventually, Platform, TestApp, truncateAll } from '../support/app';
+import { AUTH, createTestApp, eventually, Platform, TestApp, truncateAll } from '../support/app';
 import { driver } from '../support/domain';
+import { orderHistoryProblems } from '../support/history-check';
 import { Answer, post } from './client';
 import type { HeaderLine } from './model';
 import { ACCOUNTS, bodyOf, newEventId, SequenceIds } from './sequence-bodies';
@@ -182,8 +185,17 @@ describe.each(FUZZ_PLATFORMS)('%s: fuzzing sequences of PayPal, Checkout.com, Sq
       model.adopt(match);
       if (payments[0] && (payments[0].providerPaymentId !== ids.paymentId || payments[0].merchantAccountId !== ACCOUNTS[provider].own)) fail(i, `the payment is ${JSON.stringify(payments[0])}`);
     }
+    // After the whole sequence (duplicates, re-deliveries, out of order, refused deliveries): the
+    // order's history lists each change once, in order, and ends where everything stands.
+    const problems = await orderHistoryProblems(apiGet, order.id);
+    if (problems.length > 0) fail(steps.length - 1, `the order's history is not sound:\n    ${problems.join('\n    ')}`);
     for (const [k, n] of Object.entries(model.seen)) seen[k] = (seen[k] ?? 0) + n;
   }
+
+  const apiGet = async (path: string) => {
+    const res = await d.http().get(path).set(AUTH);
+    return { status: res.status, body: res.body };
+  };
 
   /** Where each provider signs: its signature header, and whether a timestamp is signed. */
   const SIGNATURE_HEADER: Record<SequenceProvider, string> = { paypal: 'paypal-transmission-sig', checkout: 'cko-signature', square: 'x-square-hmacsha256-signature', paddle: 'paddle-signature' };

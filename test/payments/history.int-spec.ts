@@ -6,6 +6,7 @@ import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, eventually, PLATFORMS, TestApp } from '../support/app';
 import { useCarrierSimulator } from '../support/carrier-suite';
 import { bodies, driver, uniqueId } from '../support/domain';
+import { orderHistoryProblems } from '../support/history-check';
 import { ISO_INSTANT, MISSING_ID } from './api-helpers';
 
 /**
@@ -39,6 +40,13 @@ describe.each(PLATFORMS)('%s: order history', (platform) => {
     expect(items.map((i) => i.at)).toEqual([...items.map((i) => i.at)].sort());
     return items;
   }
+
+  /** The problems of an order's history against where it and what it holds stand (test/support/history-check.ts). */
+  const problemsOf = (orderId: string) =>
+    orderHistoryProblems(async (path) => {
+      const res = await d.http().get(path).set(AUTH);
+      return { status: res.status, body: res.body };
+    }, orderId);
 
   /** The items without their instants, for an exact comparison. */
   const moves = (items: Array<Record<string, any>>) => items.map(({ at, ...rest }) => rest);
@@ -119,6 +127,8 @@ describe.each(PLATFORMS)('%s: order history', (platform) => {
 
     expect(await historyOf(order.id)).toEqual(before);
     expect(moves(before)).toEqual(expected);
+    // After them all: each change once, in order, ending where everything stands.
+    expect(await problemsOf(order.id)).toEqual([]);
   });
 
   it('canceled via the API: its creation and its cancel', async () => {
@@ -126,6 +136,7 @@ describe.each(PLATFORMS)('%s: order history', (platform) => {
     expect((await d.http().post(`/orders/${order.id}/cancel`).set(AUTH)).status).toBe(200);
     // A second cancel is refused, and adds nothing.
     expect((await d.http().post(`/orders/${order.id}/cancel`).set(AUTH)).status).toBe(409);
+    expect(await problemsOf(order.id)).toEqual([]);
     expect(moves(await historyOf(order.id))).toEqual([
       { entity: 'order', entityId: order.id, from: null, to: 'awaiting_payment', cause: { kind: 'api', action: 'place' } },
       { entity: 'order', entityId: order.id, from: 'awaiting_payment', to: 'canceled', cause: { kind: 'api', action: 'cancel' } },
@@ -166,6 +177,7 @@ describe.each(PLATFORMS)('%s: order history', (platform) => {
       const { order, paid, expected } = await paidAndShipped();
       expect((await d.processed(paid.eventId)).attempts).toBe(2);
       expect(moves(await historyOf(order.id))).toEqual(expected);
+      expect(await problemsOf(order.id)).toEqual([]);
     } finally {
       await t.dataSource.query(`DROP TRIGGER IF EXISTS test_history_fail_once ON fulfillments`);
       await t.dataSource.query(`DROP FUNCTION IF EXISTS test_history_fail_once()`);
