@@ -276,8 +276,8 @@ describe('square: what a notification is recorded as', () => {
       'payment.created.APPROVED': ['13b867cf-db3d-4b1c-90b6-2f32a9d78124', 'payment.created', 'hYy9pRFVxpDsO1FB05SunFWUe9JZY'],
       'payment.updated.COMPLETED': ['6a8f5f28-54a1-4eb0-a98a-3111513fd4fc', 'payment.updated', 'hYy9pRFVxpDsO1FB05SunFWUe9JZY'],
       // A refund is another object: its own id.
-      'refund.created.PENDING': ['bc316346-6691-4243-88ed-6d651a0d0c47', 'refund.created', 'KkAkhdMsgzn59SM8A89WgKwekxLZY_ptNBVqHYxt5gAdfcobBe4u1AZsXhoz06KTtuq9Ls24P'],
-      'refund.updated.COMPLETED': ['bc316346-6691-4243-88ed-6d651a0d0c47', 'refund.updated', 'KkAkhdMsgzn59SM8A89WgKwekxLZY_ptNBVqHYxt5gAdfcobBe4u1AZsXhoz06KTtuq9Ls24P'],
+      'refund.created.PENDING': ['bc316346-6691-4243-88ed-6d651a0d0c47', 'refund.created', 'KkAkhdMsgzn59SM8A89WgKwekxLZY'],
+      'refund.updated.COMPLETED': ['bc316346-6691-4243-88ed-6d651a0d0c47', 'refund.updated', 'KkAkhdMsgzn59SM8A89WgKwekxLZY'],
       'dispute.created.EVIDENCE_REQUIRED': ['ce8464b5-6628-4ac2-9264-e06c34df3e82', 'dispute.created', 'fbmsaEOpoARDKxiSGH1fqPuqoqFZY'],
       'dispute.state.changed.WON': ['e89ff114-1972-4be0-9481-a621f2385fff', 'dispute.state.changed', 'fbmsaEOpoARDKxiSGH1fqPuqoqFZY'],
       'dispute.state.updated.WON': ['e89ff114-1972-4be0-9481-a621f2385fff', 'dispute.state.updated', 'fbmsaEOpoARDKxiSGH1fqPuqoqFZY'],

@@ -114,7 +114,7 @@ function matchingKey(signature: string, notificationUrl: string, body: Buffer, k
 
 /**
  * The payment an event is about, and the field that names it: a payment's id, a dispute's disputed
- * payment; any other object (a refund, a test notification) keeps its own `data.id`.
+ * payment, a refund's payment; any other object (a test notification) keeps its own `data.id`.
  */
 function resourceOf(body: Record<string, unknown>, eventType: string): { value: unknown; field: string } {
   const data = asObject(body.data);
@@ -123,6 +123,10 @@ function resourceOf(body: Record<string, unknown>, eventType: string): { value: 
   if (eventType.startsWith('dispute.')) {
     return { value: asObject(asObject(object?.dispute)?.disputed_payment)?.payment_id, field: 'data.object.dispute.disputed_payment.payment_id' };
   }
+  // A refund is about the payment it refunds: its events are processed in that payment's lane, and
+  // one refused as too early is processed again when the payment or its refund moves.
+  const refundOf = asObject(object?.refund)?.payment_id;
+  if (eventType.startsWith('refund.') && refundOf !== undefined) return { value: refundOf, field: 'data.object.refund.payment_id' };
   return { value: data?.id, field: 'data.id' };
 }
 

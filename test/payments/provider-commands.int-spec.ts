@@ -726,7 +726,7 @@ describe.each(PLATFORMS)('%s: payment commands through each provider\'s official
           const row = (await rowsOf()).find((r) => r.event_id === eventId);
           return row?.status === 'processed' ? row : undefined;
         }, 15_000, `${eventId} processed`);
-        expect({ eventId, outcome: processed.outcome }).toEqual({ eventId, outcome: 'applied' });
+        expect({ eventId, outcome: processed?.outcome }).toEqual({ eventId, outcome: 'applied' });
       }
       expect(await paymentOf(order.id)).toMatchObject({ status: 'partially_refunded', refundedAmount: '10.00' });
       const history = (await d.http().get(`/orders/${order.id}/history`).set(AUTH)).body.items as Json[];
