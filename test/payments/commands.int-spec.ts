@@ -426,6 +426,21 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
       expect(capture.body).toEqual({ error: 'illegal_transition', detail: 'a canceled order cannot be captured' });
     });
 
+    it('a void the provider refuses is dead and announced as payment.void_failed; the order stays canceled', async () => {
+      const { orderId, paymentId } = await authorizedOrder();
+      stub.failNext({ status: 400, body: { error: 'authorization already expired' } });
+      expect((await d.http().post(`/orders/${orderId}/cancel`).set(AUTH).send({})).status).toBe(200);
+      const key = `${paymentId}:void`;
+      const message = await eventually(async () => {
+        const m = await d.outboxMessageOfKey(key);
+        return m?.status === 'dead' ? m : undefined;
+      }, 15_000, 'the void refused');
+      expect(message.lastError).toBe('400: authorization already expired');
+      const failedEvents = announcedOf('payment.void_failed', (e) => e.data.payment?.id, paymentId);
+      expect(failedEvents.map((e) => [e.data.order.id, e.data.order.status, e.data.reason])).toEqual([[orderId, 'canceled', '400: authorization already expired']]);
+      expect(stub.effects.filter((e) => e.key === key)).toHaveLength(0);
+    });
+
     it('capture with an amount above the payment, or of an order without an authorized payment: 409, nothing sent', async () => {
       const { orderId, paymentId } = await authorizedOrder();
       const over = await d.http().post(`/orders/${orderId}/capture`).set(AUTH).send({ amount: '49.91' });
