@@ -26,6 +26,8 @@ export const ERROR_CODES = {
   'REFUND.NOT_FOUND': { http: 'not_found' },
   'COMMAND.NOT_SUPPORTED': { http: 'not_supported' },
   'FULFILLMENT.ALREADY_DISPATCHED': { http: 'already_dispatched' },
+  // Another transaction is changing the order's fulfillment right now: a moment later succeeds.
+  'ORDER.BUSY': { http: 'processing_in_progress' },
   'AUTH.UNAUTHORIZED': { http: 'unauthorized' },
   'AUTH.ADMIN_DISABLED': { http: 'admin_disabled' },
   // A state-changing request whose body is not JSON (what a cross-site form sends).

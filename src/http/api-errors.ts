@@ -43,6 +43,7 @@ const HTTP_ANSWERS = {
   'REFUND.NOT_FOUND': { status: 404, error: 'not_found' },
   'COMMAND.NOT_SUPPORTED': { status: 422, error: 'not_supported', withDetail: true },
   'FULFILLMENT.ALREADY_DISPATCHED': { status: 409, error: 'already_dispatched' },
+  'ORDER.BUSY': { status: 409, error: 'processing_in_progress', withDetail: true },
   'AUTH.UNAUTHORIZED': { status: 401, error: 'unauthorized' },
   'AUTH.ADMIN_DISABLED': { status: 503, error: 'admin_disabled' },
   'REQUEST.UNSUPPORTED_MEDIA_TYPE': { status: 415, error: 'unsupported_media_type' },

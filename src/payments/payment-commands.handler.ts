@@ -2,9 +2,11 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
+import { DomainError } from '../common/domain-error';
 import type { HistoryCause } from '../common/history';
 import type { PaymentEventType } from '../common/host-events';
 import { uuid7 } from '../common/uuid7';
+import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../config/tokens';
 import { inCommandSpan } from '../observability/tracing';
@@ -78,7 +80,7 @@ export class PaymentCommandHandler implements OutboxHandler<PaymentCommandPayloa
     } catch (err) {
       answer = thrownCall(err, `the ${payment.provider} adapter`);
     }
-    return outcomeOf(answer);
+    return outcomeOf(type === 'refund' ? refundAnswer(answer) : answer);
   }
 
   /**
@@ -119,11 +121,28 @@ export class PaymentCommandHandler implements OutboxHandler<PaymentCommandPayloa
     });
   }
 
-  /** An operator retried a dead refund: it is requested again (the same key, a fresh budget). */
+  /**
+   * An operator retried a dead refund: it is requested again (the same key, a fresh budget), if its
+   * amount is still refundable — what it held was freed when it failed, and another refund may have
+   * taken it since (`409`, the retry refused, nothing changed). Payment first, then the refund, as
+   * every path locks them.
+   */
   async retried(em: EntityManager, message: { id: string; payload: PaymentCommandPayload }): Promise<void> {
     if (!message.payload.refundId) return;
+    const found = await this.payments.findPayment(em, String(message.payload.paymentId));
+    const payment = found && (await this.payments.lockPayment(em, { provider: found.provider, merchantAccountId: found.merchantAccountId, providerPaymentId: found.providerPaymentId }));
     const refund = await this.refundStore.lock(em, String(message.payload.refundId));
-    if (!refund) return;
+    if (!refund || !payment) return;
+    if (refund.status === 'failed') {
+      const refundable = await this.refunds.refundable(em, payment);
+      if (refund.amountMinor > refundable) {
+        throw new DomainError(
+          'OUTBOX.ILLEGAL_TRANSITION',
+          'refused',
+          `the refund's ${refund.amount.toDecimal()} ${refund.currency} is no longer refundable (${Money.fromMinor(refundable, refund.currency).toDecimal()} is): ask for a new refund instead`,
+        );
+      }
+    }
     const from = refund.status;
     if (refund.requestAgain()) await this.refunds.saveMove(em, refund, from, { kind: 'api', action: 'retry' }, null);
   }
@@ -142,6 +161,21 @@ export class PaymentCommandHandler implements OutboxHandler<PaymentCommandPayloa
 
 function amountOf(money: Money): CommandAmount {
   return { minor: money.minor, decimal: money.toDecimal(), currency: money.currency };
+}
+
+/**
+ * A refund's answer as the module can keep it: the provider's id must be printable text of at most
+ * 255 characters (what the row and its index hold; anything else is no id). A refund accepted but
+ * not done, without a usable id, could never be matched by the webhook that confirms it: no clear
+ * answer, so the same key asks again (the provider answers the first result).
+ */
+function refundAnswer(answer: CommandAnswer): CommandAnswer {
+  if (!answer.ok) return answer;
+  const id = isPrintableId(answer.providerRefundId, ID_MAX_LENGTH) ? answer.providerRefundId : null;
+  if (id === null && answer.status !== 'succeeded') {
+    return { ok: false, retryable: true, reason: 'the provider accepted the refund without a usable refund id', mayHaveHappened: true };
+  }
+  return { ...answer, providerRefundId: id };
 }
 
 /** What the outbox makes of the provider's answer: done, a retry (with the provider's wait), or dead. */

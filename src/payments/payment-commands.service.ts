@@ -11,6 +11,7 @@ import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
 import { OutboxHandlers } from '../outbox/outbox-handler';
 import { OutboxWriter } from '../outbox/outbox-writer';
+import { OutboxStore } from '../outbox/outbox.store';
 import { TransactionEvents } from '../outbox/transaction-events';
 import type { PaymentCommand } from '../providers/provider';
 import { CommandEndpoints } from './command-endpoints';
@@ -65,6 +66,7 @@ export class PaymentCommandsService {
     private readonly refunds: RefundsService,
     private readonly endpoints: CommandEndpoints,
     private readonly outbox: OutboxWriter,
+    private readonly messages: OutboxStore,
     private readonly events: TransactionEvents,
     private readonly idempotencyKeys: IdempotencyKeyStore,
     handlers: OutboxHandlers,
@@ -91,7 +93,7 @@ export class PaymentCommandsService {
       const { order, payment } = await this.lockCaptured(em, orderId);
       const route = this.endpoints.route(payment.provider, payment.merchantAccountId, 'refund');
       if (!route.ok) throw new DomainError('COMMAND.NOT_SUPPORTED', 'not supported', route.detail);
-      const refundable = await this.refundable(em, payment);
+      const refundable = await this.refunds.refundable(em, payment);
       const amount = dto.amount === undefined ? Money.fromMinor(refundable, payment.currency) : parseAmount(dto.amount, payment.currency);
       if (amount.minor <= 0n || amount.minor > refundable) {
         throw new DomainError(
@@ -128,11 +130,19 @@ export class PaymentCommandsService {
       }
       const locked = (await this.store.lockOrder(em, orderId))!;
       if (locked.status === 'canceled') throw illegal('a canceled order cannot be captured');
-      await this.outbox.add(em, {
+      const written = await this.outbox.add(em, {
         type: PAYMENT_CAPTURE,
         payload: { paymentId: payment.id, orderId, amountMinor: amount.minor.toString() } satisfies PaymentCommandPayload,
         idempotencyKey: captureKey(payment.id),
       });
+      if (written === null) {
+        // A payment is captured once, under one key: asked again while that capture is on its way it
+        // answers the same; one that failed is retried in /admin/outbox (the same key), not anew.
+        const existing = await this.messages.lockByKey(em, captureKey(payment.id));
+        if (existing?.status === 'dead') {
+          throw illegal(`the payment's capture failed: retry its message ${existing.id} in /admin/outbox`);
+        }
+      }
     });
   }
 
@@ -176,7 +186,7 @@ export class PaymentCommandsService {
           // Its shipment left: the dispatch has begun (and ended).
           if (unlocked.status === 'fulfilled') throw new DomainError('FULFILLMENT.ALREADY_DISPATCHED', 'the shipment has begun');
           if (unlocked.status !== 'paid') throw illegal(`a ${unlocked.status} order cannot be canceled with a refund; only a paid one whose shipment has not begun`);
-          const captured = (await this.store.paymentsOfOrders(em, [orderId])).find((p) => REFUNDABLE.has(p.status));
+          const captured = capturedPaymentOf(unlocked, await this.store.paymentsOfOrders(em, [orderId]));
           if (!captured) throw illegal('the order holds no captured payment to refund');
           const route = this.endpoints.route(captured.provider, captured.merchantAccountId, 'refund');
           if (!route.ok) throw new DomainError('COMMAND.NOT_SUPPORTED', 'not supported', route.detail);
@@ -184,15 +194,18 @@ export class PaymentCommandsService {
           // the order: a dispatch recording its answer holds that lock, then the order's).
           await this.events.publish(em, { type: 'internal.fulfillment.stop-requested', orderId, reason: 'order canceled with a refund', cause: { kind: 'api', action: 'cancel' } });
           const { order, payment } = await this.lockCaptured(em, orderId);
+          // The payment checked above is the one refunded (the same choice, read again under its lock).
+          if (payment.id !== captured.id) throw new DomainError('ORDER.BUSY', 'the order changed meanwhile; try again');
           if (order.status === 'fulfilled') throw new DomainError('FULFILLMENT.ALREADY_DISPATCHED', 'the shipment has begun');
           if (order.status !== 'paid') throw illegal(`a ${order.status} order cannot be canceled with a refund`);
-          const refundable = await this.refundable(em, payment);
+          const refundable = await this.refunds.refundable(em, payment);
           if (refundable <= 0n) throw illegal('nothing of the payment is left to refund');
           await this.writeRefund(em, order, payment, Money.fromMinor(refundable, payment.currency), 'order canceled', { kind: 'api', action: 'cancel' });
         });
       } catch (err) {
         // The fulfillment's row was held by a writer that takes the locks in the other order: again.
-        if ((err as DomainError)?.code !== 'FULFILLMENT.BUSY' || attempt === 3) throw err;
+        if ((err as DomainError)?.code !== 'FULFILLMENT.BUSY') throw err;
+        if (attempt === 3) throw new DomainError('ORDER.BUSY', 'the order is being changed; try again');
       }
     }
   }
@@ -213,25 +226,12 @@ export class PaymentCommandsService {
   private async lockCaptured(em: EntityManager, orderId: string): Promise<{ order: Order; payment: Payment }> {
     const order = await this.mustFindOrder(em, orderId);
     const payments = await this.store.paymentsOfOrders(em, [orderId]);
-    // The payment that paid the order, else the first that holds captured money.
-    const paidBy = order.paidVia?.source === 'payment' ? order.paidVia.paymentId : null;
-    const candidate = payments.find((p) => p.id === paidBy && REFUNDABLE.has(p.status)) ?? payments.find((p) => REFUNDABLE.has(p.status));
+    const candidate = capturedPaymentOf(order, payments);
     if (!candidate) throw illegal('the order holds no succeeded or partially refunded payment');
     const payment = (await this.store.lockPayment(em, keyOf(candidate)))!;
     if (!REFUNDABLE.has(payment.status)) throw illegal(`the payment is ${payment.status}`);
     const locked = (await this.store.lockOrder(em, orderId))!;
     return { order: locked, payment };
-  }
-
-  /**
-   * What may still be refunded of a payment (locked by the caller): its amount, less what the
-   * provider says is refunded (or the refunds it confirmed, when more), less the refunds on their way.
-   */
-  private async refundable(em: EntityManager, payment: Payment): Promise<bigint> {
-    const { outstandingMinor, succeededMinor } = await this.refundStore.amountsOfPayment(em, payment.id);
-    const refunded = payment.refundedMinor > succeededMinor ? payment.refundedMinor : succeededMinor;
-    const left = payment.amountMinor - refunded - outstandingMinor;
-    return left > 0n ? left : 0n;
   }
 
   private async writeRefund(em: EntityManager, order: Order, payment: Payment, amount: Money, reason: string | null, cause: HistoryCause): Promise<Refund> {
@@ -264,6 +264,12 @@ export class PaymentCommandsService {
 export function commandTypeOf(messageType: string): PaymentCommand['type'] | null {
   for (const [type, message] of Object.entries(COMMAND_MESSAGE_TYPES)) if (message === messageType) return type as PaymentCommand['type'];
   return null;
+}
+
+/** The payment a refund of the order is for: the one that paid it, else the first that holds captured money. */
+function capturedPaymentOf(order: Order, payments: readonly Payment[]): Payment | undefined {
+  const paidBy = order.paidVia?.source === 'payment' ? order.paidVia.paymentId : null;
+  return payments.find((p) => p.id === paidBy && REFUNDABLE.has(p.status)) ?? payments.find((p) => REFUNDABLE.has(p.status));
 }
 
 function keyOf(p: Payment) {

@@ -65,7 +65,9 @@ export class RefundStore {
    * provider's answer (its refund id) not recorded yet.
    */
   async hasRequested(em: EntityManager, paymentId: string): Promise<boolean> {
-    const rows: unknown[] = await em.query(`SELECT 1 FROM refunds WHERE payment_id = $1 AND status = 'requested' LIMIT 1`, [paymentId]);
+    // Locked: a worker recording the provider's answer holds the refund's row until it commits; this
+    // waits for it, and then sees the refund `submitted` with its id (the row read again).
+    const rows: unknown[] = await em.query(`SELECT id FROM refunds WHERE payment_id = $1 AND status = 'requested' ORDER BY id FOR UPDATE`, [paymentId]);
     return rows.length > 0;
   }
 

@@ -93,6 +93,17 @@ export class RefundsService {
     return ids.some((id) => !known.has(id));
   }
 
+  /**
+   * What may still be refunded of a payment (locked by the caller): its amount, less what the
+   * provider says is refunded (or the refunds it confirmed, when more), less the refunds on their way.
+   */
+  async refundable(em: EntityManager, payment: Payment): Promise<bigint> {
+    const { outstandingMinor, succeededMinor } = await this.refunds.amountsOfPayment(em, payment.id);
+    const refunded = payment.refundedMinor > succeededMinor ? payment.refundedMinor : succeededMinor;
+    const left = payment.amountMinor - refunded - outstandingMinor;
+    return left > 0n ? left : 0n;
+  }
+
   /** The refund's moves into the history, and its events, in the caller's transaction. */
   private async recorded(em: EntityManager, refund: Refund, cause: HistoryCause, sourceEventId: string | null, known?: Payment): Promise<void> {
     this.history.append(

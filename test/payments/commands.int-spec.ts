@@ -40,7 +40,8 @@ class Carrier implements CarrierAdapter {
 }
 
 describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
-  const stub = acmePayApi(new ProviderApiStub());
+  // An amount of 0.07 is answered without the refund's id (a broken provider answer).
+  const stub = acmePayApi(new ProviderApiStub(), { withoutId: (amount) => amount === '0.07' });
   const carrier = new Carrier();
   let t: TestApp;
   let d: ReturnType<typeof driver>;
@@ -281,6 +282,34 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
       ]);
     });
 
+    it('an accepted refund answered without a usable id is no clear answer: asked again with the same key, never submitted without an id', async () => {
+      const { orderId } = await paidOrder();
+      const res = await d.http().post(`/orders/${orderId}/refunds`).set(AUTH).send({ amount: '0.07' });
+      const refundId = res.body.id as string;
+      const failed = await refundIn(refundId, 'failed');
+      expect(failed).toMatchObject({ providerRefundId: null, failureReason: `the provider accepted the refund without a usable refund id (after ${MAX_ATTEMPTS} attempts)` });
+      expect(requestsWithKey(refundId).map((r) => r.status)).toEqual(Array(MAX_ATTEMPTS).fill(200));
+      expect(stub.effects.filter((e) => e.key === refundId)).toHaveLength(1);
+    });
+
+    it("an operator's retry of a dead refund whose amount another refund took since: 409, nothing changes", async () => {
+      const { orderId } = await paidOrder();
+      stub.failNext({ status: 402, body: { error: 'insufficient balance' } });
+      const first = await d.http().post(`/orders/${orderId}/refunds`).set(AUTH).send({});
+      await refundIn(first.body.id, 'failed');
+      // What it held is free again: the shop asks for it anew.
+      const second = await d.http().post(`/orders/${orderId}/refunds`).set(AUTH).send({});
+      expect(second.body.amount).toBe('49.90');
+      await refundIn(second.body.id, 'submitted');
+      const message = await d.outboxMessageOfKey(first.body.id);
+      const retry = await d.http().post(`/admin/outbox/${message.id}/retry`).set(AUTH);
+      expect(retry.status).toBe(409);
+      expect(retry.body).toEqual({ error: 'illegal_transition', detail: "the refund's 49.90 EUR is no longer refundable (0.00 is): ask for a new refund instead" });
+      expect(await d.outboxMessageOfKey(first.body.id)).toMatchObject({ status: 'dead' });
+      expect((await refundOf(first.body.id)).status).toBe('failed');
+      expect(requestsWithKey(first.body.id)).toHaveLength(1);
+    });
+
     it('a refund the provider fails later (its webhook) is failed; the money does not move', async () => {
       const { orderId, chargeId } = await paidOrder();
       const res = await d.http().post(`/orders/${orderId}/refunds`).set(AUTH).send({ amount: '4.00' });
@@ -409,6 +438,10 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
       expect(message.lastError).toBe('422: authorization expired');
       const failedEvents = announcedOf('payment.capture_failed', (e) => e.data.payment?.id, paymentId);
       expect(failedEvents.map((e) => [e.data.order.id, e.data.reason])).toEqual([[orderId, '422: authorization expired']]);
+      // Asked again, it is not sent anew under the same key: the dead message is what to retry.
+      const again = await d.http().post(`/orders/${orderId}/capture`).set(AUTH).send({});
+      expect(again.status).toBe(409);
+      expect(again.body).toEqual({ error: 'illegal_transition', detail: `the payment's capture failed: retry its message ${message.id} in /admin/outbox` });
       expect((await d.getOrder(orderId)).payments[0].status).toBe('authorized');
     });
 

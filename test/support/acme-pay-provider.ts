@@ -44,7 +44,7 @@ const commands: PaymentCommands = {
     const answer = (await res.json().catch(() => ({}))) as Record<string, unknown>;
     if (!res.ok) return failedCall(res.status, String(answer.error ?? `acmepay answered ${res.status}`), res.headers.get('retry-after'));
     if (command.type !== 'refund') return { ok: true };
-    return { ok: true, providerRefundId: String(answer.id), status: answer.status === 'succeeded' ? 'succeeded' : 'pending' };
+    return { ok: true, providerRefundId: typeof answer.id === 'string' ? answer.id : null, status: answer.status === 'succeeded' ? 'succeeded' : 'pending' };
   },
 };
 
@@ -77,7 +77,7 @@ export const acmePayProvider: ProviderAdapter = {
 };
 
 /** The acmepay API on a stub: refunds answer `{ id: "rf_<n>", status }`, captures and voids `{ status }`. */
-export function acmePayApi(stub: ProviderApiStub, opts: { refundStatus?: () => 'pending' | 'succeeded' } = {}): ProviderApiStub {
+export function acmePayApi(stub: ProviderApiStub, opts: { refundStatus?: () => 'pending' | 'succeeded'; withoutId?: (amount: unknown) => boolean } = {}): ProviderApiStub {
   let n = 0;
   return stub
     .route({
@@ -87,6 +87,8 @@ export function acmePayApi(stub: ProviderApiStub, opts: { refundStatus?: () => '
       handle: (r, m) => {
         const id = `rf_${++n}_${Math.random().toString(36).slice(2, 10)}`;
         stub.effect('refund', r.key, { charge: m[1], id, amount: r.json?.amount });
+        // A broken answer: accepted, without the refund's id.
+        if (opts.withoutId?.(r.json?.amount)) return { status: 200, body: { status: 'pending', amount: r.json?.amount } };
         return { status: 200, body: { id, status: opts.refundStatus?.() ?? 'pending', amount: r.json?.amount } };
       },
     })
