@@ -22,7 +22,7 @@ export const ERROR_CODES = {
   'ORDER.ACCOUNT_MISMATCH': { http: 'account_mismatch' },
   'ORDER.TOO_MANY_PAYMENTS': { http: 'too_many_payments' },
   'IDEMPOTENCY.KEY_REUSED': { http: 'idempotency_key_reused' },
-  // (v4) Payment commands (CONTRACT §3.1).
+  // (v4) Payment commands (docs/commands.md).
   'REFUND.NOT_FOUND': { http: 'not_found' },
   'COMMAND.NOT_SUPPORTED': { http: 'not_supported' },
   'FULFILLMENT.ALREADY_DISPATCHED': { http: 'already_dispatched' },

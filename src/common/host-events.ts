@@ -23,7 +23,7 @@ export const PAYMENT_EVENT_TYPES = [
   'order.fulfilled',
   'order.refunded',
   'order.canceled',
-  // (v4) Payment commands (CONTRACT §3.1, §7).
+  // (v4) Payment commands (docs/commands.md, docs/events.md#types).
   'refund.requested',
   'refund.submitted',
   'refund.succeeded',

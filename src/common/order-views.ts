@@ -36,7 +36,7 @@ export interface PaymentSnapshot {
   updatedAt: string;
 }
 
-/** (v4) A Refund as the REST API shows it (CONTRACT §3.1). */
+/** (v4) A Refund as the REST API shows it (docs/commands.md). */
 export interface RefundSnapshot {
   id: string;
   orderId: string;

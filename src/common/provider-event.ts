@@ -64,7 +64,7 @@ export interface ProviderEvent {
   orderReference?: string | null;
   /**
    * (v4) The provider's refunds this event reports an outcome of, by the provider's refund id: what
-   * confirms (or fails) a refund the shop asked for through the module (CONTRACT §3.1), matched by
+   * confirms (or fails) a refund the shop asked for through the module (docs/commands.md), matched by
    * its `providerRefundId`. A refund of its own amount (`refund` above) confirms itself and need not
    * be repeated here; an event that only moves a cumulative amount lists the refunds it names, when
    * it names them (a Stripe charge's `refunds.data`). A refund event that changes no amount (a

@@ -370,7 +370,7 @@ export async function inActionSpan<T>(action: string, fn: () => Promise<T>): Pro
 
 /**
  * (v4) Runs a payment command's call to the provider in a span `payment command <type>`
- * (CONTRACT §9): a child of the active span (the outbox attempt, itself a child of the request
+ * (docs/operations.md#spans): a child of the active span (the outbox attempt, itself a child of the request
  * that wrote the message) and linked to that request. Attributes: provider, merchant account and
  * the outcome; never an amount's owner, a credential or a body.
  */

@@ -10,7 +10,7 @@ export type CommandRoute =
   | { ok: false; detail: string };
 
 /**
- * Which endpoint sends a payment's commands (CONTRACT §3.1): the first configured endpoint of the
+ * Which endpoint sends a payment's commands (docs/commands.md): the first configured endpoint of the
  * payment's provider that serves its merchant account and holds API credentials. A provider
  * without commands, or without such an endpoint, takes none (`422 not_supported`). Resolved from
  * the configuration at start; the credentials never leave the endpoint object.

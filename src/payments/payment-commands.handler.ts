@@ -25,7 +25,7 @@ import { RefundStore } from './refund.store';
 import { RefundsService } from './refunds.service';
 
 /**
- * The handler of `payment.refund`, `payment.capture` and `payment.void` (CONTRACT §3.1): one call to
+ * The handler of `payment.refund`, `payment.capture` and `payment.void` (docs/commands.md): one call to
  * the provider's API through its adapter's official client, with the message's idempotency key on
  * every attempt (a worker that crashed after the call and before its commit sends the same key
  * again, and the provider answers the first result). The outbox retries what the answer says may

@@ -50,7 +50,7 @@ export const voidKey = (paymentId: string) => `${paymentId}:void`;
 const REFUNDABLE: ReadonlySet<string> = new Set(['succeeded', 'partially_refunded']);
 
 /**
- * The shop's payment commands (CONTRACT §3.1; docs/commands.md): a refund, a capture, a void or a
+ * The shop's payment commands (docs/commands.md): a refund, a capture, a void or a
  * cancel with a refund. Each is one transaction that writes the command's row (a Refund) and its
  * outbox message, which a worker then sends to the provider through its official client under a
  * stable idempotency key (PaymentCommandHandler). Nothing here moves money: the payment's amounts

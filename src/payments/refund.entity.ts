@@ -14,7 +14,7 @@ const REFUND_EVENTS: Record<RefundStatus, PaymentEventType> = {
 };
 
 /**
- * The Refund aggregate: a refund the shop asked for through the module (CONTRACT §3.1). It is sent
+ * The Refund aggregate: a refund the shop asked for through the module (docs/commands.md). It is sent
  * to the provider once, under its own id as the idempotency key, and moves only where
  * REFUND_LIFECYCLE allows; each move records the event it announces. It never moves money: the
  * payment's refunded amount changes only by the provider's word (its webhook, or a poll).

@@ -8,7 +8,7 @@ const PACKAGE = '@adyen/api-library';
 const LIBRARY_CHECKOUT_ROOT = 'https://checkout-test.adyen.com';
 
 /**
- * Where an endpoint's Checkout API is when it names none (CONTRACT §1 (v4)). A live merchant
+ * Where an endpoint's Checkout API is when it names none (docs/configuration.md#endpoints). A live merchant
  * account is served under its own prefix, which Adyen's Customer Area shows: such an endpoint gives
  * `https://<prefix>-checkout-live.adyenpayments.com/checkout`; a test account
  * `https://checkout-test.adyen.com` (docs/commands.md#adyen).

@@ -2,8 +2,8 @@ import { isRetryableStatus, retryAfterMs } from '../common/http-answers';
 import type { CommandAnswer } from './provider';
 
 /**
- * How a provider's answer to a payment command is read, the same for every provider (CONTRACT
- * §3.1): no answer (a network error, a timeout) is retried under the same key, and the effect may
+ * How a provider's answer to a payment command is read, the same for every provider (docs/commands.md#sent-once):
+ * no answer (a network error, a timeout) is retried under the same key, and the effect may
  * have happened; `409` (the same key still in flight at the provider), `408`, `425`, `429` and
  * `5xx` are retried, honouring `Retry-After`; any other `4xx` ends the command at once with the
  * provider's reason.

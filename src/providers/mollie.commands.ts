@@ -59,7 +59,7 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
 }
 
 /**
- * Refunds, captures and voids through `@mollie/api-client` (CONTRACT §3.1, docs/commands.md#mollie):
+ * Refunds, captures and voids through `@mollie/api-client` (docs/commands.md#mollie):
  * `paymentRefunds.create`, `paymentCaptures.create`, `payments.cancel`, each with the command's key
  * as `idempotencyKey` (the client's `Idempotency-Key` header). The client retries a 5xx itself and
  * reports neither an answer's `Retry-After` nor a status it cannot parse from the body: each call is

@@ -121,8 +121,7 @@ function latestAuthorization(order: PaypalOrder): string | null {
 const refused = (reason: string): CommandAnswer => ({ ok: false, retryable: false, reason });
 
 /**
- * Refunds, captures and voids through `@paypal/paypal-server-sdk` (CONTRACT §3.1,
- * docs/commands.md#paypal), with the endpoint's OAuth client credentials (`clientId`,
+ * Refunds, captures and voids through `@paypal/paypal-server-sdk` (docs/commands.md#paypal), with the endpoint's OAuth client credentials (`clientId`,
  * `clientSecret`) and the command's key as `PayPal-Request-Id` (`paypalRequestId`) on every write:
  *
  * - a refund names a capture, not the order: `refundCapturedPayment` of the latest capture recorded

@@ -179,7 +179,7 @@ export interface ProviderAdapter {
    * transaction (never on the receive path).
    */
   readonly fetchesState?: StateFetcher;
-  /** Refunds, captures and voids the shop asks for (CONTRACT §3.1; docs/commands.md), where the provider takes them. */
+  /** Refunds, captures and voids the shop asks for (docs/commands.md), where the provider takes them. */
   readonly commands?: PaymentCommands;
 }
 

@@ -7,7 +7,7 @@ import { NEXT_CURSOR } from './views';
 const AMOUNT = /^\d{1,18}(\.\d+)?$/;
 const AMOUNT_MESSAGE = 'amount must be a decimal string such as "49.90"';
 
-/** `POST /orders/{id}/refunds` (CONTRACT §3.1). */
+/** `POST /orders/{id}/refunds` (docs/commands.md). */
 export class RefundRequestDto {
   @ApiPropertyOptional({ example: '10.00', description: 'Left out: all that is still refundable.' })
   @Matches(AMOUNT, { message: AMOUNT_MESSAGE })
