@@ -1,4 +1,5 @@
 import type { OrderSnapshot, PaymentSnapshot, RefundSnapshot } from './order-views';
+import { uuid7 } from './uuid7';
 
 /**
  * The events the module announces to its host (docs/events.md): their types and their body,
@@ -56,4 +57,10 @@ export interface PaymentWebhooksEvent<T extends PaymentEventType = PaymentEventT
     /** (v4) Why the provider refused a command (`payment.capture_failed`, `payment.void_failed`). */
     reason?: string;
   };
+}
+
+/** A new event of `type` made now: its own time-ordered id, and `occurredAt` the same instant. */
+export function newPaymentEvent(type: PaymentEventType, data: PaymentWebhooksEvent['data']): PaymentWebhooksEvent {
+  const now = Date.now();
+  return { id: uuid7(now), type, occurredAt: new Date(now).toISOString(), data };
 }

@@ -6,7 +6,7 @@ import type { PaymentCommand, PaymentCommands, ProviderAdapter, ProviderEndpoint
 
 /** Where a command for a payment goes: the provider's commands and the endpoint whose credentials send it. */
 export type CommandRoute =
-  | { ok: true; commands: PaymentCommands; endpoint: ProviderEndpoint; endpointId: string }
+  | { ok: true; commands: PaymentCommands; endpoint: ProviderEndpoint }
   | { ok: false; detail: string };
 
 /**
@@ -39,7 +39,7 @@ export class CommandEndpoints {
             : `no ${provider} endpoint of merchant account "${merchantAccountId}" has API credentials`,
       };
     }
-    return { ok: true, commands, endpoint: ready.settings, endpointId: ready.id };
+    return { ok: true, commands, endpoint: ready.settings };
   }
 }
 

@@ -1,11 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { type HistoryCause, type HistoryEntry, withCause } from '../common/history';
-import type { PaymentWebhooksEvent } from '../common/host-events';
+import { newPaymentEvent, type PaymentWebhooksEvent } from '../common/host-events';
 import type { FulfillmentChangedEvent } from '../common/internal-events';
 import type { RecordedMove } from '../common/lifecycle';
 import type { OrderSnapshot, PaymentSnapshot } from '../common/order-views';
-import { uuid7 } from '../common/uuid7';
 import { BeforeCommitBatch } from '../database/transaction';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { OrderHistoryStore } from './order-history.store';
@@ -125,6 +124,5 @@ function historyOf(orderId: string, entity: HistoryEntry['entity'], entityId: st
 
 /** A public event of an order (and the payment that moved it), as published. */
 function event(type: PaymentWebhooksEvent['type'], order: OrderSnapshot, payment: PaymentSnapshot | null, sourceEventId: string | null): PaymentWebhooksEvent {
-  const now = Date.now();
-  return { id: uuid7(now), type, occurredAt: new Date(now).toISOString(), data: { order, payment, sourceEventId } };
+  return newPaymentEvent(type, { order, payment, sourceEventId });
 }

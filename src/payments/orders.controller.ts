@@ -22,6 +22,15 @@ export const uuidParam = new ParseUUIDPipe({
   exceptionFactory: () => new DomainError('RESOURCE.NOT_FOUND', 'no resource has this id'),
 });
 
+/**
+ * The request's `Idempotency-Key` (the first, if sent twice): read from the request, not through
+ * @Headers(), which would document the header as required.
+ */
+function idempotencyKeyOf(req: { headers: Record<string, string | string[] | undefined> }): string | undefined {
+  const key = req.headers['idempotency-key'];
+  return Array.isArray(key) ? key[0] : key;
+}
+
 /** The example body of POST /orders: valid as it is, and valid again (nothing in it must be unique). */
 export const CREATE_ORDER_EXAMPLE = {
   amount: '49.90',
@@ -64,9 +73,7 @@ export class OrdersController {
     @Req() req: { headers: Record<string, string | string[] | undefined>; body: unknown },
     @Res({ passthrough: true }) res: { status(code: number): unknown },
   ): Promise<OrderView> {
-    // Read from the request, not through @Headers(), which would document the header as required.
-    const key = req.headers['idempotency-key'];
-    const answer = await this.orders.create(dto, req.body, Array.isArray(key) ? key[0] : key);
+    const answer = await this.orders.create(dto, req.body, idempotencyKeyOf(req));
     res.status(answer.status);
     return answer.body;
   }
@@ -191,8 +198,7 @@ export class OrdersController {
     @Req() req: { headers: Record<string, string | string[] | undefined>; body: unknown },
     @Res({ passthrough: true }) res: { status(code: number): unknown },
   ): Promise<RefundView> {
-    const key = req.headers['idempotency-key'];
-    const answer = await inActionSpan('refund', () => this.commands.requestRefund(id, dto ?? {}, req.body, Array.isArray(key) ? key[0] : key));
+    const answer = await inActionSpan('refund', () => this.commands.requestRefund(id, dto ?? {}, req.body, idempotencyKeyOf(req)));
     res.status(answer.status);
     return answer.body;
   }

@@ -1,8 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { createHash } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
-import { canonicalJson } from '../common/canonical-json';
 import { DomainError, ValidationFailed } from '../common/domain-error';
 import type { Page } from '../common/pagination';
 import type { ResolvedOptions } from '../config/options';
@@ -13,18 +11,14 @@ import type { CreateOrderDto, ListOrdersQuery, MarkPaidDto } from './dto/order.d
 import type { ListPaymentsQuery, RegisterPaymentDto } from './dto/payment.dto';
 import type { OrderHistoryView, OrderView, PaymentView } from './dto/views';
 import { OrderHistoryStore } from './order-history.store';
-import { Money, MoneyError } from './money';
 import { MAX_PAYMENTS_PER_ORDER, Order } from './order.entity';
 import { Payment } from './payment.entity';
 import { IdempotencyKeyStore } from './idempotency-key.store';
+import { type Answer, checkIdempotencyKey, parseRequestAmount, replayOrClaim } from './idempotent-requests';
 import { OrderChangesService } from './order-changes.service';
 import { orderSnapshot, PaymentExists, PaymentStore, paymentView } from './payment-store';
 
-/** A response to send as it is: status and body (the first response of an idempotent request). */
-export interface Answer<T> {
-  status: number;
-  body: T;
-}
+export type { Answer } from './idempotent-requests';
 
 const IDEMPOTENCY_SCOPE = 'POST /orders';
 
@@ -50,17 +44,15 @@ export class OrdersService {
    * waits on the first one's row until it commits, so two at once cannot both create.
    */
   async create(dto: CreateOrderDto, rawBody: unknown, idempotencyKey?: string): Promise<Answer<OrderView>> {
-    if (idempotencyKey !== undefined && (idempotencyKey.length === 0 || idempotencyKey.length > 255)) {
-      throw new ValidationFailed([{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
-    }
-    const amount = parseAmount(dto.amount, dto.currency);
+    checkIdempotencyKey(idempotencyKey);
+    const amount = parseRequestAmount(dto.amount, dto.currency);
     const carrier = dto.carrier ?? 'default';
     if (!this.carriers.has(carrier)) {
       throw new ValidationFailed([{ field: 'carrier', message: `carrier "${carrier}" is not configured` }]);
     }
     return runTransaction(this.dataSource, async (em) => {
       if (idempotencyKey !== undefined) {
-        const replay = await this.claimKey(em, idempotencyKey, requestHash(rawBody));
+        const replay = await replayOrClaim<OrderView>(this.idempotencyKeys, em, IDEMPOTENCY_SCOPE, idempotencyKey, rawBody);
         if (replay) return replay;
       }
       const order = Order.place({
@@ -76,16 +68,6 @@ export class OrdersService {
       if (idempotencyKey !== undefined) await this.idempotencyKeys.saveAnswer(em, IDEMPOTENCY_SCOPE, idempotencyKey, answer);
       return answer;
     });
-  }
-
-  /** Claims the key for this request, or returns the first response; an expired key (24 h) is taken over. */
-  private async claimKey(em: EntityManager, key: string, hash: string): Promise<Answer<OrderView> | null> {
-    const first = await this.idempotencyKeys.claim(em, IDEMPOTENCY_SCOPE, key, hash);
-    if (!first) return null;
-    if (first.requestHash !== hash) {
-      throw new DomainError('IDEMPOTENCY.KEY_REUSED', 'this Idempotency-Key was used with another body');
-    }
-    return first.answer as Answer<OrderView>;
   }
 
   async get(id: string): Promise<OrderView> {
@@ -234,22 +216,6 @@ export class OrdersService {
     const payments = await this.store.paymentsOfOrders(this.dataSource, orders.map((o) => o.id));
     return orders.map((order) => orderView(order, payments.filter((p) => p.orderId === order.id)));
   }
-}
-
-function parseAmount(amount: string, currency: string): Money {
-  try {
-    return Money.parse(amount, currency);
-  } catch (err) {
-    if (err instanceof MoneyError) {
-      const field = err.code === 'MONEY.UNKNOWN_CURRENCY' ? 'currency' : 'amount';
-      throw new ValidationFailed([{ field, message: err.message }]);
-    }
-    throw err;
-  }
-}
-
-function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
 export function orderView(o: Order, payments: Payment[]): OrderView {

@@ -4,8 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
 import { DomainError } from '../common/domain-error';
 import type { HistoryCause } from '../common/history';
-import type { PaymentEventType } from '../common/host-events';
-import { uuid7 } from '../common/uuid7';
+import { newPaymentEvent, type PaymentEventType } from '../common/host-events';
 import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../config/tokens';
@@ -112,13 +111,7 @@ export class PaymentCommandHandler implements OutboxHandler<PaymentCommandPayloa
     const payment = await this.payments.findPayment(em, String(attempt.payload.paymentId));
     const order = payment ? await this.payments.snapshotOf(em, payment.orderId) : null;
     if (!payment || !order) return;
-    const now = Date.now();
-    await this.events.publish(em, {
-      id: uuid7(now),
-      type,
-      occurredAt: new Date(now).toISOString(),
-      data: { order, payment: paymentView(payment), sourceEventId: null, reason: decision.reason },
-    });
+    await this.events.publish(em, newPaymentEvent(type, { order, payment: paymentView(payment), sourceEventId: null, reason: decision.reason }));
   }
 
   /**

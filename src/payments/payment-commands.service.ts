@@ -1,9 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { createHash } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
-import { canonicalJson } from '../common/canonical-json';
-import { DomainError, ValidationFailed } from '../common/domain-error';
+import { DomainError } from '../common/domain-error';
 import type { HistoryCause } from '../common/history';
 import type { Page, PageQuery } from '../common/pagination';
 import type { RefundSnapshot } from '../common/order-views';
@@ -16,9 +14,9 @@ import { TransactionEvents } from '../outbox/transaction-events';
 import type { PaymentCommand } from '../providers/provider';
 import { CommandEndpoints } from './command-endpoints';
 import type { CaptureRequestDto, RefundRequestDto } from './dto/command.dto';
-import type { OrderView } from './dto/views';
 import { IdempotencyKeyStore } from './idempotency-key.store';
-import { Money, MoneyError } from './money';
+import { checkIdempotencyKey, parseRequestAmount, replayOrClaim } from './idempotent-requests';
+import { Money } from './money';
 import type { Order } from './order.entity';
 import type { Payment } from './payment.entity';
 import { OrderChangesService } from './order-changes.service';
@@ -80,21 +78,18 @@ export class PaymentCommandsService {
    * answer again.
    */
   async requestRefund(orderId: string, dto: RefundRequestDto, rawBody: unknown, idempotencyKey?: string): Promise<{ status: number; body: RefundSnapshot }> {
-    checkKey(idempotencyKey);
+    checkIdempotencyKey(idempotencyKey);
     return runTransaction(this.dataSource, async (em) => {
       const scope = `POST /orders/${orderId}/refunds`;
       if (idempotencyKey !== undefined) {
-        const first = await this.idempotencyKeys.claim(em, scope, idempotencyKey, requestHash(rawBody));
-        if (first) {
-          if (first.requestHash !== requestHash(rawBody)) throw new DomainError('IDEMPOTENCY.KEY_REUSED', 'this Idempotency-Key was used with another body');
-          return first.answer as { status: number; body: RefundSnapshot };
-        }
+        const first = await replayOrClaim<RefundSnapshot>(this.idempotencyKeys, em, scope, idempotencyKey, rawBody);
+        if (first) return first;
       }
       const { order, payment } = await this.lockCaptured(em, orderId);
       const route = this.endpoints.route(payment.provider, payment.merchantAccountId, 'refund');
       if (!route.ok) throw new DomainError('COMMAND.NOT_SUPPORTED', 'not supported', route.detail);
       const refundable = await this.refunds.refundable(em, payment);
-      const amount = dto.amount === undefined ? Money.fromMinor(refundable, payment.currency) : parseAmount(dto.amount, payment.currency);
+      const amount = dto.amount === undefined ? Money.fromMinor(refundable, payment.currency) : parseRequestAmount(dto.amount, payment.currency);
       if (amount.minor <= 0n || amount.minor > refundable) {
         throw new DomainError(
           'ORDER.ILLEGAL_TRANSITION',
@@ -124,7 +119,7 @@ export class PaymentCommandsService {
       if (payment.status !== 'authorized') throw illegal(`the payment is ${payment.status}, not authorized`);
       const route = this.endpoints.route(payment.provider, payment.merchantAccountId, 'capture');
       if (!route.ok) throw new DomainError('COMMAND.NOT_SUPPORTED', 'not supported', route.detail);
-      const amount = dto.amount === undefined ? payment.amount : parseAmount(dto.amount, payment.currency);
+      const amount = dto.amount === undefined ? payment.amount : parseRequestAmount(dto.amount, payment.currency);
       if (amount.minor <= 0n || amount.minor > payment.amountMinor) {
         throw illegal(`at most ${payment.amount.toDecimal()} ${payment.currency} may be captured; ${amount.toDecimal()} was asked`);
       }
@@ -280,23 +275,3 @@ function illegal(detail: string): DomainError {
   return new DomainError('ORDER.ILLEGAL_TRANSITION', 'refused', detail);
 }
 
-function checkKey(key: string | undefined): void {
-  if (key !== undefined && (key.length === 0 || key.length > 255)) {
-    throw new ValidationFailed([{ field: 'Idempotency-Key', message: 'must be 1 to 255 characters' }]);
-  }
-}
-
-function requestHash(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body ?? {})).digest('hex');
-}
-
-function parseAmount(amount: string, currency: string): Money {
-  try {
-    return Money.parse(amount, currency);
-  } catch (err) {
-    if (err instanceof MoneyError) throw new ValidationFailed([{ field: 'amount', message: err.message }]);
-    throw err;
-  }
-}
-
-export type { OrderView };

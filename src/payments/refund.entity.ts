@@ -82,16 +82,16 @@ export class Refund extends RecordsChanges<PaymentEventType, RefundStatus> {
 
   /** The provider refused it, or its attempts ran out, or its webhook says it failed. */
   failed(reason: string, now: Date = new Date()): boolean {
-    if (!canMove(REFUND_LIFECYCLE, this.status, 'failed')) return false;
+    if (!this.move('failed', now)) return false;
     this.failureReason = reason;
-    return this.move('failed', now);
+    return true;
   }
 
   /** An operator retried its dead message: asked again, with the same key. */
   requestAgain(now: Date = new Date()): boolean {
-    if (!canMove(REFUND_LIFECYCLE, this.status, 'requested')) return false;
+    if (!this.move('requested', now)) return false;
     this.failureReason = null;
-    return this.move('requested', now);
+    return true;
   }
 
   private move(to: RefundStatus, now: Date): boolean {

@@ -1,8 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { uuid7 } from '../common/uuid7';
 import type { HistoryCause } from '../common/history';
-import type { PaymentWebhooksEvent } from '../common/host-events';
+import { newPaymentEvent } from '../common/host-events';
 import type { ProviderEvent } from '../common/provider-event';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { OrderHistoryStore } from './order-history.store';
@@ -116,10 +115,7 @@ export class RefundsService {
     if (!order) return;
     const payment = known ?? (await this.payments.findPayment(em, refund.paymentId));
     const view = refundView(refund);
-    const published: PaymentWebhooksEvent[] = types.map((type) => {
-      const now = Date.now();
-      return { id: uuid7(now), type, occurredAt: new Date(now).toISOString(), data: { order, payment: payment ? paymentView(payment) : null, sourceEventId, refund: view } };
-    });
+    const published = types.map((type) => newPaymentEvent(type, { order, payment: payment ? paymentView(payment) : null, sourceEventId, refund: view }));
     await this.events.publish(em, ...published);
   }
 }
