@@ -41,6 +41,14 @@ export interface EndpointDefinition {
   apiKey?: string;
   /** The API's base URL; the provider's default (`https://api.stripe.com`) once validated. */
   apiBaseUrl?: string;
+  /**
+   * (v4) Ask the provider about a payment of this endpoint still `pending`, `processing` or
+   * `authorized` this long after its last change (at least 30; needs API credentials):
+   * docs/operations.md#when-webhooks-stop.
+   */
+  pollAfterSeconds?: number;
+  /** (v4) The endpoint is `silent` after this long without an authentic delivery (at least 60): docs/operations.md#endpoint-health. */
+  silenceAlertSeconds?: number;
   /** A provider's own fields (its `endpointFields`: Adyen's `capture`, Stripe's `payloadStyle`…). */
   [field: string]: unknown;
 }

@@ -1,4 +1,4 @@
-import { describeThrown, ignoreLate, isThenable, providerTable, type ProviderAdapter } from '../providers';
+import { describeThrown, ignoreLate, isThenable, providerTable, type ProviderAdapter, type ProviderEndpoint } from '../providers';
 import { PUBLIC_KEY_PREFIX, SECRET_KEY_PREFIX, secretKeyProblem } from '../providers/standard-keys';
 import { parseRedisSeeds } from '../common/redis-connection';
 import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType } from '../common/host-events';
@@ -89,7 +89,7 @@ export function validateEndpoints(
   const endpoints = value.map((raw, index) => {
     const where = `endpoint #${index + 1}`;
     if (!isObject(raw)) throw new ConfigurationError(setting, `${where} must be an object`);
-    const { id, provider: name, secrets, merchantAccountId, merchantAccountIds, toleranceSeconds, apiKey, apiBaseUrl } = raw;
+    const { id, provider: name, secrets, merchantAccountId, merchantAccountIds, toleranceSeconds, apiKey, apiBaseUrl, pollAfterSeconds, silenceAlertSeconds } = raw;
     if (typeof id !== 'string' || !ENDPOINT_ID.test(id)) {
       throw new ConfigurationError(setting, `${where}: "id" must match [a-z0-9-]{1,64}`);
     }
@@ -147,6 +147,27 @@ export function validateEndpoints(
     if (provider.usesApi && (apiKey !== undefined || apiBaseUrl !== undefined)) {
       definition.apiBaseUrl = ((apiBaseUrl as string | undefined) ?? provider.usesApi.defaultBaseUrl).replace(/\/+$/, '');
     }
+    if (silenceAlertSeconds !== undefined) {
+      if (!isWholeAtLeast(silenceAlertSeconds, 60)) throw new ConfigurationError(setting, `${label}: "silenceAlertSeconds" must be an integer of at least 60`);
+      definition.silenceAlertSeconds = silenceAlertSeconds;
+    }
+    if (pollAfterSeconds !== undefined) {
+      if (!isWholeAtLeast(pollAfterSeconds, 30)) throw new ConfigurationError(setting, `${label}: "pollAfterSeconds" must be an integer of at least 30`);
+      if (!provider.readPayment) {
+        throw new ConfigurationError(setting, `${label}: "pollAfterSeconds": provider "${provider.name}" has no payment status read, so its payments cannot be polled`);
+      }
+      const endpoint: ProviderEndpoint = {
+        id,
+        merchantAccountId: typeof merchantAccountId === 'string' ? merchantAccountId : null,
+        ...(definition.apiKey === undefined ? {} : { apiKey: definition.apiKey }),
+        ...(definition.apiBaseUrl === undefined ? {} : { apiBaseUrl: definition.apiBaseUrl }),
+        settings,
+      };
+      if (!provider.readPayment.ready(endpoint)) {
+        throw new ConfigurationError(setting, `${label}: "pollAfterSeconds" needs the endpoint's API credentials (${provider.name === 'paypal' ? '"clientId" and "clientSecret"' : '"apiKey"'})`);
+      }
+      definition.pollAfterSeconds = pollAfterSeconds;
+    }
     return definition;
   });
   // Once every definition is well-formed: the floor on each secret's length, never its value.
@@ -160,6 +181,11 @@ export function validateEndpoints(
     });
   }
   return endpoints;
+}
+
+/** A JSON number that is a whole number of at least `min`. */
+function isWholeAtLeast(value: unknown, min: number): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min;
 }
 
 /**

@@ -13,6 +13,7 @@ import { InboxWriteIndexes1765324800000 } from '../../migrations/1765324800000-I
 import { PaymentCaptures1765411200000 } from '../../migrations/1765411200000-PaymentCaptures';
 import { OrderHistory1765497600000 } from '../../migrations/1765497600000-OrderHistory';
 import { Refunds1765584000000 } from '../../migrations/1765584000000-Refunds';
+import { Polling1765670400000 } from '../../migrations/1765670400000-Polling';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 import { pgClientClass } from './prepared-statements';
 
@@ -38,6 +39,7 @@ export const MIGRATIONS = [
   PaymentCaptures1765411200000,
   OrderHistory1765497600000,
   Refunds1765584000000,
+  Polling1765670400000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

@@ -181,6 +181,12 @@ export interface ProviderAdapter {
   readonly fetchesState?: StateFetcher;
   /** Refunds, captures and voids the shop asks for (docs/commands.md), where the provider takes them. */
   readonly commands?: PaymentCommands;
+  /**
+   * How the provider is asked about a payment whose webhook never came (polling,
+   * docs/operations.md#when-webhooks-stop), where it has a status read: without it, an endpoint of
+   * the provider cannot be polled (`pollAfterSeconds` is refused at start).
+   */
+  readonly readPayment?: PaymentReader;
 }
 
 /**
@@ -459,4 +465,47 @@ export interface PaymentCommands {
   /** Whether this endpoint holds what the commands need (an API key, OAuth client credentials…). */
   ready(endpoint: ProviderEndpoint): boolean;
   send(command: PaymentCommand, target: CommandTarget, context: CommandContext): Promise<CommandAnswer>;
+}
+
+/** The payment a poll asks about, as the provider knows it. */
+export interface PollTarget {
+  /** The provider's id of the payment (PaymentIntent, Mollie payment, PayPal order…): the service's `resourceId` of it. */
+  providerPaymentId: string;
+  merchantAccountId: string;
+  /** The payment's whole amount. */
+  amount: CommandAmount;
+  /** The provider's ids of the captures recorded for the payment, oldest first (PayPal). */
+  captureIds: readonly string[];
+}
+
+export interface ReadContext {
+  /** The endpoint whose credentials ask (one of the payment's provider that serves its account). */
+  endpoint: ProviderEndpoint;
+  /** The longest wait for the provider's answer. */
+  timeoutMs: number;
+}
+
+/**
+ * What the provider says of a payment now. `status` is the provider's own word for it (`succeeded`,
+ * `paid`, `COMPLETED`…) and `refunded` the amount it says went back (its own spelling, `0` when
+ * none): with the payment's id they make the poll's event id
+ * `poll:<providerPaymentId>:<status>:<refunded>`, the business fact, so that one fact is recorded
+ * once however often it is read. `event`: the body and type the adapter's `normalize` reads (as if
+ * the provider had sent the state itself; its `resourceId` the payment's id), or null when the status
+ * says nothing the service acts on (nothing is recorded). `found: false`: the provider does not know
+ * the payment.
+ */
+export type PaymentReading =
+  | { found: true; status: string; refunded: string; event: { eventType: string; body: Record<string, unknown> } | null }
+  | { found: false };
+
+/**
+ * How a provider's payment is read through its official client, for polling. `read` throws a
+ * ProviderApiError when the provider did not answer usefully (network, timeout, `429` with its
+ * `retryAfterMs`, `5xx`, a key refused); its message never holds a credential.
+ */
+export interface PaymentReader {
+  /** Whether this endpoint holds what the read needs (an API key, OAuth client credentials…). */
+  ready(endpoint: ProviderEndpoint): boolean;
+  read(target: PollTarget, context: ReadContext): Promise<PaymentReading>;
 }

@@ -53,8 +53,8 @@ export const REOPENABLE: readonly InboxStatus[] = statusesMovingTo(INBOX_LIFECYC
 export const PURGEABLE: readonly FinalInboxStatus[] = ['processed', 'ignored', 'rejected', 'unmatched'];
 
 /**
- * How a delivery reached the inbox: pushed by the provider, or pulled back by a backfill
- * (docs/operations.md#backfill).
+ * How a delivery reached the inbox: pushed by the provider, pulled back by a backfill
+ * (docs/operations.md#backfill), or read from the provider by a poll (docs/operations.md#when-webhooks-stop).
  */
-export const DELIVERY_SOURCES = ['webhook', 'backfill'] as const;
+export const DELIVERY_SOURCES = ['webhook', 'backfill', 'poll'] as const;
 export type DeliverySource = (typeof DELIVERY_SOURCES)[number];

@@ -22,6 +22,7 @@ const MIGRATIONS = [
   'PaymentCaptures1765411200000',
   'OrderHistory1765497600000',
   'Refunds1765584000000',
+  'Polling1765670400000',
 ];
 
 function run(args: string[], env: Record<string, string>) {
@@ -113,7 +114,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const all = await tables(url);
     expect(all.filter((t) => t.schema !== TEST_SCHEMA)).toEqual([]);
     expect(all.map((t) => t.name).sort()).toEqual(
-      ['backfills', 'fulfillments', 'idempotency_keys', 'order_history', 'orders', 'outbox_message', 'payment_captures', 'payments', 'pw_migrations', 'refunds', 'webhook_inbox'].sort(),
+      ['backfills', 'fulfillments', 'idempotency_keys', 'order_history', 'orders', 'outbox_message', 'payment_captures', 'payment_polls', 'payments', 'pw_migrations', 'refunds', 'webhook_inbox'].sort(),
     );
   });
 
@@ -121,7 +122,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const out = run(['migrate'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' });
     expect(out.code).toBe(0);
     const all = await tables(url);
-    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(11);
+    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(12);
     expect(run(['status'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' }).code).toBe(0);
   });
 });

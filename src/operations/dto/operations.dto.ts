@@ -80,7 +80,7 @@ export class DeliveryView {
   @ApiProperty({ nullable: true, type: String, example: 'pi_3QxAbc' }) resourceId: string | null;
   @ApiProperty({ nullable: true, type: String, example: null, description: "The provider's delivery id (Factuarea), else null" }) deliveryId: string | null;
   @ApiProperty({ nullable: true, type: String, example: '2024-06-20', description: "The envelope's api_version (Stripe, Factuarea), else null" }) apiVersion: string | null;
-  @ApiProperty({ enum: ['webhook', 'backfill'], example: 'webhook', description: 'webhook, or backfill for an event recorded by a backfill' }) source: 'webhook' | 'backfill';
+  @ApiProperty({ enum: ['webhook', 'backfill', 'poll'], example: 'webhook', description: 'webhook; backfill for an event recorded by a backfill; poll for what a poll of the provider read' }) source: 'webhook' | 'backfill' | 'poll';
   @ApiProperty({ enum: INBOX_STATUSES, example: 'processed' }) status: string;
   @ApiProperty({
     // One of the closed outcomes of its status, or (failed) an error code, or null (received): an
