@@ -56,6 +56,7 @@ const OPERATION_IDS: Array<[string, string, string]> = [
   ['post', '/admin/retention/purge', 'purgeRetention'],
   ['post', '/admin/backfill', 'startBackfill'],
   ['get', '/admin/backfill/{id}', 'getBackfill'],
+  ['post', '/admin/payments/{id}/poll', 'pollPayment'],
   ['get', '/health', 'checkLiveness'],
   ['get', '/health/ready', 'checkReadiness'],
   ['get', '/metrics', 'getMetrics'],
@@ -307,7 +308,7 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
       ? 'webhook deliveries'
       : path.startsWith('/admin/outbox')
         ? 'outbox'
-        : path.startsWith('/admin/reconciliation') || path.startsWith('/admin/backfill')
+        : path.startsWith('/admin/reconciliation') || path.startsWith('/admin/backfill') || path.startsWith('/admin/payments')
           ? 'reconciliation'
           : path.startsWith('/admin/retention')
             ? 'retention'
