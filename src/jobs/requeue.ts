@@ -27,11 +27,14 @@ export async function requeueJobs(
     chunk.forEach((id, i) => {
       const job = jobs[i];
       const state = states[i];
-      if (!job) return void toAdd.push(id);
-      if (state === 'delayed') return void (expedite && toPromote.push(job));
-      if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return;
-      toRemove.push(job);
-      toAdd.push(id);
+      if (!job) {
+        toAdd.push(id);
+      } else if (state === 'delayed') {
+        if (expedite) toPromote.push(job);
+      } else if (state === 'completed' || state === 'failed' || state === 'unknown') {
+        toRemove.push(job);
+        toAdd.push(id);
+      }
     });
     await Promise.all([
       ...toPromote.map((job) => job.promote().catch(() => undefined)), // it may have started meanwhile

@@ -5,7 +5,7 @@ import { idsOfRows } from '../database/bulk-sql';
 import { DeferredWrite, deferWrites } from '../database/transaction';
 import { DomainError } from '../common/domain-error';
 import { canMove, IllegalMove } from '../common/lifecycle';
-import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
+import { keysetQuery, Page, PageQuery, toPage, whereClause } from '../common/pagination';
 import {
   DeliverySource,
   INBOX_LIFECYCLE,
@@ -208,17 +208,6 @@ function archiveConditions(filter: ArchiveFilter): Array<[sql: string, value: un
     ['received_at < ?', to],
     ['id < ?', to && idFloor(Math.ceil(to.getTime()) + 1)],
   ];
-}
-
-/** A WHERE clause of the conditions that have a value, as keysetQuery makes it (an empty value filters nothing). */
-function whereOf(conditions: Array<[sql: string, value: unknown]>): { where: string; params: unknown[] } {
-  const params: unknown[] = [];
-  const parts: string[] = [];
-  for (const [sql, value] of conditions) {
-    if (value === undefined || value === null || value === '') continue;
-    parts.push(sql.replace('?', `$${params.push(value)}`));
-  }
-  return { where: parts.length ? `WHERE ${parts.join(' AND ')}` : '', params };
 }
 
 /**
@@ -460,7 +449,7 @@ export class InboxStore {
 
   /** The ids of up to `limit` deliveries the archive's filter selects, in id order (a bulk replay's selection). */
   async idsMatching(runner: Runner, filter: ArchiveFilter, limit: number): Promise<string[]> {
-    const { where, params } = whereOf(archiveConditions(filter));
+    const { where, params } = whereClause(archiveConditions(filter));
     const rows: Array<{ id: string }> = await runner.query(
       `SELECT id FROM webhook_inbox ${where} ORDER BY id LIMIT $${params.push(limit)}`,
       params,
@@ -470,7 +459,7 @@ export class InboxStore {
 
   /** How many deliveries the archive's filter selects. */
   async countMatching(runner: Runner, filter: ArchiveFilter): Promise<number> {
-    const { where, params } = whereOf(archiveConditions(filter));
+    const { where, params } = whereClause(archiveConditions(filter));
     const [{ n }]: Array<{ n: number }> = await runner.query(`SELECT count(*)::int AS n FROM webhook_inbox ${where}`, params);
     return n;
   }
