@@ -84,7 +84,7 @@ export class JobProducer implements OnApplicationShutdown {
    */
   requeue<N extends JobName>(name: N, ids: readonly string[], dataOf: (id: string) => JobData[N], { expedite = false } = {}): Promise<number> {
     const queue = this.queueOf(name);
-    return requeueJobs(queue, ids, (id) => this.add(name, dataOf(id)), { expedite });
+    return requeueJobs(queue, ids, (added) => this.addMany(name, added.map(dataOf)), { expedite });
   }
 
   /** A repeated job, once across every process (the scheduler's id is its key): on a cron `pattern`, or `every` so many milliseconds. */
