@@ -8,6 +8,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
  * retries a 5xx twice, 2 s apart, and reports no `Retry-After`). The call itself still goes through
  * the client; this only reads what came back, and keeps the client from sending the key a second
  * time within one call: the outbox retries, with the same key, on its own schedule (docs/commands.md).
+ * A read (`watchRead`) is watched the same way, for the `Retry-After` its client drops.
  */
 export interface KeyedCall {
   /** The status and `Retry-After` of the first request's answer; undefined while none came. */

@@ -1,6 +1,7 @@
 import { paypalCommands } from '../../../src/providers/paypal.commands';
 import { paypalProvider } from '../../../src/providers/paypal.provider';
-import { paypalReader, sumDecimals } from '../../../src/providers/paypal.reader';
+import { createPaypalClients } from '../../../src/providers/paypal-client';
+import { createPaypalReader, paypalReader, sumDecimals } from '../../../src/providers/paypal.reader';
 import { PaymentReading, PollTarget, ProviderApiError, ProviderEndpoint } from '../../../src/providers/provider';
 import { ProviderApiStub } from '../../support/provider-api-stub';
 import { addPaypalApi, PaypalApi } from '../../support/provider-stubs/paypal';
@@ -234,6 +235,14 @@ describe('paypal reads (OrdersController.getOrder)', () => {
   it('an endpoint without credentials is refused before any call', async () => {
     const err = await failure(paypalReader.read(target('5O190127TN364715T'), { endpoint: { ...endpoint, settings: { webhookId: 'WH1' } }, timeoutMs: 5_000 }));
     expect(err.message).toBe(`endpoint "${endpoint.id}" has no PayPal clientId and clientSecret`);
+    expect(stub.requests).toHaveLength(0);
+  });
+
+  it('without the SDK installed: a ProviderApiError naming the package, no call', async () => {
+    const missing = createPaypalReader(createPaypalClients(() => null));
+    expect(missing.ready(endpoint)).toBe(true);
+    const err = await failure(missing.read(target('5O190127TN364715T'), { endpoint, timeoutMs: 5_000 }));
+    expect(err.message).toBe('the @paypal/paypal-server-sdk package is not installed: npm install @paypal/paypal-server-sdk');
     expect(stub.requests).toHaveLength(0);
   });
 
