@@ -76,7 +76,7 @@ function rebaseTo(base: string) {
 }
 
 /** PayPal's error body (`name`, `message`, `details[].issue`/`description`; OAuth: `error`, `error_description`) as one line. */
-export function paypalReason(err: unknown): string | null {
+function paypalReason(err: unknown): string | null {
   const body = (err as { body?: unknown } | null)?.body;
   if (typeof body !== 'string' || body === '') return null;
   let parsed: Record<string, unknown>;
