@@ -554,7 +554,7 @@ export class PaymentPollStore {
              FROM due
            ON CONFLICT (payment_id) DO UPDATE
               SET since = EXCLUDED.since, polls = EXCLUDED.polls, next_at = EXCLUDED.next_at,
-                  requested_at = NULL, last_polled_at = EXCLUDED.last_polled_at
+                  requested_at = NULL, last_polled_at = EXCLUDED.last_polled_at, last_result = NULL
             WHERE pp.requested_at IS NOT NULL OR pp.since <> EXCLUDED.since OR pp.next_at <= $3::timestamptz
            RETURNING payment_id
          )
