@@ -11,6 +11,7 @@ describe('the job registry', () => {
       outbox: [JobName.DispatchOutboxMessage],
       maintenance: [JobName.PurgeExpired],
       backfill: [JobName.RunBackfill],
+      polling: [JobName.PollSweep, JobName.PollEndpoint],
     });
   });
 
@@ -22,6 +23,8 @@ describe('the job registry', () => {
     });
     expect(jobOf(JobName.DispatchOutboxMessage, { messageId: 'm1' }, tuning).opts.jobId).toBe('m1');
     expect(jobOf(JobName.RunBackfill, { backfillId: 'b1' }, tuning).opts).toMatchObject({ jobId: 'b1', attempts: 8, removeOnComplete: true });
+    // One run of an endpoint at a time, across every process: what bounds its calls a second.
+    expect(jobOf(JobName.PollEndpoint, { endpointId: 'stripe-main' }, tuning).opts).toEqual({ jobId: 'poll-stripe-main', attempts: 1, removeOnComplete: true, removeOnFail: true });
   });
 
   it('the start-up check: every job handled on its own queue passes', () => {
@@ -34,6 +37,7 @@ describe('the job registry', () => {
       [QueueName.Inbox, new Set([JobName.ProcessDelivery, JobName.RunBackfill])],
       [QueueName.Outbox, new Set([JobName.DispatchOutboxMessage])],
       [QueueName.Maintenance, new Set([JobName.PurgeExpired])],
+      [QueueName.Polling, new Set([JobName.PollSweep, JobName.PollEndpoint])],
     ]);
     expect(unhandledJobs(handled)).toEqual([
       'job "run-backfill" (queue "backfill") has no processor',
@@ -42,7 +46,7 @@ describe('the job registry', () => {
   });
 
   it('wire names never change (jobs queued by an earlier release must still be taken)', () => {
-    expect(Object.keys(JOBS).sort()).toEqual(['dispatch', 'process-delivery', 'retention', 'run-backfill']);
+    expect(Object.keys(JOBS).sort()).toEqual(['dispatch', 'poll-endpoint', 'poll-sweep', 'process-delivery', 'retention', 'run-backfill']);
   });
 
   describe('the inbox backoff: exponential, never sooner than a Retry-After', () => {
