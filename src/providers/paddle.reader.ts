@@ -105,7 +105,7 @@ export function paddlePaymentReader(normalize: ProviderAdapter['normalize']): Pa
       if ('failure' in answer) {
         const failure = paddleFailure(answer.failure, apiKey);
         if (failure.code === 'not_found') return { found: false };
-        const what = failure.status === null ? 'no answer' : `answered ${failure.status}`;
+        const what = failure.status === null ? 'gave no answer' : `answered ${failure.status}`;
         throw new ProviderApiError(`Paddle ${what} to "Get a transaction" ${transactionId}: ${failure.reason}`, retryAfterMs(failure.retryAfter));
       }
       const { transaction } = answer;

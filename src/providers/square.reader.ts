@@ -75,7 +75,7 @@ export function squarePaymentReader(normalize: ProviderAdapter['normalize']): Pa
         const failure = squareFailure(err, endpoint.apiKey, 'Square answered no reason');
         // Square's own NOT_FOUND: another 404 (a wrong base URL, a proxy's page) says nothing of the payment.
         if (failure.status === 404 && failure.codes.includes('NOT_FOUND')) return { found: false };
-        const what = failure.status === null ? 'no answer' : `answered ${failure.status}`;
+        const what = failure.status === null ? 'gave no answer' : `answered ${failure.status}`;
         throw new ProviderApiError(`Square ${what} to GetPayment ${paymentId}: ${failure.reason}`, failure.status === null ? null : retryAfterMs(failure.retryAfter));
       }
       if (payment?.id !== paymentId) throw new ProviderApiError(`Square answered GetPayment ${paymentId} with another payment`);
