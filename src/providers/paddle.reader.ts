@@ -54,13 +54,13 @@ function notificationOf(transaction: PaddleTransaction, eventType: string): Reco
     custom_data: transaction.customData ?? null,
     origin: transaction.origin,
     collection_mode: transaction.collectionMode,
-    customer_id: transaction.customerId ?? undefined,
-    subscription_id: transaction.subscriptionId ?? undefined,
-    invoice_number: transaction.invoiceNumber ?? undefined,
+    customer_id: transaction.customerId ?? null,
+    subscription_id: transaction.subscriptionId ?? null,
+    invoice_number: transaction.invoiceNumber ?? null,
     details: totals === undefined ? undefined : { totals },
     created_at: transaction.createdAt,
     updated_at: transaction.updatedAt,
-    billed_at: transaction.billedAt ?? undefined,
+    billed_at: transaction.billedAt ?? null,
   });
   return withoutUndefined({
     event_type: eventType,
