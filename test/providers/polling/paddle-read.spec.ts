@@ -1,3 +1,4 @@
+import { ConfigurationError, validateEndpoints } from '../../../src/config/validate';
 import { paddleCommands } from '../../../src/providers/paddle.commands';
 import { paddleProvider } from '../../../src/providers/paddle.provider';
 import { ProviderApiError, type PaymentReading, type PollTarget, type ProviderEndpoint, type ReadContext } from '../../../src/providers/provider';
@@ -201,5 +202,16 @@ describe('paddle read: the adapter', () => {
     const err = await failure({ endpoint: endpoint({ apiKey: undefined }) });
     expect(err).toMatchObject({ code: 'endpoint_not_configured', message: 'endpoint "pdl" has no Paddle API key (apiKey)' });
     expect(stub.requests).toEqual([]);
+  });
+});
+
+describe('paddle read: an endpoint that polls', () => {
+  const definition = (over: Record<string, unknown>) => ({ id: 'pdl', provider: 'paddle', secrets: ['pdl_ntfset_01hv8x2acma2gz1my1h0example'], merchantAccountId: 'pdl', pollAfterSeconds: 300, ...over });
+
+  it('takes pollAfterSeconds with an API key, and refuses it without one', () => {
+    expect(validateEndpoints('WEBHOOK_ENDPOINTS', [definition({ apiKey: API_KEY })])[0]).toMatchObject({ pollAfterSeconds: 300, apiKey: API_KEY });
+    expect(() => validateEndpoints('WEBHOOK_ENDPOINTS', [definition({})])).toThrow(
+      new ConfigurationError('WEBHOOK_ENDPOINTS', 'endpoint "pdl": "pollAfterSeconds" needs the endpoint\'s API credentials ("apiKey")'),
+    );
   });
 });

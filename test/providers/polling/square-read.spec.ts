@@ -1,3 +1,4 @@
+import { ConfigurationError, validateEndpoints } from '../../../src/config/validate';
 import { ProviderApiError, type PaymentReading, type PollTarget, type ProviderEndpoint, type ReadContext } from '../../../src/providers/provider';
 import { squareCommands } from '../../../src/providers/square.commands';
 import { squareProvider } from '../../../src/providers/square.provider';
@@ -191,5 +192,24 @@ describe('square read: the adapter', () => {
     const err = await failure({ endpoint: endpoint({ apiKey: undefined }) });
     expect(err).toMatchObject({ code: 'endpoint_not_configured', message: 'endpoint "sq" has no Square access token (apiKey)' });
     expect(stub.requests).toEqual([]);
+  });
+});
+
+describe('square read: an endpoint that polls', () => {
+  const definition = (over: Record<string, unknown>) => ({
+    id: 'sq',
+    provider: 'square',
+    secrets: ['sq-signature-key-0123456789'],
+    merchantAccountId: MERCHANT,
+    notificationUrl: 'https://shop.example/webhooks/sq',
+    pollAfterSeconds: 300,
+    ...over,
+  });
+
+  it('takes pollAfterSeconds with an access token, and refuses it without one', () => {
+    expect(validateEndpoints('WEBHOOK_ENDPOINTS', [definition({ apiKey: TOKEN })])[0]).toMatchObject({ pollAfterSeconds: 300, apiKey: TOKEN });
+    expect(() => validateEndpoints('WEBHOOK_ENDPOINTS', [definition({})])).toThrow(
+      new ConfigurationError('WEBHOOK_ENDPOINTS', 'endpoint "sq": "pollAfterSeconds" needs the endpoint\'s API credentials ("apiKey")'),
+    );
   });
 });
