@@ -1,5 +1,5 @@
 import { retryAfterMs } from './stripe-api';
-import { ProviderApiError } from './provider';
+import { ProviderApiError, RATE_LIMITED } from './provider';
 import type { PaymentReader, PaymentReading, PollTarget, ProviderAdapter, ProviderEndpoint, ReadContext } from './provider';
 import { hasPaddleKey, paddleClient, paddleFailure, withinTimeout, type PaddleTotals, type PaddleTransaction } from './paddle-client';
 
@@ -106,7 +106,11 @@ export function paddlePaymentReader(normalize: ProviderAdapter['normalize']): Pa
         const failure = paddleFailure(answer.failure, apiKey);
         if (failure.code === 'not_found') return { found: false };
         const what = failure.status === null ? 'gave no answer' : `answered ${failure.status}`;
-        throw new ProviderApiError(`Paddle ${what} to "Get a transaction" ${transactionId}: ${failure.reason}`, retryAfterMs(failure.retryAfter));
+        throw new ProviderApiError(
+          `Paddle ${what} to "Get a transaction" ${transactionId}: ${failure.reason}`,
+          retryAfterMs(failure.retryAfter),
+          failure.status === 429 ? RATE_LIMITED : undefined,
+        );
       }
       const { transaction } = answer;
       if (transaction?.id !== transactionId) throw new ProviderApiError(`Paddle answered "Get a transaction" ${transactionId} with another transaction`);

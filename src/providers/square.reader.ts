@@ -1,5 +1,5 @@
 import { retryAfterMs } from './stripe-api';
-import { ProviderApiError } from './provider';
+import { ProviderApiError, RATE_LIMITED } from './provider';
 import type { PaymentReader, PaymentReading, PollTarget, ProviderAdapter, ProviderEndpoint, ReadContext } from './provider';
 import { hasSquareToken, squareClient, squareFailure, type SquareMoney, type SquarePayment } from './square-client';
 
@@ -24,6 +24,11 @@ function moneyJson(money: SquareMoney | null | undefined): { amount: number | st
  * The payment as the `payment.updated` notification carries it (snake_case, as Square's API writes
  * it), with the fields the adapter reads and a few that identify it in the archive; card details and
  * the buyer's data are left out. The seller is the one the endpoint's token belongs to.
+ *
+ * `refunded_money` is left out: a poll asks about a payment the module holds as open, which cannot
+ * take a refund before its capture (a cumulative refund would be rejected and the payment left
+ * open). The poll records the capture; the refund is recorded by its own `payment.updated`
+ * notification, and the amount read stays in the poll's event id.
  */
 function notificationOf(payment: SquarePayment, merchantId: string): Record<string, unknown> {
   const fields: Record<string, unknown> = {
@@ -32,7 +37,6 @@ function notificationOf(payment: SquarePayment, merchantId: string): Record<stri
     amount_money: moneyJson(payment.amountMoney),
     total_money: moneyJson(payment.totalMoney),
     approved_money: moneyJson(payment.approvedMoney),
-    refunded_money: moneyJson(payment.refundedMoney),
     reference_id: payment.referenceId ?? undefined,
     order_id: payment.orderId ?? undefined,
     location_id: payment.locationId ?? undefined,
@@ -54,8 +58,8 @@ function notificationOf(payment: SquarePayment, merchantId: string): Record<stri
  * official `square` package, with the endpoint's access token, no retry of the client's own, and the
  * read's timeout. The answer is given as the `payment.updated` notification Square would have sent,
  * which the adapter's `normalize` reads: `APPROVED` authorized, `PENDING` processing, `COMPLETED`
- * succeeded (refunded by its cumulative `refunded_money` once above zero), `CANCELED`, `FAILED`; a
- * status it does not act on is no event. `refunded` is `refunded_money.amount`, `0` when none.
+ * succeeded (refunded or not: see `notificationOf`), `CANCELED`, `FAILED`; a status it does not act
+ * on is no event. `refunded` is `refunded_money.amount`, `0` when none.
  * `404 NOT_FOUND`: Square does not know the payment.
  */
 export function squarePaymentReader(normalize: ProviderAdapter['normalize']): PaymentReader {
@@ -76,7 +80,11 @@ export function squarePaymentReader(normalize: ProviderAdapter['normalize']): Pa
         // Square's own NOT_FOUND: another 404 (a wrong base URL, a proxy's page) says nothing of the payment.
         if (failure.status === 404 && failure.codes.includes('NOT_FOUND')) return { found: false };
         const what = failure.status === null ? 'gave no answer' : `answered ${failure.status}`;
-        throw new ProviderApiError(`Square ${what} to GetPayment ${paymentId}: ${failure.reason}`, failure.status === null ? null : retryAfterMs(failure.retryAfter));
+        throw new ProviderApiError(
+          `Square ${what} to GetPayment ${paymentId}: ${failure.reason}`,
+          failure.status === null ? null : retryAfterMs(failure.retryAfter),
+          failure.status === 429 ? RATE_LIMITED : undefined,
+        );
       }
       if (payment?.id !== paymentId) throw new ProviderApiError(`Square answered GetPayment ${paymentId} with another payment`);
       const status = payment.status;

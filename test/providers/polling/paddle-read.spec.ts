@@ -1,7 +1,7 @@
 import { ConfigurationError, validateEndpoints } from '../../../src/config/validate';
 import { paddleCommands } from '../../../src/providers/paddle.commands';
 import { paddleProvider } from '../../../src/providers/paddle.provider';
-import { ProviderApiError, type PaymentReading, type PollTarget, type ProviderEndpoint, type ReadContext } from '../../../src/providers/provider';
+import { ProviderApiError, RATE_LIMITED, type PaymentReading, type PollTarget, type ProviderEndpoint, type ReadContext } from '../../../src/providers/provider';
 import { ProviderApiStub, type StubRequest } from '../../support/provider-api-stub';
 import { addPaddleRoutes, paddleId, type PaddleStub } from '../../support/provider-stubs/paddle';
 
@@ -151,6 +151,7 @@ describe('paddle read: failures', () => {
     stub.failNext({ status: 429, retryAfter: '7', body: paddleError('too_many_requests', 'request_error', 'Too many requests') }, gets);
     const err = await failure();
     expect(err.retryAfterMs).toBe(7000);
+    expect(err.code).toBe(RATE_LIMITED);
     expect(err.message).toBe(`Paddle answered 429 to "Get a transaction" ${transactionId}: too_many_requests: Too many requests`);
     expect(stub.requests).toHaveLength(1);
   });
@@ -159,6 +160,7 @@ describe('paddle read: failures', () => {
     stub.failNext({ status: 500, body: paddleError('internal_error', 'api_error', 'An internal error occurred') }, gets);
     const err = await failure();
     expect(err.retryAfterMs).toBeNull();
+    expect(err.code).toBe('provider_api_unavailable');
     expect(err.message).toBe(`Paddle answered 500 to "Get a transaction" ${transactionId}: internal_error: An internal error occurred`);
     expect(stub.requests).toHaveLength(1);
   });

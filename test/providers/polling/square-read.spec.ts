@@ -1,5 +1,5 @@
 import { ConfigurationError, validateEndpoints } from '../../../src/config/validate';
-import { ProviderApiError, type PaymentReading, type PollTarget, type ProviderEndpoint, type ReadContext } from '../../../src/providers/provider';
+import { ProviderApiError, RATE_LIMITED, type PaymentReading, type PollTarget, type ProviderEndpoint, type ReadContext } from '../../../src/providers/provider';
 import { squareCommands } from '../../../src/providers/square.commands';
 import { squareProvider } from '../../../src/providers/square.provider';
 import { ProviderApiStub } from '../../support/provider-api-stub';
@@ -100,18 +100,17 @@ describe('square read: each status, and what the adapter makes of it', () => {
     expect(stub.requests[0].headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
 
-  it('COMPLETED with refunded_money: refunded is its amount; normalize → refunded, cumulative, in the payment currency', async () => {
-    add({ status: 'COMPLETED', refunded: 1200, refundIds: ['r1'] });
+  it.each([
+    ['partly', 1200],
+    ['fully', 4990],
+  ])('COMPLETED and %s refunded: refunded is refunded_money.amount; the event is the capture (normalize → succeeded), without refunded_money', async (_how, amount) => {
+    add({ status: 'COMPLETED', refunded: amount, refundIds: ['r1'] });
     const reading = await read();
-    expect(reading).toMatchObject({ found: true, status: 'COMPLETED', refunded: '1200', event: { eventType: 'payment.updated' } });
-    expect(normalized(reading)).toMatchObject({ kind: 'refunded', resourceId: paymentId, amount: { form: 'minor', value: 4990 }, currency: 'EUR', refundedAmount: { form: 'minor', value: 1200 } });
-  });
-
-  it('fully refunded: refunded is the whole amount', async () => {
-    add({ status: 'COMPLETED', refunded: 4990, refundIds: ['r1'] });
-    const reading = await read();
-    expect(reading).toMatchObject({ found: true, status: 'COMPLETED', refunded: '4990' });
-    expect(normalized(reading)).toMatchObject({ kind: 'refunded', refundedAmount: { form: 'minor', value: 4990 } });
+    expect(reading).toMatchObject({ found: true, status: 'COMPLETED', refunded: String(amount), event: { eventType: 'payment.updated' } });
+    if (!reading.found || !reading.event) throw new Error('no event');
+    expect((reading.event.body as any).data.object.payment.refunded_money).toBeUndefined();
+    // A payment the module holds as open cannot take a refund before its capture: the poll records the capture.
+    expect(normalized(reading)).toMatchObject({ kind: 'succeeded', resourceId: paymentId, amount: { form: 'minor', value: 4990 }, currency: 'EUR', refundedAmount: null });
   });
 
   it('a status the adapter does not act on: recorded as the status read, no event', async () => {
@@ -133,6 +132,7 @@ describe('square read: failures', () => {
     stub.failNext({ status: 429, retryAfter: '7', body: { errors: [{ category: 'RATE_LIMIT_ERROR', code: 'RATE_LIMITED', detail: 'Too many requests' }] } }, onceTo);
     const err = await failure();
     expect(err.retryAfterMs).toBe(7000);
+    expect(err.code).toBe(RATE_LIMITED);
     expect(err.message).toBe(`Square answered 429 to GetPayment ${paymentId}: RATE_LIMITED: Too many requests`);
     expect(stub.requests).toHaveLength(1);
   });
@@ -141,6 +141,7 @@ describe('square read: failures', () => {
     stub.failNext({ status: 500, body: { errors: [{ category: 'API_ERROR', code: 'INTERNAL_SERVER_ERROR', detail: 'An internal error has occurred' }] } }, onceTo);
     const err = await failure();
     expect(err.retryAfterMs).toBeNull();
+    expect(err.code).toBe('provider_api_unavailable');
     expect(err.message).toBe(`Square answered 500 to GetPayment ${paymentId}: INTERNAL_SERVER_ERROR: An internal error has occurred`);
     expect(stub.requests).toHaveLength(1);
   });
