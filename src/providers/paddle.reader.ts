@@ -1,6 +1,6 @@
 import { retryAfterMs } from './stripe-api';
 import { ProviderApiError, RATE_LIMITED } from './provider';
-import type { PaymentReader, PaymentReading, PollTarget, ProviderAdapter, ProviderEndpoint, ReadContext } from './provider';
+import type { PaymentReader, PaymentReading, PollTarget, ProviderAdapter, ReadContext } from './provider';
 import { hasPaddleKey, paddleClient, paddleFailure, withinTimeout, type PaddleTotals, type PaddleTransaction } from './paddle-client';
 
 /**
@@ -89,7 +89,7 @@ export function paddlePaymentReader(normalize: ProviderAdapter['normalize']): Pa
       const { endpoint } = context;
       const transactionId = target.providerPaymentId;
       if (!hasPaddleKey(endpoint)) throw new ProviderApiError(`endpoint "${endpoint.id}" has no Paddle API key (apiKey)`, null, 'endpoint_not_configured');
-      const client = paddleClient(endpoint as ProviderEndpoint & { apiKey: string });
+      const client = paddleClient(endpoint);
       if (typeof client === 'string') throw new ProviderApiError(client, null, 'endpoint_not_configured');
       const apiKey = endpoint.apiKey;
       type Answer = { transaction: PaddleTransaction } | { failure: unknown } | { late: true };

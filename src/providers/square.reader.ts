@@ -1,6 +1,6 @@
 import { retryAfterMs } from './stripe-api';
 import { ProviderApiError, RATE_LIMITED } from './provider';
-import type { PaymentReader, PaymentReading, PollTarget, ProviderAdapter, ProviderEndpoint, ReadContext } from './provider';
+import type { PaymentReader, PaymentReading, PollTarget, ProviderAdapter, ReadContext } from './provider';
 import { hasSquareToken, squareClient, squareFailure, type SquareMoney, type SquarePayment } from './square-client';
 
 /** The notification type whose body a read payment is given as: the one Square sends when a payment moves. */
@@ -70,7 +70,7 @@ export function squarePaymentReader(normalize: ProviderAdapter['normalize']): Pa
       const { endpoint } = context;
       const paymentId = target.providerPaymentId;
       if (!hasSquareToken(endpoint)) throw new ProviderApiError(`endpoint "${endpoint.id}" has no Square access token (apiKey)`, null, 'endpoint_not_configured');
-      const made = squareClient(endpoint as ProviderEndpoint & { apiKey: string }, context.timeoutMs);
+      const made = squareClient(endpoint, context.timeoutMs);
       if (typeof made === 'string') throw new ProviderApiError(made, null, 'endpoint_not_configured');
       let payment: SquarePayment | undefined;
       try {
