@@ -123,7 +123,7 @@ export const DOCS_TAGS: ReadonlyArray<[name: string, description: string]> = [
   ['refunds', 'Refunds asked of the provider through the module: sent once, confirmed by the provider (docs/commands.md).'],
   ['webhook deliveries', 'The archive of the deliveries received (headers with signatures redacted, body, status and outcome), and their replay.'],
   ['outbox', 'The outbox of carrier dispatches and event notifications: its messages, and the retry of a dead one.'],
-  ['reconciliation', "Comparing our records with what a provider says it sent and paid, and the backfill of missed events from Stripe's Events API."],
+  ['reconciliation', "Comparing our records with what a provider says it sent and paid, the backfill of missed events from Stripe's Events API, and asking the provider about a payment whose webhook never came."],
   ['retention', 'The purge of what the retention window allows (it also runs daily).'],
   ['health', 'Liveness and readiness probes, without auth.'],
   ['metrics', 'Prometheus metrics (admin token).'],
