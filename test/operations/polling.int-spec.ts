@@ -264,6 +264,27 @@ describe.each(PLATFORMS)('%s: polling a payment whose webhook never came (§4.1)
     expect(await d.count(`SELECT 1 FROM payment_polls WHERE payment_id IN ($1, $2)`, [paymos.id, keylessPayment.id])).toBe(0);
   });
 
+  it('a poll waiting on the provider never delays the receive path', async () => {
+    const order = await d.createOrder('9.00', 'EUR');
+    const pi = stripe.addPayment({ status: 'succeeded', amount: 900, orderId: order.id });
+    await d.registerPayment(order.id, 'stripe', pi.id, 'acct_poll');
+    const held = stripeApi.holdNext('before', (r) => r.method === 'GET' && r.path.endsWith(pi.id));
+    advance(t, AFTER + 1);
+    await held.arrived;
+    // The provider has not answered the poll: a webhook is recorded and answered meanwhile.
+    const other = await d.createOrder('49.90', 'EUR');
+    const otherPi = stripe.addPayment({ status: 'succeeded', amount: 4990, orderId: other.id });
+    await d.registerPayment(other.id, 'stripe', otherPi.id, 'acct_poll');
+    t.clock.reset();
+    const started = Date.now();
+    const webhook = await stripeWebhook('stripe-poll', 'payment_intent.succeeded', otherPi.id, other.id);
+    expect(webhook.res.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await d.processed(webhook.eventId)).toMatchObject({ status: 'processed', outcome: 'applied' });
+    held.release();
+    await eventually(async () => (await d.getOrder(order.id)).fulfillment?.status === 'dispatched', 15_000, 'the polled order fulfilled');
+  });
+
   it("honours a 429's Retry-After: the endpoint asks nothing more until then; the metric counts each result", async () => {
     const first = stripe.addPayment({ status: 'requires_payment_method', amount: 700 });
     const second = stripe.addPayment({ status: 'requires_payment_method', amount: 700 });
@@ -288,7 +309,7 @@ describe.each(PLATFORMS)('%s: polling a payment whose webhook never came (§4.1)
   });
 });
 
-describe('polling: at most 10 calls a second per endpoint, under 1,000 open payments, across two processes', () => {
+describe.each(PLATFORMS)('%s: polling at most 10 calls a second per endpoint, under 1,000 open payments, across two processes', (platform) => {
   const stripeApi = new ProviderApiStub();
   const stripe = addStripeRoutes(stripeApi);
   const apps: TestApp[] = [];
@@ -297,12 +318,12 @@ describe('polling: at most 10 calls a second per endpoint, under 1,000 open paym
   beforeAll(async () => {
     await stripeApi.start();
     const options = {
-      endpoints: [stripeEndpoint('stripe-busy', 'acct_busy', stripeApi.baseUrl, { pollAfterSeconds: AFTER })],
+      endpoints: [stripeEndpoint('stripe-busy', `acct_busy_${platform}`, stripeApi.baseUrl, { pollAfterSeconds: AFTER })],
       runWorkers: true,
       tuning: { pollSweepMs: 100 },
     };
-    apps.push(await createTestApp(options));
-    apps.push(await createTestApp({ ...options, queuePrefix: apps[0].queuePrefix, migrationsRun: false }));
+    apps.push(await createTestApp(options, { platform }));
+    apps.push(await createTestApp({ ...options, queuePrefix: apps[0].queuePrefix, migrationsRun: false }, { platform }));
   });
   afterAll(async () => {
     // Both processes stop before their shared queue's keys go.
@@ -320,7 +341,7 @@ describe('polling: at most 10 calls a second per endpoint, under 1,000 open paym
           const order = await d.createOrder('3.00', 'EUR');
           const pi = stripe.addPayment({ status: 'requires_payment_method', amount: 300, orderId: order.id });
           ids.push(pi.id);
-          await d.registerPayment(order.id, 'stripe', pi.id, 'acct_busy');
+          await d.registerPayment(order.id, 'stripe', pi.id, `acct_busy_${platform}`);
         }),
       );
     }
