@@ -82,8 +82,8 @@ export class TransactionEvents {
           type: eventMessageType(event.type),
           payload: { event, subscriber: subscription.name } satisfies EventMessagePayload,
           idempotencyKey: `${event.id}:${subscription.name}`,
-          // A subscriber's events of one order, in the order they were made (at their first attempt).
-          orderingKey: `${subscription.name}:${event.data.order.id}`,
+          // A subscriber's events of one order (or of one endpoint), in the order they were made (at their first attempt).
+          orderingKey: `${subscription.name}:${event.data.order ? event.data.order.id : `endpoint:${event.data.endpoint.id}`}`,
         });
       }
     }
