@@ -80,9 +80,9 @@ export class JobProducer implements OnApplicationShutdown {
     return requeueJobs(queue, ids, (id) => this.add(name, dataOf(id)), { expedite });
   }
 
-  /** A repeated job, once across every process (the scheduler's id is its key). */
-  async schedule<N extends JobName>(id: JobSchedule, pattern: string, name: N, data: JobData[N]): Promise<void> {
-    await this.queueOf(name).upsertJobScheduler(id, { pattern }, { name, data });
+  /** A repeated job, once across every process (the scheduler's id is its key): on a cron pattern, or every so many milliseconds. */
+  async schedule<N extends JobName>(id: JobSchedule, repeat: { pattern: string } | { every: number }, name: N, data: JobData[N]): Promise<void> {
+    await this.queueOf(name).upsertJobScheduler(id, repeat, { name, data, opts: JOBS[name].options(data, this.options.tuning) });
   }
 
   private queueOf(name: JobName): Queue {

@@ -20,9 +20,12 @@ export enum JobName {
   DispatchOutboxMessage = 'dispatch',
   PurgeExpired = 'retention',
   RunBackfill = 'run-backfill',
+  /** Declares the endpoints that became silent (docs/operations.md#endpoint-health). */
+  CheckEndpointSilence = 'endpoint-silence',
 }
 
 /** The scheduler ids of repeated jobs (one schedule per id, across every process). */
 export enum JobSchedule {
   RetentionDaily = 'retention-daily',
+  EndpointSilence = 'endpoint-silence',
 }
