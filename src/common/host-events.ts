@@ -79,14 +79,16 @@ export interface EndpointEventData {
 /**
  * One event. `id` is the event's own (a time-ordered UUID), the same on every
  * delivery of it: the key a subscriber deduplicates on. Its `data` depends on its type: an
- * `endpoint.*` event has no order.
+ * `endpoint.*` event has no order. Without a type argument, an event about an order (what every
+ * type but `endpoint.*` is); `PaymentWebhooksEvent<PaymentEventType>` is any event, which a `'*'`
+ * subscriber receives once an endpoint has `silenceAlertSeconds` (docs/events.md#endpoint-events).
  */
-export type PaymentWebhooksEvent<T extends PaymentEventType = PaymentEventType> = T extends EndpointEventType
+export type PaymentWebhooksEvent<T extends PaymentEventType = OrderEventType> = T extends EndpointEventType
   ? { id: string; type: T; occurredAt: string; data: EndpointEventData }
   : { id: string; type: T; occurredAt: string; data: OrderEventData };
 
-/** An event about an order (every type but `endpoint.*`). */
-export type OrderEvent = PaymentWebhooksEvent<OrderEventType>;
+/** Any event: about an order, or (v4) about an endpoint. */
+export type AnyPaymentEvent = PaymentWebhooksEvent<PaymentEventType>;
 /** (v4) An event about an endpoint (`endpoint.silent`, `endpoint.resumed`). */
 export type EndpointEvent = PaymentWebhooksEvent<EndpointEventType>;
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { OrderEvent } from '../../src';
+import type { PaymentWebhooksEvent } from '../../src';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
@@ -96,7 +96,7 @@ describe('events to a sink across a SIGKILL of the service', () => {
       await until(`${ORDERS} deliveries in flight`, () => sink.requests.filter((r) => r.answer === 'hang').length === ORDERS);
       const inFlight = sink.requests.map((r) => r.headers['webhook-id'] as string);
       // Each order's first event; its later ones wait behind it (one order's events in order).
-      const hung = sink.requests.map((r) => JSON.parse(r.rawBody) as OrderEvent);
+      const hung = sink.requests.map((r) => JSON.parse(r.rawBody) as PaymentWebhooksEvent);
       expect(hung.map((e) => e.type)).toEqual(Array(ORDERS).fill('payment.succeeded'));
       expect(new Set(hung.map((e) => e.data.order.id))).toEqual(new Set(orders));
 
@@ -120,7 +120,7 @@ describe('events to a sink across a SIGKILL of the service', () => {
       // Each delivery verifies with the sink's secret, and names its event in webhook-id.
       const byId = new Map<string, string[]>();
       for (const req of sink.requests) {
-        const event = new Webhook(SINK_SECRET).verify(req.rawBody, req.headers as Record<string, string>) as OrderEvent;
+        const event = new Webhook(SINK_SECRET).verify(req.rawBody, req.headers as Record<string, string>) as PaymentWebhooksEvent;
         expect(req.headers['webhook-id']).toBe(event.id);
         byId.set(event.id, [...(byId.get(event.id) ?? []), req.rawBody]);
       }
@@ -129,7 +129,7 @@ describe('events to a sink across a SIGKILL of the service', () => {
       for (const id of inFlight) expect(byId.get(id)!.length).toBeGreaterThanOrEqual(2);
       for (const [, bodies] of byId) expect(new Set(bodies).size).toBe(1);
 
-      const events = [...byId.values()].map((b) => JSON.parse(b[0]) as OrderEvent);
+      const events = [...byId.values()].map((b) => JSON.parse(b[0]) as PaymentWebhooksEvent);
       for (const orderId of orders) {
         const mine = events.filter((e) => e.data.order.id === orderId);
         expect(mine.map((e) => e.type).sort()).toEqual(['order.fulfilled', 'order.paid', 'payment.succeeded']);

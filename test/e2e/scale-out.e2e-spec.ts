@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { Webhook } from 'standardwebhooks';
-import type { OrderEvent } from '../../src';
+import type { PaymentWebhooksEvent } from '../../src';
 import { signedHeaders } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { deleteQueueKeys } from '../support/app';
@@ -227,13 +227,13 @@ describe('scale-out: two HTTP-only and two worker-only processes, one worker kil
     // types of each order, one body per id however often it came (at least once, none lost).
     const byId = new Map<string, Set<string>>();
     for (const req of sink.requests) {
-      const event = new Webhook(SINK_SECRET).verify(req.rawBody, req.headers as Record<string, string>) as OrderEvent;
+      const event = new Webhook(SINK_SECRET).verify(req.rawBody, req.headers as Record<string, string>) as PaymentWebhooksEvent;
       expect(req.headers['webhook-id']).toBe(event.id);
       byId.set(event.id, (byId.get(event.id) ?? new Set()).add(req.rawBody));
     }
     expect(byId.size).toBe(ORDERS * 3);
     for (const [, variants] of byId) expect(variants.size).toBe(1);
-    const events = [...byId.values()].map((v) => JSON.parse([...v][0]) as OrderEvent);
+    const events = [...byId.values()].map((v) => JSON.parse([...v][0]) as PaymentWebhooksEvent);
     for (const o of orders) {
       expect(events.filter((e) => e.data.order.id === o.orderId).map((e) => e.type).sort()).toEqual(['order.fulfilled', 'order.paid', 'payment.succeeded']);
     }

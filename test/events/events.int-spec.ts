@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { Job, Queue } from 'bullmq';
 import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
-import { OnPaymentEvent, OrderEvent } from '../../src';
+import { OnPaymentEvent, PaymentWebhooksEvent } from '../../src';
 import { QueueName } from '../../src/jobs/queues';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, eventually, TestApp } from '../support/app';
@@ -25,13 +25,13 @@ const inTransaction = new Calls();
 @Injectable()
 class EveryEvent {
   @OnPaymentEvent('*')
-  received(event: OrderEvent): void {
+  received(event: PaymentWebhooksEvent): void {
     afterCommit.push(event);
   }
 
   /** What it writes through the transaction's EntityManager commits with the change. */
   @OnPaymentEvent('*', { inTransaction: true })
-  async inTransaction(event: OrderEvent, em: EntityManager): Promise<void> {
+  async inTransaction(event: PaymentWebhooksEvent, em: EntityManager): Promise<void> {
     inTransaction.push(event);
     await em.query(`INSERT INTO public.event_log (event_id, type, order_id) VALUES ($1, $2, $3)`, [event.id, event.type, event.data.order.id]);
   }
@@ -152,7 +152,7 @@ const held = new Map<string, { release: () => void; released: Promise<void> }>()
 @Injectable()
 class OrderedSubscriber {
   @OnPaymentEvent('*')
-  async got(event: OrderEvent): Promise<void> {
+  async got(event: PaymentWebhooksEvent): Promise<void> {
     const call: (typeof ordered)[number] = { orderId: event.data.order.id, type: event.type, id: event.id, startedAt: Date.now() };
     ordered.push(call);
     const hold = held.get(event.data.order.id);

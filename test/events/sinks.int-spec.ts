@@ -1,5 +1,5 @@
 import { Webhook } from 'standardwebhooks';
-import type { OrderEvent } from '../../src';
+import type { PaymentWebhooksEvent } from '../../src';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, eventually, TestApp } from '../support/app';
 import { bodies, uniqueId } from '../support/domain';
@@ -48,7 +48,7 @@ describe('§7 HTTP sinks (workers on, carrier simulator)', () => {
     // delivery of each event never answered (past its 300 ms timeout).
     sink.respond = (req, earlier) => {
       const before = earlier.filter((r) => r.path === req.path && r.headers['webhook-id'] === req.headers['webhook-id']).length;
-      const type = (JSON.parse(req.rawBody) as OrderEvent).type;
+      const type = (JSON.parse(req.rawBody) as PaymentWebhooksEvent).type;
       if (req.path === '/all' && type === 'order.paid' && before < 2) return 500;
       if (req.path === '/reject') return 400;
       if (req.path === '/slow' && before === 0) return 'hang';
@@ -66,11 +66,11 @@ describe('§7 HTTP sinks (workers on, carrier simulator)', () => {
     return { orderId: order.id, sourceEventId: paid.eventId };
   }
 
-  const forOrder = (path: string, orderId: string) => sink.at(path).filter((r) => (JSON.parse(r.rawBody) as OrderEvent).data.order.id === orderId);
+  const forOrder = (path: string, orderId: string) => sink.at(path).filter((r) => (JSON.parse(r.rawBody) as PaymentWebhooksEvent).data.order.id === orderId);
 
   /** What a receiver does: verify with the package, with the raw body and the headers as received. */
-  function verified(secret: string, req: SinkRequest): OrderEvent {
-    return new Webhook(secret).verify(req.rawBody, req.headers as Record<string, string>) as OrderEvent;
+  function verified(secret: string, req: SinkRequest): PaymentWebhooksEvent {
+    return new Webhook(secret).verify(req.rawBody, req.headers as Record<string, string>) as PaymentWebhooksEvent;
   }
 
   it('every event, verifiable with the sink secret; a delivery answered 500 twice is retried with the same webhook-id and body, each one verifying', async () => {
@@ -88,7 +88,7 @@ describe('§7 HTTP sinks (workers on, carrier simulator)', () => {
       byId.set(event.id, [...(byId.get(event.id) ?? []), req]);
     }
     expect(byId.size).toBe(3);
-    const firsts = [...byId.values()].map((reqs) => JSON.parse(reqs[0].rawBody) as OrderEvent);
+    const firsts = [...byId.values()].map((reqs) => JSON.parse(reqs[0].rawBody) as PaymentWebhooksEvent);
     expect(firsts.map((e) => e.type).sort()).toEqual(['order.fulfilled', 'order.paid', 'payment.succeeded']);
     const paid = firsts.find((e) => e.type === 'order.paid')!;
     const payment = (await d.getOrder(orderId)).payments[0];

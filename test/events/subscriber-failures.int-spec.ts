@@ -1,7 +1,7 @@
 import { ConflictException, Injectable } from '@nestjs/common';
 import { Client } from 'pg';
 import type { EntityManager } from 'typeorm';
-import { OnPaymentEvent, OrderEvent } from '../../src';
+import { OnPaymentEvent, PaymentWebhooksEvent } from '../../src';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { AUTH, eventually, TestApp } from '../support/app';
 import { bodies, uniqueId } from '../support/domain';
@@ -36,7 +36,7 @@ let brokenHealed = false;
 @Injectable()
 class Flaky {
   @OnPaymentEvent('order.paid')
-  onPaid(event: OrderEvent): void {
+  onPaid(event: PaymentWebhooksEvent): void {
     flaky.push(event);
     flakyAt.push(Date.now());
     if (flaky.withId(event.id).length <= 2) throw new Error(`flaky call ${flaky.withId(event.id).length}`);
@@ -47,7 +47,7 @@ class Flaky {
 @Injectable()
 class Broken {
   @OnPaymentEvent('order.paid')
-  async onPaid(event: OrderEvent): Promise<void> {
+  async onPaid(event: PaymentWebhooksEvent): Promise<void> {
     broken.push(event);
     if (!brokenHealed) throw new Error('licence server down');
   }
@@ -57,7 +57,7 @@ class Broken {
 @Injectable()
 class Steady {
   @OnPaymentEvent(['payment.succeeded', 'order.paid'])
-  onEvent(event: OrderEvent): void {
+  onEvent(event: PaymentWebhooksEvent): void {
     steady.push(event);
   }
 }
@@ -164,7 +164,7 @@ const shippedHeard = new Calls();
 @Injectable()
 class Licences {
   @OnPaymentEvent('order.paid', { inTransaction: true })
-  async grant(event: OrderEvent, em: EntityManager): Promise<void> {
+  async grant(event: PaymentWebhooksEvent, em: EntityManager): Promise<void> {
     const orderId = event.data.order.id;
     const call = (grantCalls.get(orderId) ?? 0) + 1;
     grantCalls.set(orderId, call);
@@ -173,13 +173,13 @@ class Licences {
   }
 
   @OnPaymentEvent('order.paid')
-  heard(event: OrderEvent): void {
+  heard(event: PaymentWebhooksEvent): void {
     paidHeard.push(event);
   }
 
   /** Records the shipment in the transaction that makes the order fulfilled. */
   @OnPaymentEvent('order.fulfilled', { inTransaction: true })
-  async shipped(event: OrderEvent, em: EntityManager): Promise<void> {
+  async shipped(event: PaymentWebhooksEvent, em: EntityManager): Promise<void> {
     const orderId = event.data.order.id;
     const call = (shipCalls.get(orderId) ?? 0) + 1;
     shipCalls.set(orderId, call);
@@ -188,7 +188,7 @@ class Licences {
   }
 
   @OnPaymentEvent('order.fulfilled')
-  heardShipped(event: OrderEvent): void {
+  heardShipped(event: PaymentWebhooksEvent): void {
     shippedHeard.push(event);
   }
 }

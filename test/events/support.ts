@@ -2,7 +2,7 @@ import type { Provider } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { OrderEvent } from '../../src/common/host-events';
+import type { PaymentWebhooksEvent } from '../../src/common/host-events';
 import type { PaymentWebhooksOptions } from '../../src/config/options';
 import type { SigningProvider } from '../../src/testing/sign';
 import { CarrierSimulator } from '../../tools/carrier-sim';
@@ -52,17 +52,17 @@ export function useEventsApp(
 
 /** The events a subscriber got, in the order it got them. */
 export class Calls {
-  readonly all: OrderEvent[] = [];
-  push(event: OrderEvent): void {
+  readonly all: PaymentWebhooksEvent[] = [];
+  push(event: PaymentWebhooksEvent): void {
     this.all.push(structuredClone(event));
   }
-  of(orderId: string): OrderEvent[] {
+  of(orderId: string): PaymentWebhooksEvent[] {
     return this.all.filter((e) => e.data.order.id === orderId);
   }
   typesOf(orderId: string): string[] {
     return this.of(orderId).map((e) => e.type);
   }
-  withId(id: string): OrderEvent[] {
+  withId(id: string): PaymentWebhooksEvent[] {
     return this.all.filter((e) => e.id === id);
   }
 }
@@ -148,7 +148,7 @@ export async function outboxSettled(t: TestApp, timeoutMs = 15_000): Promise<voi
  * the order without its payments, the payment (or null), the provider event that caused it (or null).
  */
 export function expectEventBody(
-  event: OrderEvent,
+  event: PaymentWebhooksEvent,
   expected: { type: string; orderId: string; orderStatus?: string; payment: Record<string, unknown> | null; sourceEventId: string | null },
 ): void {
   expect(Object.keys(event).sort()).toEqual(['data', 'id', 'occurredAt', 'type']);

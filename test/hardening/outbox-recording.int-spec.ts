@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import { OnPaymentEvent, type OrderEvent } from '../../src';
+import { OnPaymentEvent, type PaymentWebhooksEvent } from '../../src';
 import { OutboxRelay } from '../../src/outbox/outbox-relay.service';
 import { CarrierSimulator } from '../../tools/carrier-sim';
 import { eventually, TestApp } from '../support/app';
@@ -23,7 +23,7 @@ const heard = new Map<string, number>();
 @Injectable()
 class RefusingShipmentBook {
   @OnPaymentEvent('order.fulfilled', { inTransaction: true })
-  async shipped(event: OrderEvent, _em: EntityManager): Promise<void> {
+  async shipped(event: PaymentWebhooksEvent, _em: EntityManager): Promise<void> {
     const orderId = event.data.order.id;
     heard.set(orderId, (heard.get(orderId) ?? 0) + 1);
     const message = refusals.get(orderId);

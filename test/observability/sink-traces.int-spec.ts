@@ -3,7 +3,7 @@ import { getQueueToken } from '@nestjs/bullmq';
 import type { Queue } from 'bullmq';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import request from 'supertest';
-import { OnPaymentEvent, OrderEvent } from '../../src';
+import { OnPaymentEvent, PaymentWebhooksEvent } from '../../src';
 import { QueueName } from '../../src/jobs/queues';
 import { ATTR } from '../../src/observability/tracing';
 import { signedHeaders } from '../../src/testing/sign';
@@ -22,11 +22,11 @@ const CARRIER_API_KEY = 'carrier-api-key-9f8e7d6c5b4a';
 const FAST = { carrierBackoffBaseMs: 20, carrierBackoffCapMs: 100, sweepIntervalMs: 200, sweepAfterMs: 100, inboxBackoffMs: 50 };
 
 /** An after-commit host subscriber hearing every event. */
-const heard: OrderEvent[] = [];
+const heard: PaymentWebhooksEvent[] = [];
 @Injectable()
 class EveryEventAfterCommit {
   @OnPaymentEvent('*')
-  received(event: OrderEvent): void {
+  received(event: PaymentWebhooksEvent): void {
     heard.push(structuredClone(event));
   }
 }
@@ -127,7 +127,7 @@ describe('traces of event sinks and subscribers (workers on, carrier simulator)'
     expect(toSubscriber.map((m) => m.type).sort()).toEqual(['event.order.fulfilled', 'event.order.paid', 'event.payment.succeeded']);
 
     // The sink: one request per event, each with the traceparent of its message's dispatch span.
-    const requests = sink.at('/events').filter((r) => (JSON.parse(r.rawBody) as OrderEvent).data.order.id === order.id);
+    const requests = sink.at('/events').filter((r) => (JSON.parse(r.rawBody) as PaymentWebhooksEvent).data.order.id === order.id);
     expect(requests.length).toBe(3);
     for (const m of toSink) {
       const spans = dispatchSpansOf(m.id);

@@ -3,7 +3,7 @@ import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from '../../src/
 import type { EndpointDefinition } from '../../src/config/options';
 import { AUTH, createTestApp, eventually, PLATFORMS, TEST_ENDPOINTS, TestApp } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
-import type { OrderEvent } from '../../src/common/host-events';
+import type { PaymentWebhooksEvent } from '../../src/common/host-events';
 import { TransactionEvents } from '../../src/outbox/transaction-events';
 import { acmeEvent, acmeHeaders } from '../support/acme-provider';
 import { acmePayApi, acmePayProvider } from '../support/acme-pay-provider';
@@ -46,8 +46,8 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
   let t: TestApp;
   let d: ReturnType<typeof driver>;
   /** Every event the module announced (in its transactions), for the types a command adds. */
-  const announced: OrderEvent[] = [];
-  const announcedOf = (type: string, pick: (e: OrderEvent) => unknown, value: unknown) =>
+  const announced: PaymentWebhooksEvent[] = [];
+  const announcedOf = (type: string, pick: (e: PaymentWebhooksEvent) => unknown, value: unknown) =>
     announced.filter((e) => e.type === type && pick(e) === value);
 
   beforeAll(async () => {
@@ -73,7 +73,7 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
     );
     d = driver(t);
     t.get(TransactionEvents).on('*', async (event) => {
-      announced.push(event as OrderEvent);
+      announced.push(event as PaymentWebhooksEvent);
     });
   });
   afterAll(async () => {
