@@ -56,13 +56,21 @@ export interface KeysetQuery {
  */
 export function keysetQuery(select: string, conditions: Array<[sql: string, value: unknown]>, page: PageQuery): KeysetQuery {
   const limit = page.limit ?? 50;
-  const params: unknown[] = [limit + 1];
-  const where: string[] = [];
-  for (const [sql, value] of [...conditions, ['id < ?', decodeCursor(page.cursor)] as [string, unknown]]) {
+  const { where, params } = whereClause([...conditions, ['id < ?', decodeCursor(page.cursor)]], [limit + 1]);
+  return { text: `${select} ${where} ORDER BY id DESC LIMIT $1`, params, limit };
+}
+
+/**
+ * A WHERE clause of the conditions that have a value (an absent or empty value filters nothing),
+ * each `?` a parameter numbered after those already in `params`; empty when none has a value.
+ */
+export function whereClause(conditions: Array<[sql: string, value: unknown]>, params: unknown[] = []): { where: string; params: unknown[] } {
+  const parts: string[] = [];
+  for (const [sql, value] of conditions) {
     if (value === undefined || value === null || value === '') continue;
-    where.push(sql.replace('?', `$${params.push(value)}`));
+    parts.push(sql.replace('?', `$${params.push(value)}`));
   }
-  return { text: `${select} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT $1`, params, limit };
+  return { where: parts.length ? `WHERE ${parts.join(' AND ')}` : '', params };
 }
 
 /** Callers fetch `limit + 1` rows; the extra one only says whether a next page exists. */

@@ -232,6 +232,8 @@ export interface TuningOptions {
   jobLockMs: number;
   /** How often workers look for jobs whose worker died (BullMQ stalledInterval). */
   stalledIntervalMs: number;
+  /** (v4) How often each polling endpoint's run is started (docs/operations.md#when-webhooks-stop): a due payment waits at most about this long past its time. */
+  pollSweepMs: number;
   /** The standalone HTTP server: longest a request may take to arrive in full (headers and body);
    * past it the connection answers 503 `unavailable` and closes (Node's requestTimeout). */
   httpRequestTimeoutMs: number;
@@ -285,6 +287,7 @@ export const DEFAULT_TUNING: TuningOptions = {
   carrierBackoffCapMs: 300_000,
   jobLockMs: 10_000,
   stalledIntervalMs: 2_000,
+  pollSweepMs: 15_000,
   httpRequestTimeoutMs: 8_000,
   httpHeadersTimeoutMs: 5_000,
   httpKeepAliveTimeoutMs: 5_000,

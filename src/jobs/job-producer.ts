@@ -28,9 +28,16 @@ export class JobProducer implements OnApplicationShutdown {
     @InjectQueue(QueueName.Outbox) outbox: Queue,
     @InjectQueue(QueueName.Maintenance) maintenance: Queue,
     @InjectQueue(QueueName.Backfill) backfill: Queue,
+    @InjectQueue(QueueName.Polling) polling: Queue,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {
-    this.queues = { [QueueName.Inbox]: inbox, [QueueName.Outbox]: outbox, [QueueName.Maintenance]: maintenance, [QueueName.Backfill]: backfill };
+    this.queues = {
+      [QueueName.Inbox]: inbox,
+      [QueueName.Outbox]: outbox,
+      [QueueName.Maintenance]: maintenance,
+      [QueueName.Backfill]: backfill,
+      [QueueName.Polling]: polling,
+    };
   }
 
   /**
@@ -77,12 +84,12 @@ export class JobProducer implements OnApplicationShutdown {
    */
   requeue<N extends JobName>(name: N, ids: readonly string[], dataOf: (id: string) => JobData[N], { expedite = false } = {}): Promise<number> {
     const queue = this.queueOf(name);
-    return requeueJobs(queue, ids, (id) => this.add(name, dataOf(id)), { expedite });
+    return requeueJobs(queue, ids, (added) => this.addMany(name, added.map(dataOf)), { expedite });
   }
 
-  /** A repeated job, once across every process (the scheduler's id is its key): on a cron pattern, or every so many milliseconds. */
-  async schedule<N extends JobName>(id: JobSchedule, repeat: { pattern: string } | { every: number }, name: N, data: JobData[N]): Promise<void> {
-    await this.queueOf(name).upsertJobScheduler(id, repeat, { name, data, opts: JOBS[name].options(data, this.options.tuning) });
+  /** A repeated job, once across every process (the scheduler's id is its key): on a cron `pattern`, or `every` so many milliseconds. */
+  async schedule<N extends JobName>(id: JobSchedule, repeat: string | { every: number }, name: N, data: JobData[N]): Promise<void> {
+    await this.queueOf(name).upsertJobScheduler(id, typeof repeat === 'string' ? { pattern: repeat } : repeat, { name, data, opts: JOBS[name].options(data, this.options.tuning) });
   }
 
   private queueOf(name: JobName): Queue {

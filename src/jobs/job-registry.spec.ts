@@ -11,6 +11,7 @@ describe('the job registry', () => {
       outbox: [JobName.DispatchOutboxMessage],
       maintenance: [JobName.PurgeExpired, JobName.CheckEndpointSilence],
       backfill: [JobName.RunBackfill],
+      polling: [JobName.PollSweep, JobName.PollEndpoint],
     });
   });
 
@@ -34,6 +35,7 @@ describe('the job registry', () => {
       [QueueName.Inbox, new Set([JobName.ProcessDelivery, JobName.RunBackfill])],
       [QueueName.Outbox, new Set([JobName.DispatchOutboxMessage])],
       [QueueName.Maintenance, new Set([JobName.PurgeExpired, JobName.CheckEndpointSilence])],
+      [QueueName.Polling, new Set([JobName.PollSweep, JobName.PollEndpoint])],
     ]);
     expect(unhandledJobs(handled)).toEqual([
       'job "run-backfill" (queue "backfill") has no processor',
@@ -42,7 +44,7 @@ describe('the job registry', () => {
   });
 
   it('wire names never change (jobs queued by an earlier release must still be taken)', () => {
-    expect(Object.keys(JOBS).sort()).toEqual(['dispatch', 'endpoint-silence', 'process-delivery', 'retention', 'run-backfill']);
+    expect(Object.keys(JOBS).sort()).toEqual(['dispatch', 'endpoint-silence', 'poll-endpoint', 'poll-sweep', 'process-delivery', 'retention', 'run-backfill']);
   });
 
   describe('the inbox backoff: exponential, never sooner than a Retry-After', () => {

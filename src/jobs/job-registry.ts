@@ -14,6 +14,8 @@ export interface JobData {
   [JobName.DispatchOutboxMessage]: { messageId: string; trace?: string };
   [JobName.PurgeExpired]: Record<string, never>;
   [JobName.RunBackfill]: { backfillId: string };
+  [JobName.PollSweep]: Record<string, never>;
+  [JobName.PollEndpoint]: { endpointId: string };
   [JobName.CheckEndpointSilence]: Record<string, never>;
 }
 
@@ -114,6 +116,21 @@ export const JOBS: { readonly [N in JobName]: JobDefinition<N> } = {
       removeOnComplete: true,
       removeOnFail: true,
     }),
+  },
+  /** Scheduled every `pollSweepMs` (one scheduler across every process): starts each polling endpoint's run. */
+  [JobName.PollSweep]: {
+    queue: QueueName.Polling,
+    options: () => ({ removeOnComplete: true, removeOnFail: { count: 100 } }),
+  },
+  /**
+   * One endpoint's run (docs/operations.md#when-webhooks-stop). The id is the endpoint's, so one run
+   * at a time polls it across every process: that is what bounds its calls a second. Removed once
+   * finished, so that the next sweep can start the next; a run that failed (the database away) is
+   * not retried, the next sweep starts another (the schedule is in the database).
+   */
+  [JobName.PollEndpoint]: {
+    queue: QueueName.Polling,
+    options: ({ endpointId }) => ({ jobId: `poll-${endpointId}`, attempts: 1, removeOnComplete: true, removeOnFail: true }),
   },
 };
 

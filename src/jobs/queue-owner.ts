@@ -124,10 +124,11 @@ export class QueuePrefixOwnership {
 
   private async claim(): Promise<string | false> {
     const prefix = this.target.queuePrefix;
-    // The maintenance queue always holds its daily scheduler's next run: that is no work of the
-    // owner's data, and would keep the prefix taken for ever after the owner is gone.
+    // The maintenance and polling queues always hold their schedulers' next runs: that is no work of
+    // the owner's data, and would keep the prefix taken for ever after the owner is gone (a poll's
+    // schedule is in the database).
     const pending = Object.values(QueueName)
-      .filter((queue) => queue !== QueueName.Maintenance)
+      .filter((queue) => queue !== QueueName.Maintenance && queue !== QueueName.Polling)
       .flatMap((queue) => PENDING.map((list) => `${prefix}:${queue}:${list}`));
     const now = Date.now();
     const theirs = (await this.client!.eval(

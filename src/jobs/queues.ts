@@ -13,6 +13,8 @@ export enum QueueName {
   Maintenance = 'maintenance',
   /** A backfill's walk of a provider's events API (job id = backfill id). */
   Backfill = 'backfill',
+  /** (v4) Polling: the sweep, and each endpoint's run (job id = `poll-<endpoint id>`). */
+  Polling = 'polling',
 }
 
 export enum JobName {
@@ -20,6 +22,8 @@ export enum JobName {
   DispatchOutboxMessage = 'dispatch',
   PurgeExpired = 'retention',
   RunBackfill = 'run-backfill',
+  PollSweep = 'poll-sweep',
+  PollEndpoint = 'poll-endpoint',
   /** Declares the endpoints that became silent (docs/operations.md#endpoint-health). */
   CheckEndpointSilence = 'endpoint-silence',
 }
@@ -27,5 +31,6 @@ export enum JobName {
 /** The scheduler ids of repeated jobs (one schedule per id, across every process). */
 export enum JobSchedule {
   RetentionDaily = 'retention-daily',
+  PollSweep = 'poll-sweep',
   EndpointSilence = 'endpoint-silence',
 }

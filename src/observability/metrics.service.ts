@@ -30,6 +30,14 @@ export class MetricsService {
     registers: [this.registry],
   });
 
+  /** (v4) Polls of a provider about a payment whose webhook never came (docs/operations.md#when-webhooks-stop). */
+  readonly paymentsPolled = new Counter({
+    name: 'pw_payments_polled_total',
+    help: 'Polls of a provider about a payment, by provider and result (changed: a new fact recorded; unchanged; error)',
+    labelNames: ['provider', 'result'] as const,
+    registers: [this.registry],
+  });
+
   readonly providerApiDuration = new Histogram({
     name: 'pw_provider_api_duration_seconds',
     help: "Time of one read of a provider's API while processing, retries of the official client included",

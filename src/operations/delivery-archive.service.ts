@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { DomainError } from '../common/domain-error';
+import { DataSource, EntityManager } from 'typeorm';
+import { DomainError, ValidationFailed } from '../common/domain-error';
 import { capJsonDepth } from '../common/json-depth';
 import type { Page } from '../common/pagination';
 import { PW_CONNECTION } from '../database/data-source';
@@ -9,7 +9,14 @@ import type { ProviderAdapter } from '../providers';
 import { PW_PROVIDERS } from '../config/tokens';
 import { InboxQueueService } from '../webhooks/inbox-queue.service';
 import { ArchivedDelivery, InboxStore } from '../webhooks/inbox.store';
-import type { DeliveryDetail, DeliveryView, ListDeliveriesQuery } from './dto/operations.dto';
+import {
+  REPROCESS_MAX_SELECTED,
+  type DeliveryDetail,
+  type DeliveryView,
+  type ListDeliveriesQuery,
+  type ReprocessFilter,
+  type ReprocessRequest,
+} from './dto/operations.dto';
 import { activeTraceparent } from '../observability/tracing';
 
 /**
@@ -62,6 +69,48 @@ export class DeliveryArchiveService {
     await this.dataSource.transaction((em) => this.inbox.reopenForReplay(em, id));
     // Committed: a Redis that is away only delays the run (the sweeper enqueues the row).
     await this.inboxQueue.requeueAfterCommit([id], { expedite: true, trace: activeTraceparent() });
+  }
+
+  /**
+   * Many deliveries run again, each as `reprocess` would (docs/operations.md#replaying-many-deliveries):
+   * by ids, or by the archive's filter (at most REPROCESS_MAX_SELECTED selected, else nothing
+   * changes). Opened again in one statement, enqueued in bulk after the commit. A delivery whose
+   * processing is running right now is skipped, not waited for: that run decides it. Returns how
+   * many were put on the queue.
+   */
+  async reprocessMany(request: ReprocessRequest): Promise<number> {
+    const { ids, filter } = request;
+    const hasIds = ids !== undefined && ids !== null;
+    const hasFilter = filter !== undefined && filter !== null;
+    if (hasIds && hasFilter) throw new ValidationFailed([{ field: 'filter', message: 'give either ids or filter, not both' }]);
+    if (!hasIds && !hasFilter) throw new ValidationFailed([{ field: 'ids', message: 'give either ids or filter' }]);
+    const queued = await this.dataSource.transaction(async (em) => {
+      const selected = hasIds ? [...new Set(ids)] : await this.selectByFilter(em, filter!);
+      return this.inbox.reopenManyForReplay(em, selected);
+    });
+    // Committed: a Redis that is away only delays the runs (the sweeper enqueues the rows).
+    await this.inboxQueue.requeueAfterCommit(queued, { expedite: true, trace: activeTraceparent() });
+    return queued.length;
+  }
+
+  private async selectByFilter(em: EntityManager, filter: ReprocessFilter): Promise<string[]> {
+    const archiveFilter = {
+      status: filter.status,
+      endpointId: filter.endpointId,
+      provider: filter.provider,
+      eventType: filter.eventType,
+      receivedFrom: filter.from ? new Date(filter.from) : undefined,
+      receivedBefore: filter.to ? new Date(filter.to) : undefined,
+    };
+    const ids = await this.inbox.idsMatching(em, archiveFilter, REPROCESS_MAX_SELECTED + 1);
+    if (ids.length <= REPROCESS_MAX_SELECTED) return ids;
+    const selected = await this.inbox.countMatching(em, archiveFilter);
+    throw new ValidationFailed([
+      {
+        field: 'filter',
+        message: `the filter selects ${selected} deliveries; at most ${REPROCESS_MAX_SELECTED} may be reprocessed in one call`,
+      },
+    ]);
   }
 }
 

@@ -32,7 +32,7 @@ export class MaintenanceProcessor extends ModuleWorker {
     // Idempotent: every worker process upserts the same scheduler. Not awaited: a Redis that is
     // away at start must not hold the start.
     void this.jobs
-      .schedule(JobSchedule.RetentionDaily, { pattern: '17 3 * * *' }, JobName.PurgeExpired, {})
+      .schedule(JobSchedule.RetentionDaily, '17 3 * * *', JobName.PurgeExpired, {})
       .catch((err: Error) => this.logger.warn(`could not schedule the daily retention: ${err.message}`));
     // docs/operations.md#endpoint-health
     void this.jobs

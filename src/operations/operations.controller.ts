@@ -21,6 +21,8 @@ import {
   QueuedAnswer,
   ReconciliationReport,
   ReconciliationRequest,
+  ReprocessAnswer,
+  ReprocessRequest,
 } from './dto/operations.dto';
 import { OutboxAdminService } from './outbox-admin.service';
 import { reconcile } from './reconciliation.service';
@@ -84,6 +86,27 @@ export class OperationsController {
   @ApiErrorResponses(401, 404, 503)
   delivery(@Param('id', uuidParam) id: string): Promise<DeliveryDetail> {
     return this.archive.get(id);
+  }
+
+  @Post('webhook-deliveries/reprocess')
+  @ApiTags('webhook deliveries')
+  @HttpCode(202)
+  @ApiOperation({
+    operationId: 'reprocessWebhookDeliveries',
+    summary: 'Run processing again for many deliveries, by ids or by filter',
+    description:
+      'Exactly one of ids (at most 1,000) and filter (the archive\'s filters; at most 10,000 deliveries selected, else 400 and nothing changes). ' +
+      'Each delivery as the single reprocess: safe at any time, the transition guard decides. `queued` counts the deliveries put on the ' +
+      'queue: those opened again (failed, unmatched, rejected) and those still received; processed and ignored ones, unknown ids and ' +
+      'deliveries being processed right now are left as they are and not counted.',
+  })
+  @ApiAcceptedResponse({ type: ReprocessAnswer })
+  @ApiErrorResponses(400, 401, 503, {
+    400: fieldError('filter', 'the filter selects 12500 deliveries; at most 10000 may be reprocessed in one call'),
+  })
+  async reprocessMany(@Body() body: ReprocessRequest): Promise<ReprocessAnswer> {
+    const queued = await inActionSpan('reprocess', () => this.archive.reprocessMany(body));
+    return { queued };
   }
 
   @Post('webhook-deliveries/:id/reprocess')

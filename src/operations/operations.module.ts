@@ -11,15 +11,19 @@ import { OperationsController } from './operations.controller';
 import { OutboxAdminService } from './outbox-admin.service';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { RetentionService } from './retention.service';
+import { PaymentPollStore } from './polling/payment-poll.store';
+import { PollingController } from './polling/polling.controller';
+import { PollingProcessor } from './polling/polling.processor';
+import { PollingService } from './polling/polling.service';
 
-/** The operator surface: archive and replay, outbox, reconciliation, retention, backfill. */
+/** The operator surface: archive and replay, outbox, reconciliation, retention, backfill, polling. */
 @Module({
   imports: [
     OutboxModule,
     PaymentsModule,
     WebhooksModule,
   ],
-  controllers: [OperationsController, BackfillController],
+  controllers: [OperationsController, BackfillController, PollingController],
   providers: [
     DeliveryArchiveService,
     OutboxAdminService,
@@ -27,6 +31,9 @@ import { RetentionService } from './retention.service';
     MaintenanceProcessor,
     BackfillService,
     BackfillProcessor,
+    PaymentPollStore,
+    PollingService,
+    PollingProcessor,
     // The receive path's insert, on a pool of its own: a backfill's pages never take the
     // connections that answer providers.
     InboxIngestService,

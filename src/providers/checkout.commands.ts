@@ -1,63 +1,7 @@
+import { checkoutClientFor, hasSecretKey, withoutSecret } from './checkout-client';
 import { failedCall } from './command-answers';
-import { optionalPackage } from './optional-package';
 import { asObject } from './provider';
-import type { CommandAnswer, CommandContext, CommandTarget, PaymentCommand, PaymentCommands, ProviderEndpoint } from './provider';
-
-/** The npm package of Checkout.com's official SDK, an optional peer dependency of this module. */
-export const CHECKOUT_PACKAGE = 'checkout-sdk-node';
-
-/** What this module calls of `checkout-sdk-node` (5.x), typed here so that a host without the package still compiles. */
-interface CheckoutClient {
-  payments: {
-    refund(paymentId: string, body: Record<string, unknown>, idempotencyKey: string): Promise<Record<string, unknown>>;
-    capture(paymentId: string, body: Record<string, unknown>, idempotencyKey: string): Promise<Record<string, unknown>>;
-    void(paymentId: string, body: Record<string, unknown>, idempotencyKey: string): Promise<Record<string, unknown>>;
-  };
-}
-
-interface CheckoutOptions {
-  /** A base URL that replaces the SDK's own (no merchant subdomain is then required). */
-  host: string;
-  /** `axios` is the SDK's only HTTP client that honours `timeout` (its default, `fetch`, never times out). */
-  httpClient: 'axios';
-  timeout: number;
-}
-
-interface CheckoutPackage {
-  default?: new (secretKey: string, options: CheckoutOptions) => CheckoutClient;
-  Checkout?: new (secretKey: string, options: CheckoutOptions) => CheckoutClient;
-}
-
-/**
- * The SDK, loaded the first time a command is sent; null when it is not installed. Version 5 is
- * an ES module: Node 22 (this package's engine) requires it as any other.
- */
-const checkoutPackage = optionalPackage(CHECKOUT_PACKAGE, () => require(CHECKOUT_PACKAGE) as CheckoutPackage);
-
-/**
- * Environment variables the SDK reads before the key it is given: with `CKO_SECRET` it signs in
- * with OAuth, with `CKO_SECRET_KEY` it uses that key. Either would send the command with other
- * credentials than the endpoint's, so none is sent while one is set.
- */
-const OVERRIDING_ENV = ['CKO_SECRET', 'CKO_SECRET_KEY'] as const;
-
-/**
- * A client per call: building one is cheap (no connection pool: axios uses Node's global agent),
- * a command is rare, and the timeout is the call's own (`context.timeoutMs`). The SDK has no
- * retries of its own; the outbox retries with the same key.
- */
-function clientFor(endpoint: ProviderEndpoint & { apiKey: string }, context: CommandContext): CheckoutClient | string {
-  const pkg = checkoutPackage();
-  const Checkout = pkg?.default ?? pkg?.Checkout;
-  if (!Checkout) return `endpoint "${endpoint.id}" needs the ${CHECKOUT_PACKAGE} package: npm install ${CHECKOUT_PACKAGE}`;
-  const overriding = OVERRIDING_ENV.find((name) => process.env[name] !== undefined);
-  if (overriding) return `${overriding} is set in the environment: ${CHECKOUT_PACKAGE} would use it instead of endpoint "${endpoint.id}"'s apiKey`;
-  return new Checkout(endpoint.apiKey, {
-    host: (endpoint.apiBaseUrl ?? 'https://api.checkout.com').replace(/\/+$/, ''),
-    httpClient: 'axios',
-    timeout: context.timeoutMs,
-  });
-}
+import type { CommandAnswer, CommandContext, CommandTarget, PaymentCommand, PaymentCommands } from './provider';
 
 /**
  * Checkout.com (docs/commands.md#checkoutcom): refunds, captures (whole or partial) and voids
@@ -68,13 +12,13 @@ function clientFor(endpoint: ProviderEndpoint & { apiKey: string }, context: Com
 export const checkoutCommands: PaymentCommands = {
   types: ['refund', 'capture', 'void'],
 
-  ready: (endpoint) => typeof endpoint.apiKey === 'string' && endpoint.apiKey !== '',
+  ready: hasSecretKey,
 
   async send(command: PaymentCommand, target: CommandTarget, context: CommandContext): Promise<CommandAnswer> {
     const { endpoint, idempotencyKey } = context;
-    if (!checkoutCommands.ready(endpoint)) return { ok: false, retryable: false, reason: `endpoint "${endpoint.id}" has no Checkout.com secret key (apiKey)` };
-    const apiKey = endpoint.apiKey as string;
-    const client = clientFor(endpoint as ProviderEndpoint & { apiKey: string }, context);
+    if (!hasSecretKey(endpoint)) return { ok: false, retryable: false, reason: `endpoint "${endpoint.id}" has no Checkout.com secret key (apiKey)` };
+    const apiKey = endpoint.apiKey;
+    const client = checkoutClientFor(endpoint, context.timeoutMs);
     if (typeof client === 'string') return { ok: false, retryable: false, reason: client };
     const paymentId = target.providerPaymentId;
     try {
@@ -100,15 +44,15 @@ export const checkoutCommands: PaymentCommands = {
 
 /**
  * What the SDK threw, read as every command answer is. The SDK keeps the status (`http_code`) and
- * the body (`body`: `{ error_type, error_codes }`), but drops the answer's headers, so no
- * `Retry-After` reaches here: a 429 is retried on the outbox's own backoff. Its timeout
+ * the body (`body`: `{ error_type, error_codes }`), but drops the answer's headers: a 429 of a
+ * command is retried on the outbox's own backoff; a read passes the `Retry-After` it watched. Its timeout
  * (`ApiTimeout`, given `http_code` 408) is no answer at all: the effect may have happened.
  */
-export function checkoutFailure(err: unknown, apiKey: string): CommandAnswer {
+export function checkoutFailure(err: unknown, apiKey: string, retryAfter: string | null = null): CommandAnswer {
   const e = (err ?? {}) as { name?: unknown; http_code?: unknown; body?: unknown; message?: unknown };
   if (e.name === 'ApiTimeout') return failedCall(null, 'Checkout.com did not answer in time');
   const status = typeof e.http_code === 'number' && e.http_code >= 100 ? e.http_code : null;
-  return failedCall(status, withoutSecret(reasonOf(e.body, e.message), apiKey));
+  return failedCall(status, withoutSecret(reasonOf(e.body, e.message), apiKey), retryAfter);
 }
 
 /**
@@ -123,8 +67,4 @@ function reasonOf(body: unknown, message: unknown): string {
   if (type !== null || codes.length > 0) return [type, codes.join(', ')].filter((p) => p !== null && p !== '').join(': ');
   if (Object.keys(b).length > 0) return JSON.stringify(b);
   return typeof message === 'string' && message !== '' ? message : 'Checkout.com refused the command';
-}
-
-function withoutSecret(text: string, secret: string): string {
-  return secret.length > 0 ? text.split(secret).join('[redacted]') : text;
 }

@@ -1,11 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderEvent, ProviderEventKind, RawAmount } from '../common/provider-event';
 import { asObject, EnvelopeIdentity, header, isoDate, minor, optionalId, requireId, SignatureParts, text } from './provider';
+import { DEFAULT_CHECKOUT_API } from './checkout-client';
 import { checkoutCommands } from './checkout.commands';
+import { checkoutReader } from './checkout.reader';
 import { hmacProvider, type HmacProvider } from './hmac';
 
-/** The base URL of Checkout.com's API, where an endpoint's secret key is used. */
-export const DEFAULT_CHECKOUT_API = 'https://api.checkout.com';
+export { DEFAULT_CHECKOUT_API };
 
 /** The event types the service acts on (docs/webhooks.md#checkoutcom), as the payment event each is. */
 const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -142,5 +143,8 @@ const checkoutHmac: HmacProvider = hmacProvider({
   },
 });
 
-/** The scheme above, with the payment commands sent through checkout-sdk-node (docs/commands.md#checkoutcom). */
-export const checkoutProvider: HmacProvider = { ...checkoutHmac, commands: checkoutCommands };
+/**
+ * The scheme above, with the payment commands sent and the payments read for polling through
+ * checkout-sdk-node (docs/commands.md#checkoutcom, docs/operations.md#when-webhooks-stop).
+ */
+export const checkoutProvider: HmacProvider = { ...checkoutHmac, commands: checkoutCommands, readPayment: checkoutReader };

@@ -1,5 +1,5 @@
 import { isRetryableStatus, retryAfterMs } from '../common/http-answers';
-import type { CommandAnswer } from './provider';
+import { type CommandAnswer, ProviderApiError } from './provider';
 
 /**
  * How a provider's answer to a payment command is read, the same for every provider (docs/commands.md#sent-once):
@@ -54,4 +54,13 @@ function firstNumber(...values: unknown[]): number | null {
 function storable(text: string): string {
   const line = text.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim();
   return line.length > 500 ? `${line.slice(0, 497)}...` : line;
+}
+
+/**
+ * A read that got no useful answer (polling, docs/operations.md#when-webhooks-stop), from its failed
+ * call as read above: a ProviderApiError with the provider's reason (never a credential: the caller
+ * has taken them out) and, for a `429` or a `5xx` that said when, the wait it asked for.
+ */
+export function readFailure(failed: CommandAnswer, what: string): ProviderApiError {
+  return failed.ok ? new ProviderApiError(what) : new ProviderApiError(`${what}: ${failed.reason}`, failed.retryAfterMs ?? null);
 }

@@ -8,6 +8,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
  * retries a 5xx twice, 2 s apart, and reports no `Retry-After`). The call itself still goes through
  * the client; this only reads what came back, and keeps the client from sending the key a second
  * time within one call: the outbox retries, with the same key, on its own schedule (docs/commands.md).
+ * A read (`watchRead`) is watched the same way, for the `Retry-After` its client drops.
  */
 export interface KeyedCall {
   /** The status and `Retry-After` of the first request's answer; undefined while none came. */
@@ -23,15 +24,18 @@ export interface KeyedCall {
 }
 
 interface Watch {
-  header: string;
+  /** Whether a request is one of this call's. */
+  matches(request: ClientRequest): boolean;
+  /** Whether a second matching request is the client's own retry, stopped (a write with a key), or another call's (a read). */
+  stopsRetries: boolean;
   request?: ClientRequest;
   answer?: { status: number; retryAfter: string | null };
   answerCame: (answer: { status: number; retryAfter: string | null }) => void;
   stoppedRetries: number;
 }
 
-/** Calls watched now (a handful at most: the commands in flight). */
-const watches = new Set<Watch & { key: string }>();
+/** Calls watched now (a handful at most: the commands and reads in flight). */
+const watches = new Set<Watch>();
 let subscribed = false;
 
 function keyOf(request: ClientRequest, header: string): string | null {
@@ -49,13 +53,13 @@ function subscribeOnce(): void {
     const { request } = message as { request: ClientRequest };
     let retried: Watch | undefined;
     for (const watch of watches) {
-      if (keyOf(request, watch.header) !== watch.key) continue;
-      // The first request of a call is the first that carries its key after the call began.
+      if (!watch.matches(request)) continue;
+      // The first request of a call is the first that matches it after the call began.
       if (watch.request === undefined) {
         watch.request = request;
         return;
       }
-      retried = watch;
+      if (watch.stopsRetries) retried = watch;
     }
     if (!retried) return;
     // Every call with this key has sent its request: this is a client's own retry, ended before
@@ -78,10 +82,25 @@ function subscribeOnce(): void {
 
 /** Watches the requests that carry `key` in `header`, from now until `end()`. */
 export function watchKeyedCall(header: string, key: string): KeyedCall {
+  const name = header.toLowerCase();
+  return watch((request) => keyOf(request, name) === key, true);
+}
+
+/**
+ * Watches the first request of a read made from now on (`GET` of `path` on `host`, as the client
+ * sends it) for its status and `Retry-After`, for a client that drops them from its errors. A read
+ * carries no key: two reads of one object at once may each see the other's answer, which says the
+ * same; nothing is stopped.
+ */
+export function watchRead(host: string, path: string): KeyedCall {
+  return watch((request) => request.method === 'GET' && request.host === host && request.path === path, false);
+}
+
+function watch(matches: Watch['matches'], stopsRetries: boolean): KeyedCall {
   subscribeOnce();
   let answerCame!: Watch['answerCame'];
   const answered = new Promise<{ status: number; retryAfter: string | null }>((resolve) => (answerCame = resolve));
-  const watch = { key, header: header.toLowerCase(), stoppedRetries: 0, answerCame } as Watch & { key: string };
+  const watch: Watch = { matches, stopsRetries, stoppedRetries: 0, answerCame };
   watches.add(watch);
   return {
     answered,

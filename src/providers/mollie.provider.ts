@@ -4,7 +4,12 @@ import {
   asObject,
   decimal,
   MalformedPayloadError,
+  PaymentReading,
+  PollTarget,
   ProviderAdapter,
+  ProviderApiError,
+  RATE_LIMITED,
+  ReadContext,
   ProviderEndpoint,
   RawDelivery,
   ReceiveContext,
@@ -478,6 +483,42 @@ export function createMollieProvider(options: MollieProviderOptions = {}): Provi
     usesApi: { defaultBaseUrl: 'https://api.mollie.com' },
     // The built-in provider's commands load the package on their own; a provider given a loader uses it.
     commands: options.loadClient ? createMollieCommands(clientPackage) : mollieCommands,
+
+    // Polling (docs/operations.md#when-webhooks-stop): the payment fetched as a hint fetches it, but
+    // outside the hints' budgets and sharing (a poll is the module's own call, paced by the poller).
+    readPayment: {
+      ready: (endpoint) => typeof endpoint.apiKey === 'string' && endpoint.apiKey !== '',
+      async read(target: PollTarget, context: ReadContext): Promise<PaymentReading> {
+        const fetches = fetchesOf(context.endpoint);
+        const paymentId = target.providerPaymentId;
+        let payment: object;
+        try {
+          payment = await within(Promise.resolve().then(() => fetches.client.payments.get(paymentId, { embed: ['refunds', 'chargebacks'] })), context.timeoutMs);
+        } catch (err) {
+          // 404: Mollie has no such payment for this key; anything else is no answer (retried later).
+          try {
+            classify(err, paymentId, fetches.apiKey, context.timeoutMs);
+            return { found: false };
+          } catch (failure) {
+            const limited = (err as { statusCode?: unknown } | null)?.statusCode === 429;
+            throw new ProviderApiError((failure as Error).message, null, limited ? RATE_LIMITED : undefined);
+          }
+        }
+        let event: ReceivedEvent;
+        try {
+          event = paymentEvent(paymentId, payment);
+        } catch (err) {
+          throw new ProviderApiError((err as Error).message);
+        }
+        const body = JSON.parse(event.body) as Record<string, unknown>;
+        return {
+          found: true,
+          status: text(body.status) ?? 'unknown',
+          refunded: amountField(body, 'amountRefunded'),
+          event: factOf(body) === null ? null : { eventType: event.eventType, body },
+        };
+      },
+    },
 
     checkEndpoint({ apiKey, apiBaseUrl }): string | null {
       if (apiKey === undefined) return '"apiKey" is required: the Mollie API key (test_… or live_…) each payment is fetched with';

@@ -5,6 +5,7 @@ import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ProviderEvent, ProviderEventKind } from '../common/provider-event';
 import { ExpiringMap } from './call-out';
 import { PAYPAL_PACKAGE, paypalCommands } from './paypal.commands';
+import { paypalReader } from './paypal.reader';
 import {
   CertificateFetcher,
   CertificateLimits,
@@ -316,6 +317,8 @@ export function createPaypalProvider(options: PaypalProviderOptions = {}): Provi
     // The REST API the module will call with the OAuth client credentials (payment commands, polling).
     usesApi: { defaultBaseUrl: 'https://api-m.paypal.com' },
     commands: paypalCommands,
+    // Polling reads the order with the same credentials (docs/operations.md#when-webhooks-stop).
+    readPayment: paypalReader,
 
     checkEndpoint({ apiKey, apiBaseUrl, settings }): string | null {
       if (apiKey !== undefined) return '"apiKey" is not for paypal endpoints: give "clientId" and "clientSecret" (the REST app\'s OAuth client credentials)';

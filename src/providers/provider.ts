@@ -247,6 +247,9 @@ export class ProviderApiError extends Error {
   }
 }
 
+/** The code of a ProviderApiError for a `429`: the provider asks the module to slow down (with or without `retryAfterMs`). */
+export const RATE_LIMITED = 'provider_rate_limited';
+
 /** An authentic delivery that cannot be recorded as an event (400 malformed_payload). */
 export class MalformedPayloadError extends Error {
   constructor(readonly detail: string) {
@@ -516,8 +519,9 @@ export type PaymentReading =
 
 /**
  * How a provider's payment is read through its official client, for polling. `read` throws a
- * ProviderApiError when the provider did not answer usefully (network, timeout, `429` with its
- * `retryAfterMs`, `5xx`, a key refused); its message never holds a credential.
+ * ProviderApiError when the provider did not answer usefully (network, timeout, `5xx`, a key
+ * refused; a `429` with the code RATE_LIMITED and, where the provider said, `retryAfterMs`); its
+ * message never holds a credential.
  */
 export interface PaymentReader {
   /** Whether this endpoint holds what the read needs (an API key, OAuth client credentials…). */

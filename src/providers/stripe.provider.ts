@@ -22,6 +22,7 @@ import {
 import { hmacProvider } from './hmac';
 import { DEFAULT_STRIPE_API, retryAfterMs, stripeClient, withoutKey } from './stripe-api';
 import { stripeCommands } from './stripe.commands';
+import { stripeReader } from './stripe.reader';
 
 /** The event types the service acts on (docs/webhooks.md#stripe); `charge.dispute.closed` depends on its status. */
 const KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -241,6 +242,7 @@ export const stripeProvider = hmacProvider({
   },
   fetchesState: thinFetcher,
   commands: stripeCommands,
+  readPayment: stripeReader,
   healthAlert,
 
   key: (secret) => Buffer.from(secret, 'utf8'),

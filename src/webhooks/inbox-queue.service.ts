@@ -45,7 +45,9 @@ export class InboxQueueService {
   async requeueAfterCommit(ids: readonly string[], options: RequeueOptions = {}): Promise<void> {
     if (ids.length === 0) return;
     try {
-      await withTimeout(this.requeue(ids, options), Math.max(this.options.tuning.enqueueTimeoutMs, 2_000), 'requeue');
+      // The bound grows with the list: a bulk replay enqueues up to 10,000 at once.
+      const boundMs = Math.max(this.options.tuning.enqueueTimeoutMs, 2_000) * Math.ceil(ids.length / 1_000);
+      await withTimeout(this.requeue(ids, options), boundMs, 'requeue');
     } catch (err) {
       this.logger.warn(`${ids.length} deliveries left for the sweeper: ${(err as Error).message}`);
     }

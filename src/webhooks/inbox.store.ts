@@ -5,7 +5,7 @@ import { idsOfRows } from '../database/bulk-sql';
 import { DeferredWrite, deferWrites } from '../database/transaction';
 import { DomainError } from '../common/domain-error';
 import { canMove, IllegalMove } from '../common/lifecycle';
-import { keysetQuery, Page, PageQuery, toPage } from '../common/pagination';
+import { keysetQuery, Page, PageQuery, toPage, whereClause } from '../common/pagination';
 import {
   DeliverySource,
   INBOX_LIFECYCLE,
@@ -190,6 +190,24 @@ const ARCHIVE_COLUMNS = `id, endpoint_id AS "endpointId", provider, merchant_acc
 function idFloor(ms: number): string {
   const hex = Math.max(0, ms).toString(16).padStart(12, '0');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-7000-8000-000000000000`;
+}
+
+/** The archive's filter as conditions, each served by an index. */
+function archiveConditions(filter: ArchiveFilter): Array<[sql: string, value: unknown]> {
+  const { receivedFrom: from, receivedBefore: to } = filter;
+  return [
+    ['status = ?', filter.status],
+    ['endpoint_id = ?', filter.endpointId],
+    ['provider = ?', filter.provider],
+    ['event_type = ?', filter.eventType],
+    ['event_id = ?', filter.eventId],
+    ['resource_id = ?', filter.resourceId],
+    // The window on received_at, and the same window on the id, so the primary key serves it.
+    ['received_at >= ?', from],
+    ['id >= ?', from && idFloor(Math.floor(from.getTime()))],
+    ['received_at < ?', to],
+    ['id < ?', to && idFloor(Math.ceil(to.getTime()) + 1)],
+  ];
 }
 
 /**
@@ -424,26 +442,47 @@ export class InboxStore {
    * event key, which it leads; a time window through the primary key).
    */
   async archivePage(runner: Runner, filter: ArchiveFilter, page: PageQuery): Promise<Page<ArchivedDelivery>> {
-    const { receivedFrom: from, receivedBefore: to } = filter;
-    const { text, params, limit } = keysetQuery(
-      `SELECT ${ARCHIVE_COLUMNS} FROM webhook_inbox`,
-      [
-        ['status = ?', filter.status],
-        ['endpoint_id = ?', filter.endpointId],
-        ['provider = ?', filter.provider],
-        ['event_type = ?', filter.eventType],
-        ['event_id = ?', filter.eventId],
-        ['resource_id = ?', filter.resourceId],
-        // The window on received_at, and the same window on the id, so the primary key serves it.
-        ['received_at >= ?', from],
-        ['id >= ?', from && idFloor(Math.floor(from.getTime()))],
-        ['received_at < ?', to],
-        ['id < ?', to && idFloor(Math.ceil(to.getTime()) + 1)],
-      ],
-      page,
-    );
+    const { text, params, limit } = keysetQuery(`SELECT ${ARCHIVE_COLUMNS} FROM webhook_inbox`, archiveConditions(filter), page);
     const rows: ArchivedDelivery[] = await runner.query(text, params);
     return toPage(rows, limit, (row) => row);
+  }
+
+  /** The ids of up to `limit` deliveries the archive's filter selects, in id order (a bulk replay's selection). */
+  async idsMatching(runner: Runner, filter: ArchiveFilter, limit: number): Promise<string[]> {
+    const { where, params } = whereClause(archiveConditions(filter));
+    const rows: Array<{ id: string }> = await runner.query(
+      `SELECT id FROM webhook_inbox ${where} ORDER BY id LIMIT $${params.push(limit)}`,
+      params,
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** How many deliveries the archive's filter selects. */
+  async countMatching(runner: Runner, filter: ArchiveFilter): Promise<number> {
+    const { where, params } = whereClause(archiveConditions(filter));
+    const [{ n }]: Array<{ n: number }> = await runner.query(`SELECT count(*)::int AS n FROM webhook_inbox ${where}`, params);
+    return n;
+  }
+
+  /**
+   * An operator's replay of many deliveries, in the caller's transaction and in one statement: those
+   * that can still change (failed, unmatched, rejected) are opened again, those still `received` are
+   * kept; processed and ignored ones, unknown ids, and deliveries whose processing holds their row
+   * right now (skipped, never waited for) are left out. Returns the ids to run now: the reopened and
+   * the received.
+   */
+  async reopenManyForReplay(em: EntityManager, ids: readonly string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows: Array<{ id: string }> = await em.query(
+      `WITH picked AS (
+         SELECT id, status FROM webhook_inbox WHERE id = ANY($1::uuid[]) AND status = ANY($2) ORDER BY id FOR UPDATE SKIP LOCKED
+       ), reopened AS (
+         UPDATE webhook_inbox w SET ${REOPENED} FROM picked WHERE w.id = picked.id AND picked.status <> '${RECEIVED}'
+       )
+       SELECT id FROM picked ORDER BY id`,
+      [ids, [RECEIVED, ...REOPENABLE]],
+    );
+    return rows.map((r) => r.id);
   }
 
   /** One delivery of the archive, with its headers and body; undefined when there is none. */

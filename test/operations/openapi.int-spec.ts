@@ -50,12 +50,14 @@ const OPERATION_IDS: Array<[string, string, string]> = [
   ['get', '/admin/webhook-deliveries', 'listWebhookDeliveries'],
   ['get', '/admin/webhook-deliveries/{id}', 'getWebhookDelivery'],
   ['post', '/admin/webhook-deliveries/{id}/reprocess', 'reprocessWebhookDelivery'],
+  ['post', '/admin/webhook-deliveries/reprocess', 'reprocessWebhookDeliveries'],
   ['get', '/admin/outbox', 'listOutboxMessages'],
   ['post', '/admin/outbox/{id}/retry', 'retryOutboxMessage'],
   ['post', '/admin/reconciliation', 'reconcile'],
   ['post', '/admin/retention/purge', 'purgeRetention'],
   ['post', '/admin/backfill', 'startBackfill'],
   ['get', '/admin/backfill/{id}', 'getBackfill'],
+  ['post', '/admin/payments/{id}/poll', 'pollPayment'],
   ['get', '/health', 'checkLiveness'],
   ['get', '/health/ready', 'checkReadiness'],
   ['get', '/metrics', 'getMetrics'],
@@ -307,7 +309,7 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
       ? 'webhook deliveries'
       : path.startsWith('/admin/outbox')
         ? 'outbox'
-        : path.startsWith('/admin/reconciliation') || path.startsWith('/admin/backfill')
+        : path.startsWith('/admin/reconciliation') || path.startsWith('/admin/backfill') || path.startsWith('/admin/payments')
           ? 'reconciliation'
           : path.startsWith('/admin/retention')
             ? 'retention'
@@ -409,7 +411,7 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
     expect(Object.keys(doc.paths['/metrics'].get.responses['200'].content ?? {})).toContain('text/plain');
   });
 
-  it.each(['CreateOrderDto', 'RegisterPaymentDto', 'OrderView', 'PaymentView', 'DeliveryView', 'DeliveryDetail', 'ReconciliationRequest'])(
+  it.each(['CreateOrderDto', 'RegisterPaymentDto', 'OrderView', 'PaymentView', 'DeliveryView', 'DeliveryDetail', 'ReconciliationRequest', 'ReprocessRequest', 'ReprocessAnswer'])(
     'schema %s exists, with examples',
     (name) => {
       expect(Object.keys(doc.components.schemas ?? {})).toContain(name);
@@ -422,6 +424,21 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
     expect(ref('/orders', 'post')).toBe('#/components/schemas/CreateOrderDto');
     expect(ref('/orders/{id}/payments', 'post')).toBe('#/components/schemas/RegisterPaymentDto');
     expect(ref('/admin/reconciliation', 'post')).toBe('#/components/schemas/ReconciliationRequest');
+    expect(ref('/admin/webhook-deliveries/reprocess', 'post')).toBe('#/components/schemas/ReprocessRequest');
+  });
+
+  it('the bulk reprocess documents its body (ids or filter), its bounds, and its answer {"queued": n}', () => {
+    const schemas = doc.components.schemas!;
+    expect(Object.keys(schemas.ReprocessRequest.properties).sort()).toEqual(['filter', 'ids']);
+    expect(schemas.ReprocessRequest.required ?? []).toEqual([]);
+    expect(schemas.ReprocessRequest.properties.ids).toMatchObject({ type: 'array', maxItems: 1000 });
+    expect(Object.keys(schemas.ReprocessFilter.properties).sort()).toEqual(['endpointId', 'eventType', 'from', 'provider', 'status', 'to']);
+    const op = doc.paths['/admin/webhook-deliveries/reprocess'].post;
+    expect(Object.keys(op.responses).sort()).toEqual(['202', '400', '401', '415', '503']);
+    expect(op.responses['202'].content?.['application/json']?.schema?.$ref).toBe('#/components/schemas/ReprocessAnswer');
+    expect(schemas.ReprocessAnswer.properties.queued).toMatchObject({ type: 'integer', minimum: 0 });
+    const [example] = examplesOf(op.responses['400'].content?.['application/json']) as Array<{ details: Array<{ field: string }> }>;
+    expect(example.details.map((d) => d.field)).toEqual(['filter']);
   });
 
   it('CreateOrderDto documents the required fields of CONTRACT §3 with examples', () => {

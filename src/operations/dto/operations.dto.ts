@@ -1,5 +1,20 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, IsArray, IsIn, IsISO8601, IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { ApiProperty, ApiPropertyOptional, PickType } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  IsArray,
+  IsIn,
+  IsISO8601,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUUID,
+  Matches,
+  MaxLength,
+  ValidateNested,
+} from 'class-validator';
 import { PageQuery } from '../../common/pagination';
 import { PROVIDER_NAMES } from '../../config/options';
 import { IsKnownProvider, PROVIDER_DESCRIPTION } from '../../http/known-provider';
@@ -124,6 +139,54 @@ export class DeliveryDetail extends DeliveryView {
 export class DeliveryPage {
   @ApiProperty({ type: [DeliveryView] }) items: DeliveryView[];
   @ApiProperty(NEXT_CURSOR) nextCursor: string | null;
+}
+
+/** At most this many ids in one bulk reprocess. */
+export const REPROCESS_MAX_IDS = 1_000;
+/** At most this many deliveries one bulk reprocess may select. */
+export const REPROCESS_MAX_SELECTED = 10_000;
+
+/** The archive's filters a bulk reprocess selects by, validated as the archive's query is. */
+export class ReprocessFilter extends PickType(ListDeliveriesQuery, ['status', 'endpointId', 'provider', 'eventType', 'from', 'to'] as const) {}
+
+/** Exactly one of `ids` and `filter` (docs/operations.md#replaying-many-deliveries). */
+export class ReprocessRequest {
+  @ApiPropertyOptional({
+    type: [String],
+    format: 'uuid',
+    maxItems: REPROCESS_MAX_IDS,
+    description: `Delivery ids, 1 to ${REPROCESS_MAX_IDS.toLocaleString('en')}; unknown ids are not an error (and not counted)`,
+    example: ['0193a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b'],
+  })
+  @IsUUID('all', { each: true, message: 'each value in ids must be a UUID' })
+  @ArrayMaxSize(REPROCESS_MAX_IDS, { message: `ids must have at most ${REPROCESS_MAX_IDS} entries` })
+  @ArrayMinSize(1, { message: 'ids must have at least one entry' })
+  @IsArray({ message: 'ids must be an array of delivery ids' })
+  @IsOptional()
+  ids?: string[];
+
+  @ApiPropertyOptional({
+    type: ReprocessFilter,
+    description: `The archive's filters (from inclusive, to exclusive, on receivedAt); at most ${REPROCESS_MAX_SELECTED.toLocaleString('en')} deliveries selected`,
+    example: { status: 'failed', endpointId: 'stripe-main', from: '2026-11-29T10:00:00Z', to: '2026-11-29T14:00:00Z' },
+  })
+  @ValidateNested()
+  @IsObject({ message: 'filter must be an object' })
+  @IsOptional()
+  @Type(() => ReprocessFilter)
+  filter?: ReprocessFilter;
+}
+
+export class ReprocessAnswer {
+  @ApiProperty({
+    type: 'integer',
+    minimum: 0,
+    example: 42,
+    description:
+      'The selected deliveries put on the queue to run now: those opened again (failed, unmatched, rejected) and those still received. ' +
+      'Processed and ignored ones, unknown ids and deliveries being processed right now are not counted.',
+  })
+  queued: number;
 }
 
 export class QueuedAnswer {

@@ -8,7 +8,8 @@ import type { ProviderApiStub, StubAnswer, StubRequest } from '../provider-api-s
  * `Prefer: return=minimal` representations); the key is the `PayPal-Request-Id` header on every write.
  *
  * - `POST /v1/oauth2/token` (Basic client id and secret, `grant_type=client_credentials`) → a Bearer token;
- * - `GET /v2/checkout/orders/{id}` → the order with its authorizations and captures;
+ * - `GET /v2/checkout/orders/{id}` ("Show order details") → the order with its purchase unit's
+ *   authorizations, captures and refunds (`404 RESOURCE_NOT_FOUND` for an unknown id);
  * - `POST /v2/payments/captures/{id}/refund` → `201` a refund (`COMPLETED` by default);
  *   `422 REFUND_AMOUNT_EXCEEDED` past what is left of the capture;
  * - `POST /v2/payments/authorizations/{id}/capture` → `201` a capture; `…/void` → `204`;
@@ -21,8 +22,14 @@ export interface PaypalApi {
   readonly clientSecret: string;
   /** Tokens handed out (each `POST /v1/oauth2/token` that succeeded). */
   readonly tokens: string[];
-  /** Adds an order and returns its ids: a capture for `captured`, an authorization for `authorized`. */
-  addOrder(options?: { state?: 'captured' | 'authorized' | 'approved'; intent?: 'CAPTURE' | 'AUTHORIZE'; value?: string; currency?: string }): { orderId: string; captureId?: string; authorizationId?: string };
+  /**
+   * Adds an order and returns its ids: a capture for `captured`, an authorization for `authorized`,
+   * none for `created` (not approved by the buyer yet) and `approved`. `customId`: the merchant's
+   * `custom_id` of the purchase unit (its order id or reference).
+   */
+  addOrder(options?: { state?: 'captured' | 'authorized' | 'approved' | 'created'; intent?: 'CAPTURE' | 'AUTHORIZE'; value?: string; currency?: string; customId?: string }): { orderId: string; captureId?: string; authorizationId?: string };
+  /** An order as the stub keeps it, to move it on as PayPal would (a capture declined, an authorization voided…). */
+  order(orderId: string): StubOrder;
   /** Refunds made through the stub, by id. */
   readonly refunds: Map<string, { id: string; captureId: string; value: string; currency: string; status: string; noteToPayer: string | null }>;
   /** The status a new refund is answered with (`COMPLETED` as PayPal mostly does; `PENDING` when the money is on its way). */
@@ -58,13 +65,17 @@ function cents(value: string): number {
   return Number(whole) * 100 + Number(fraction.padEnd(2, '0').slice(0, 2));
 }
 
-interface StubOrder {
+export interface StubOrder {
   id: string;
   intent: 'CAPTURE' | 'AUTHORIZE';
-  status: 'APPROVED' | 'COMPLETED';
+  /** Orders v2 statuses: `CREATED`, `PAYER_ACTION_REQUIRED`, `APPROVED`, `COMPLETED`, `VOIDED`. */
+  status: string;
   value: string;
   currency: string;
+  customId: string | null;
+  /** `CREATED`, `CAPTURED`, `PARTIALLY_CAPTURED`, `VOIDED`, `DENIED`, `EXPIRED`, `PENDING`. */
   authorizations: Array<{ id: string; status: string }>;
+  /** `COMPLETED`, `PENDING`, `DECLINED`, `FAILED`, `PARTIALLY_REFUNDED`, `REFUNDED`. */
   captures: Array<{ id: string; status: string; value: string }>;
 }
 
@@ -84,17 +95,64 @@ export function addPaypalApi(stub: ProviderApiStub, options: { clientId?: string
   const invalidToken = () => ({ status: 401, body: { name: 'AUTHENTICATION_FAILURE', message: 'Authentication failed due to invalid authentication credentials or a missing Authorization header.', links: [] } });
   const notFound = () => paypalError(404, 'RESOURCE_NOT_FOUND', 'The specified resource does not exist.', 'INVALID_RESOURCE_ID', 'Specified resource ID does not exist. Please check the resource ID and try again.');
 
+  /**
+   * The order as "Show order details" answers it: its purchase unit's `payments` list the
+   * authorizations, captures and refunds (each refund with its `up` link to the capture it refunds).
+   */
   function presentOrder(order: StubOrder): Record<string, unknown> {
     const amount = { currency_code: order.currency, value: order.value };
+    const times = { create_time: '2026-12-01T10:00:00Z', update_time: '2026-12-01T10:00:05Z' };
     const payments: Record<string, unknown> = {};
-    if (order.authorizations.length > 0) payments.authorizations = order.authorizations.map((a) => ({ id: a.id, status: a.status, amount, links: [api(`/v2/payments/authorizations/${a.id}`, 'self')] }));
-    if (order.captures.length > 0) payments.captures = order.captures.map((c) => ({ id: c.id, status: c.status, amount: { currency_code: order.currency, value: c.value }, final_capture: true, links: [api(`/v2/payments/captures/${c.id}`, 'self')] }));
+    if (order.authorizations.length > 0) {
+      payments.authorizations = order.authorizations.map((a) => ({
+        id: a.id,
+        status: a.status,
+        amount,
+        seller_protection: { status: 'ELIGIBLE', dispute_categories: ['ITEM_NOT_RECEIVED', 'UNAUTHORIZED_TRANSACTION'] },
+        expiration_time: '2026-12-30T10:00:05Z',
+        links: [api(`/v2/payments/authorizations/${a.id}`, 'self'), api(`/v2/payments/authorizations/${a.id}/capture`, 'capture', 'POST'), api(`/v2/payments/authorizations/${a.id}/void`, 'void', 'POST'), api(`/v2/checkout/orders/${order.id}`, 'up')],
+        ...times,
+      }));
+    }
+    if (order.captures.length > 0) {
+      payments.captures = order.captures.map((c) => ({
+        id: c.id,
+        status: c.status,
+        ...(c.status === 'PENDING' ? { status_details: { reason: 'PENDING_REVIEW' } } : {}),
+        amount: { currency_code: order.currency, value: c.value },
+        final_capture: true,
+        seller_protection: { status: 'ELIGIBLE', dispute_categories: ['ITEM_NOT_RECEIVED', 'UNAUTHORIZED_TRANSACTION'] },
+        seller_receivable_breakdown: { gross_amount: { currency_code: order.currency, value: c.value }, paypal_fee: { currency_code: order.currency, value: '0.35' }, net_amount: { currency_code: order.currency, value: (Math.max(cents(c.value) - 35, 0) / 100).toFixed(2) } },
+        links: [api(`/v2/payments/captures/${c.id}`, 'self'), api(`/v2/payments/captures/${c.id}/refund`, 'refund', 'POST'), api(`/v2/checkout/orders/${order.id}`, 'up')],
+        ...times,
+      }));
+    }
+    const refunds = [...state.refunds.values()].filter((r) => order.captures.some((c) => c.id === r.captureId));
+    if (refunds.length > 0) {
+      payments.refunds = refunds.map((r) => ({
+        id: r.id,
+        status: r.status,
+        amount: { currency_code: r.currency, value: r.value },
+        links: [api(`/v2/payments/refunds/${r.id}`, 'self'), api(`/v2/payments/captures/${r.captureId}`, 'up')],
+        ...times,
+      }));
+    }
     return {
       id: order.id,
       intent: order.intent,
       status: order.status,
-      purchase_units: [{ reference_id: 'default', amount, payee: { merchant_id: '7KNGBPH2U58GQ' }, ...(Object.keys(payments).length > 0 ? { payments } : {}) }],
+      ...(order.status === 'CREATED' ? {} : { payment_source: { paypal: { email_address: 'buyer@example.com', account_id: 'QYR5Z8XDVJNXQ', account_status: 'VERIFIED', name: { given_name: 'John', surname: 'Doe' }, address: { country_code: 'DE' } } } }),
+      purchase_units: [
+        {
+          reference_id: 'default',
+          amount,
+          payee: { email_address: 'merchant@example.com', merchant_id: '7KNGBPH2U58GQ' },
+          ...(order.customId === null ? {} : { custom_id: order.customId }),
+          ...(Object.keys(payments).length > 0 ? { payments } : {}),
+        },
+      ],
       create_time: '2026-12-01T10:00:00Z',
+      ...(order.status === 'CREATED' ? {} : { update_time: '2026-12-01T10:00:05Z' }),
       links: [api(`/v2/checkout/orders/${order.id}`, 'self')],
     };
   }
@@ -105,10 +163,16 @@ export function addPaypalApi(stub: ProviderApiStub, options: { clientId?: string
     tokens,
     refunds: new Map(),
     newRefundStatus: 'COMPLETED',
+    order(orderId) {
+      const order = orders.get(orderId);
+      if (!order) throw new Error(`the stub has no order ${orderId}`);
+      return order;
+    },
     addOrder(opts = {}) {
       const stateOf = opts.state ?? 'captured';
       const intent = opts.intent ?? (stateOf === 'authorized' ? 'AUTHORIZE' : 'CAPTURE');
-      const order: StubOrder = { id: paypalId(), intent, status: stateOf === 'approved' ? 'APPROVED' : 'COMPLETED', value: opts.value ?? '49.90', currency: opts.currency ?? 'EUR', authorizations: [], captures: [] };
+      const status = stateOf === 'approved' ? 'APPROVED' : stateOf === 'created' ? 'CREATED' : 'COMPLETED';
+      const order: StubOrder = { id: paypalId(), intent, status, value: opts.value ?? '49.90', currency: opts.currency ?? 'EUR', customId: opts.customId ?? null, authorizations: [], captures: [] };
       orders.set(order.id, order);
       if (stateOf === 'authorized') {
         const authorizationId = paypalId();
@@ -172,6 +236,9 @@ export function addPaypalApi(stub: ProviderApiStub, options: { clientId?: string
       const id = paypalId();
       const noteToPayer = typeof request.json?.note_to_payer === 'string' ? request.json.note_to_payer : null;
       state.refunds.set(id, { id, captureId, value, currency: order.currency, status: state.newRefundStatus, noteToPayer });
+      // PayPal moves the capture on with a refund that went through.
+      const capture = order.captures.find((c) => c.id === captureId);
+      if (capture && state.newRefundStatus === 'COMPLETED') capture.status = refunded + cents(value) >= cents(capture.value) ? 'REFUNDED' : 'PARTIALLY_REFUNDED';
       stub.effect('refund', request.key, { captureId, refundId: id, amount: value, currency: order.currency, noteToPayer });
       return {
         status: 201,

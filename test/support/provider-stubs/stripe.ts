@@ -73,6 +73,8 @@ export function paymentIntentObject(p: StripeStubPayment): Json {
     capture_method: 'automatic_async',
     currency: p.currency,
     latest_charge: p.chargeId,
+    // The stub's payments never had an attempt fail (the published object shows one).
+    last_payment_error: null,
     metadata: p.orderId === null ? {} : { order_id: p.orderId },
     status: p.status,
   });
@@ -203,7 +205,40 @@ export function addStripeRoutes(stub: ProviderApiStub, options: { apiKey?: strin
     },
   });
 
+  // Polling's read (docs/operations.md#when-webhooks-stop): the PaymentIntent, its latest charge
+  // expanded when asked (`expand[]=latest_charge`), as Stripe answers a retrieve.
+  stub.route({
+    method: 'GET',
+    path: /^\/v1\/payment_intents\/([^/]+)$/,
+    handle(request, match) {
+      const p = find(request, decodeURIComponent(match[1]), 'intent');
+      if (!('chargeId' in p)) return p;
+      const intent = paymentIntentObject(p);
+      const expand = new URLSearchParams(request.url.split('?')[1] ?? '').getAll('expand[]');
+      if (expand.includes('latest_charge')) intent.latest_charge = chargeObject(p);
+      return { status: 200, body: intent, headers: { 'request-id': stripeId('req') } };
+    },
+  });
+
   return state;
+}
+
+/** The payment's charge as the API answers it (current version), its refunds counted. */
+export function chargeObject(p: StripeStubPayment): Json {
+  const refunded = p.refunds.filter((r) => r.status === 'succeeded').reduce((sum, r) => sum + (r.amount as number), 0);
+  return Object.assign(published(CURRENT_API_VERSION, 'charge'), {
+    id: p.chargeId,
+    amount: p.amount,
+    amount_captured: p.amountReceived,
+    amount_refunded: refunded,
+    captured: p.amountReceived > 0,
+    currency: p.currency,
+    metadata: p.orderId === null ? {} : { order_id: p.orderId },
+    paid: p.status === 'succeeded',
+    payment_intent: p.id,
+    refunded: p.amountReceived > 0 && refunded === p.amountReceived,
+    status: p.status === 'succeeded' ? 'succeeded' : 'pending',
+  });
 }
 
 /**

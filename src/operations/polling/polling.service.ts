@@ -1,0 +1,246 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { ResolvedOptions } from '../../config/options';
+import { Clock, CLOCK, PW_OPTIONS } from '../../config/tokens';
+import { DomainError } from '../../common/domain-error';
+import { JobProducer } from '../../jobs/job-producer';
+import { JobName } from '../../jobs/queues';
+import { MetricsService } from '../../observability/metrics.service';
+import { inActionSpan } from '../../observability/tracing';
+import { Money } from '../../payments/money';
+import { keyEvents, type PaymentReader, type PaymentReading, ProviderApiError, RATE_LIMITED } from '../../providers';
+import { EndpointRegistry } from '../../webhooks/endpoint-registry';
+import { InboxIngestService } from '../../webhooks/inbox-ingest.service';
+import type { ResolvedEndpoint } from '../../webhooks/signature-verifier';
+import { PaymentPollStore, PollCandidate, PollResult, PollScope } from './payment-poll.store';
+
+/** At most this many calls to a provider's API per second, per endpoint (docs/operations.md#when-webhooks-stop). */
+export const POLLS_PER_SECOND = 10;
+/** What the window keeps beyond a second between its first and its eleventh call: a request is never seen sooner than sent. */
+const WINDOW_MARGIN_MS = 50;
+/** A run ends after this long (the next sweep starts another), so one endpoint's job never holds on for ever. */
+const RUN_MAX_MS = 60_000;
+/** The wait after a `429` that said no `Retry-After`; it doubles while the provider keeps refusing. */
+const RATE_LIMITED_WAIT_MS = 2_000;
+/** The longest a run waits on a `429` before it ends (its payments are asked at their next turn). */
+const MAX_PAUSE_MS = 60_000;
+
+/** An endpoint that can poll: its reader, the payments it polls, and the endpoint the inbox records with. */
+interface PollingEndpoint {
+  endpoint: ResolvedEndpoint;
+  reader: PaymentReader;
+  scope: PollScope;
+}
+
+/**
+ * Polling (docs/operations.md#when-webhooks-stop): asks the provider about payments whose webhook
+ * never came and records what it answers through the inbox, as a delivery of source `poll` keyed
+ * on the business fact (`poll:<payment id>:<status>:<refunded>`), processed like any other. Each
+ * endpoint polls in a job of its own (one at a time across every process: the job's id is the
+ * endpoint's), at most POLLS_PER_SECOND calls a second, and waits when the provider answers `429`.
+ * It runs on the workers, never on the receive path, and records on the operator surface's own pool.
+ */
+@Injectable()
+export class PollingService {
+  private readonly logger = new Logger('Polling');
+  private readonly endpoints = new Map<string, PollingEndpoint>();
+
+  constructor(
+    @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
+    @Inject(CLOCK) private readonly clock: Clock,
+    registry: EndpointRegistry,
+    private readonly store: PaymentPollStore,
+    private readonly ingest: InboxIngestService,
+    private readonly jobs: JobProducer,
+    private readonly metrics: MetricsService,
+  ) {
+    for (const definition of options.endpoints) {
+      const endpoint = registry.get(definition.id);
+      const reader = endpoint?.provider.readPayment;
+      if (!endpoint || !reader || !reader.ready(endpoint.settings)) continue;
+      const accounts = endpoint.merchantAccountIds ?? [endpoint.merchantAccountId!];
+      this.endpoints.set(endpoint.id, {
+        endpoint,
+        reader,
+        scope: { provider: endpoint.provider.name, accounts, afterSeconds: definition.pollAfterSeconds ?? null },
+      });
+    }
+  }
+
+  /** The endpoints that poll on their own schedule (`pollAfterSeconds`). */
+  scheduledEndpoints(): string[] {
+    return [...this.endpoints.values()].filter((e) => e.scope.afterSeconds !== null).map((e) => e.endpoint.id);
+  }
+
+  /** Starts a run of each scheduled endpoint (a no-op for one whose run is waiting or running). */
+  async sweep(): Promise<void> {
+    for (const id of this.scheduledEndpoints()) await this.enqueue(id);
+  }
+
+  /**
+   * `POST /admin/payments/{id}/poll`: the payment is asked about at once (at its endpoint's pace).
+   * 404 for no such payment; 422 `not_supported` when no endpoint of its provider and account can read it.
+   */
+  async pollNow(paymentId: string): Promise<void> {
+    const payment = await this.store.paymentOf(paymentId);
+    if (!payment) throw new DomainError('PAYMENT.NOT_FOUND', `payment ${paymentId} not found`);
+    const polling = [...this.endpoints.values()].find((e) => e.scope.provider === payment.provider && serves(e.scope, payment.merchantAccountId));
+    if (!polling) {
+      const detail = `no ${payment.provider} endpoint of merchant account "${payment.merchantAccountId}" can read its payments (a provider with a status read, and API credentials)`;
+      throw new DomainError('COMMAND.NOT_SUPPORTED', detail, detail);
+    }
+    await this.store.request(paymentId, this.clock.now());
+    await this.enqueue(polling.endpoint.id);
+  }
+
+  /** Every open payment an endpoint polls is asked about at once (a provider said its events may be missing). */
+  async pollOpenPayments(endpointId: string, reason: string): Promise<number> {
+    const polling = this.endpoints.get(endpointId);
+    if (!polling) return 0;
+    const count = await this.store.requestOpen(polling.scope, this.clock.now());
+    this.logger.warn(`endpoint "${endpointId}": ${count} open payments asked about now (${reason})`);
+    await this.enqueue(endpointId);
+    return count;
+  }
+
+  /** Best effort: an endpoint not enqueued now is at the next sweep. */
+  private async enqueue(endpointId: string): Promise<void> {
+    await this.jobs.add(JobName.PollEndpoint, { endpointId }).catch((err: Error) => {
+      this.logger.warn(`endpoint "${endpointId}": polling not enqueued (the next sweep will): ${err.message}`);
+    });
+  }
+
+  /**
+   * One run of an endpoint: claims its due payments a second's worth at a time and asks about each
+   * in turn, at most POLLS_PER_SECOND calls in any second, until none is due or the run has lasted
+   * RUN_MAX_MS. One call at a time: a `429` is seen before the next call, which then waits what the
+   * provider asked (doubling when it said nothing); the refused payment is asked at its next turn.
+   */
+  async run(endpointId: string): Promise<void> {
+    const polling = this.endpoints.get(endpointId);
+    if (!polling) return;
+    const started = Date.now();
+    const limiter = new CallWindow(POLLS_PER_SECOND, 1_000 + WINDOW_MARGIN_MS);
+    const pause = { untilMs: 0, waitMs: RATE_LIMITED_WAIT_MS };
+    const onRateLimited = (retryAfterMs: number | null) => {
+      pause.untilMs = Math.max(pause.untilMs, Date.now() + (retryAfterMs ?? pause.waitMs));
+      if (retryAfterMs === null) pause.waitMs = Math.min(pause.waitMs * 2, MAX_PAUSE_MS);
+    };
+    while (Date.now() - started < RUN_MAX_MS) {
+      const due = await this.store.claimDue(polling.scope, this.clock.now(), POLLS_PER_SECOND);
+      if (due.length === 0) return;
+      for (const candidate of due) {
+        const waitMs = pause.untilMs - Date.now();
+        if (waitMs > MAX_PAUSE_MS) {
+          // Asked to wait longer than a run waits: asked again at its next turn, and the run ends.
+          await this.store.recordResult(candidate.paymentId, 'error', pause.untilMs);
+          continue;
+        }
+        if (waitMs > 0) await sleep(waitMs);
+        await limiter.take();
+        await this.pollOne(polling, candidate, onRateLimited);
+      }
+      if (pause.untilMs - Date.now() > MAX_PAUSE_MS) return;
+    }
+  }
+
+  /** Asks about one payment and records what the provider said; never throws but for the database. */
+  private async pollOne(polling: PollingEndpoint, candidate: PollCandidate, onRateLimited: (retryAfterMs: number | null) => void): Promise<void> {
+    const provider = polling.scope.provider;
+    let result: PollResult;
+    let notBefore: number | null = null;
+    await inActionSpan('poll', async () => {
+      let reading: PaymentReading;
+      try {
+        reading = await polling.reader.read(
+          {
+            providerPaymentId: candidate.providerPaymentId,
+            merchantAccountId: candidate.merchantAccountId,
+            amount: amountOf(candidate),
+            captureIds: candidate.captureIds,
+          },
+          { endpoint: polling.endpoint.settings, timeoutMs: this.options.tuning.providerApiTimeoutMs },
+        );
+      } catch (err) {
+        result = 'error';
+        const limited = err instanceof ProviderApiError && err.code === RATE_LIMITED;
+        const retryAfterMs = err instanceof ProviderApiError ? err.retryAfterMs : null;
+        if (limited || retryAfterMs !== null) {
+          onRateLimited(retryAfterMs);
+          if (retryAfterMs !== null) notBefore = this.clock.now() + retryAfterMs;
+        }
+        this.logger.warn(`endpoint "${polling.endpoint.id}": poll of payment ${candidate.paymentId} failed: ${describe(err)}`);
+        return;
+      }
+      result = await this.record(polling, candidate, reading);
+    });
+    this.metrics.paymentsPolled.inc({ provider, result: result! });
+    await this.store.recordResult(candidate.paymentId, result!, notBefore);
+  }
+
+  /** What the provider answered, through the inbox: `changed` when it is a fact not recorded before. */
+  private async record(polling: PollingEndpoint, candidate: PollCandidate, reading: PaymentReading): Promise<PollResult> {
+    if (!reading.found) {
+      this.logger.warn(`endpoint "${polling.endpoint.id}": the provider has no payment ${candidate.providerPaymentId} (payment ${candidate.paymentId})`);
+      return 'error';
+    }
+    if (reading.event === null) return 'unchanged';
+    let keyed;
+    try {
+      [keyed] = keyEvents(polling.endpoint, [
+        {
+          eventId: `poll:${candidate.providerPaymentId}:${reading.status}:${reading.refunded}`,
+          eventType: reading.event.eventType,
+          resourceId: candidate.providerPaymentId,
+          deliveryId: null,
+          account: candidate.merchantAccountId,
+          apiVersion: null,
+          body: JSON.stringify(reading.event.body),
+        },
+      ]);
+    } catch (err) {
+      // What the provider answered cannot be an event (an unprintable status): as if it had not answered.
+      this.logger.warn(`endpoint "${polling.endpoint.id}": what the provider answered of payment ${candidate.paymentId} cannot be recorded: ${describe(err)}`);
+      return 'error';
+    }
+    const [recorded] = await this.ingest.record(polling.endpoint, [keyed], { 'user-agent': 'payment-webhooks-poll' }, 'poll');
+    return recorded.status === 'accepted' ? 'changed' : 'unchanged';
+  }
+}
+
+function serves(scope: PollScope, account: string): boolean {
+  return scope.accounts === '*' || scope.accounts.includes(account);
+}
+
+function amountOf(candidate: PollCandidate) {
+  const money = Money.fromMinor(candidate.amountMinor, candidate.currency);
+  return { minor: money.minor, decimal: money.toDecimal(), currency: money.currency };
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** At most `max` calls in any window of `windowMs`: `take` waits for the oldest call in the window to leave it. */
+class CallWindow {
+  private readonly starts: number[] = [];
+  constructor(
+    private readonly max: number,
+    private readonly windowMs: number,
+  ) {}
+
+  async take(): Promise<void> {
+    for (;;) {
+      const now = Date.now();
+      while (this.starts.length > 0 && now - this.starts[0] > this.windowMs) this.starts.shift();
+      if (this.starts.length < this.max) {
+        this.starts.push(now);
+        return;
+      }
+      await sleep(this.starts[0] + this.windowMs + 1 - now);
+    }
+  }
+}
