@@ -296,7 +296,10 @@ export class EndpointSecretHealth {
 export class EndpointAlertView {
   @ApiProperty({ example: 'v2.core.health.event_generation_failure.resolved' }) type: string;
   @ApiProperty({ example: 'evt_test_65R9…' }) eventId: string;
-  @ApiProperty({ format: 'date-time', example: '2026-12-01T10:00:01.000Z' }) receivedAt: string;
+  @ApiProperty({ format: 'date-time', example: '2026-12-01T10:00:01.000Z', description: 'When the service received the notification' }) receivedAt: string;
+  @ApiPropertyOptional({ type: String, nullable: true, example: '2026-12-01T09:58:00.000Z', description: 'Stripe: the notification\'s `created`' }) createdAt?: string | null;
+  @ApiPropertyOptional({ type: Boolean, nullable: true, example: true, description: 'Stripe: the notification\'s `livemode`' }) livemode?: boolean | null;
+  @ApiPropertyOptional({ type: String, nullable: true, example: null, description: 'Stripe: the notification\'s `context` (a connected account)' }) context?: string | null;
 }
 
 export class EndpointHealthItem {
@@ -304,8 +307,9 @@ export class EndpointHealthItem {
   @ApiProperty({ example: 'stripe' }) provider: string;
   @ApiProperty({ type: [String], example: ['acct_1'], description: 'The accounts it serves: its one `merchantAccountId`, its `merchantAccountIds`, or `["*"]`' })
   merchantAccountIds: string[];
-  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'The last delivery, whatever its answer' }) lastDeliveryAt: string | null;
-  @ApiProperty({ type: String, format: 'date-time', nullable: true, description: 'The last delivery answered `accepted` or `duplicate`' })
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, example: '2026-12-01T10:00:02.000Z', description: 'The last delivery, whatever its answer' })
+  lastDeliveryAt: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, example: '2026-12-01T10:00:00.000Z', description: 'The last delivery answered `accepted` or `duplicate`' })
   lastAuthenticDeliveryAt: string | null;
   @ApiProperty({ type: EndpointCounts, description: 'The current hour and the 23 before it' }) last24h: EndpointCounts;
   @ApiProperty({ example: false }) silent: boolean;
