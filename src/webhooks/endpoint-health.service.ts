@@ -6,6 +6,7 @@ import type { ResolvedOptions } from '../config/options';
 import { CLOCK, Clock, PW_OPTIONS } from '../config/tokens';
 import { PW_CONNECTION } from '../database/data-source';
 import { runTransaction } from '../database/transaction';
+import { withTimeout } from '../common/with-timeout';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { EndpointRegistry } from './endpoint-registry';
 import { EndpointAlert, EndpointHealthStore } from './endpoint-health.store';
@@ -41,6 +42,10 @@ export class EndpointHealthService implements OnApplicationBootstrap, BeforeAppl
   private timer: NodeJS.Timeout | undefined;
   /** The flush under way: one at a time per process, so a tally is never written twice. */
   private flushing: Promise<void> = Promise.resolve();
+  /** Flushes asked for and not settled yet. */
+  private pending = 0;
+  /** The last flush failed (said once, not at every interval while the database is away). */
+  private failing = false;
   /** The endpoints with a silence threshold, and the threshold in (possibly tuned) seconds. */
   private readonly thresholds: Array<{ endpointId: string; seconds: number }>;
 
@@ -63,14 +68,16 @@ export class EndpointHealthService implements OnApplicationBootstrap, BeforeAppl
     // Watched from the first start that knows them (a silence without any delivery is counted from
     // there); the silence check makes the rows too, should the database be away now.
     void this.store.watch(this.dataSource, this.endpoints.all().map((e) => e.id), this.clock.now()).catch(() => undefined);
-    this.timer = setInterval(() => void this.flush().catch(() => undefined), this.options.tuning.endpointHealthFlushMs);
+    // A tick while a flush is still under way (a slow database) waits for the next one rather than queue up.
+    this.timer = setInterval(() => this.pending === 0 && void this.flush().catch(() => undefined), this.options.tuning.endpointHealthFlushMs);
     // The flush must never hold the process up.
     this.timer.unref();
   }
 
   async beforeApplicationShutdown(): Promise<void> {
     clearInterval(this.timer);
-    await this.flush().catch(() => undefined);
+    // A database that is away must not hold the shutdown: those counts are lost, nothing else.
+    await withTimeout(this.flush(), 2_000, 'endpoint health flush').catch(() => undefined);
   }
 
   /**
@@ -78,7 +85,8 @@ export class EndpointHealthService implements OnApplicationBootstrap, BeforeAppl
    * ended with its `endpoint.resumed`. A flush that fails keeps its counts for the next one.
    */
   flush(): Promise<void> {
-    const run = this.flushing.then(() => this.flushOnce());
+    this.pending++;
+    const run = this.flushing.then(() => this.flushOnce()).finally(() => this.pending--);
     this.flushing = run.catch(() => undefined);
     return run;
   }
@@ -91,9 +99,12 @@ export class EndpointHealthService implements OnApplicationBootstrap, BeforeAppl
         const ended = await this.store.add(em, taken, this.clock.now());
         await this.announce(em, 'endpoint.resumed', ended);
       });
+      if (this.failing) this.logger.log('endpoint health written again');
+      this.failing = false;
     } catch (err) {
       this.tallies.putBack(taken);
-      this.logger.warn(`endpoint health not written (kept for the next flush): ${(err as Error).message}`);
+      if (!this.failing) this.logger.warn(`endpoint health not written (kept for the next flush): ${(err as Error).message}`);
+      this.failing = true;
       throw err;
     }
   }
