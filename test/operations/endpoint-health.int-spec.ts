@@ -274,6 +274,18 @@ describe.each(PLATFORMS)('%s: endpoint health (§4.2, §7 endpoint events)', (pl
     expect(JSON.stringify(item)).not.toContain(API_KEY);
   });
 
+  it('counts the current hour and the 23 before it; hours past two days are forgotten', async () => {
+    const hoursAgo = (n: number) => `date_trunc('hour', now()) - interval '${n} hours'`;
+    await t.dataSource.query(`
+      INSERT INTO endpoint_counts (endpoint_id, hour, accepted, duplicate, refused) VALUES
+        ('stripe-any', ${hoursAgo(23)}, 7, 1, 0), ('stripe-any', ${hoursAgo(24)}, 5, 0, 0), ('stripe-any', ${hoursAgo(49)}, 3, 0, 0)`);
+    expect((await itemOf('stripe-any')).last24h).toEqual({ accepted: 7, duplicate: 1, refused: 0 });
+    await t.get(EndpointHealthService).checkSilence();
+    const hours: Array<{ accepted: number }> = await t.dataSource.query(`SELECT accepted FROM endpoint_counts WHERE endpoint_id = 'stripe-any' ORDER BY hour`);
+    expect(hours.map((h) => h.accepted)).toEqual([5, 7]);
+    await t.dataSource.query(`DELETE FROM endpoint_counts WHERE endpoint_id = 'stripe-any'`);
+  });
+
   it(`keeps the newest ${ALERTS_KEPT} alerts, each once`, async () => {
     const store = t.get(EndpointHealthStore);
     const base = Date.parse('2026-12-01T10:00:00.000Z');
