@@ -472,6 +472,43 @@ describe('validateEndpoints', () => {
     });
   });
 
+  describe('(v4) pollAfterSeconds and silenceAlertSeconds', () => {
+    const API_KEY = 'sk_test_SUPERSECRETAPIKEY';
+    const stripe = (over: Record<string, unknown> = {}) => endpoint({ id: 'stripe-main', provider: 'stripe', ...over });
+
+    it('keeps them when valid: pollAfterSeconds of at least 30 with API credentials, silenceAlertSeconds of at least 60', () => {
+      const [result] = validate([stripe({ apiKey: API_KEY, pollAfterSeconds: 30, silenceAlertSeconds: 60 })]);
+      expect(result).toMatchObject({ pollAfterSeconds: 30, silenceAlertSeconds: 60 });
+      expect(validate([endpoint({ silenceAlertSeconds: 3_600 })])[0].silenceAlertSeconds).toBe(3_600);
+      expect(validate([stripe()])[0]).not.toHaveProperty('pollAfterSeconds');
+    });
+
+    it.each([29, 0, -5, 30.5, '60', null, true])('refuses pollAfterSeconds %p, naming it', (value) => {
+      const err = configError(() => validate([stripe({ apiKey: API_KEY, pollAfterSeconds: value })]));
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "stripe-main": "pollAfterSeconds" must be an integer of at least 30');
+      expectNoSecret(err, API_KEY);
+    });
+
+    it.each([59, 0, 60.5, '120', null])('refuses silenceAlertSeconds %p, naming it', (value) => {
+      expect(configError(() => validate([endpoint({ silenceAlertSeconds: value })])).message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "silenceAlertSeconds" must be an integer of at least 60',
+      );
+    });
+
+    it('refuses pollAfterSeconds without API credentials, and on a provider with no status read (paymos, adyen)', () => {
+      expect(configError(() => validate([stripe({ pollAfterSeconds: 60 })])).message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "stripe-main": "pollAfterSeconds" needs the endpoint\'s API credentials ("apiKey")',
+      );
+      expect(configError(() => validate([endpoint({ pollAfterSeconds: 60 })])).message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "paymos-main": "pollAfterSeconds": provider "paymos" has no payment status read, so its payments cannot be polled',
+      );
+      const adyen = endpoint({ id: 'adyen-main', provider: 'adyen', secrets: ['44782DEF547AAA06C910C43932B1EB0C71FC68D9D0C057550C48EC2ACF6BA056'], apiKey: API_KEY, pollAfterSeconds: 60 });
+      expect(configError(() => validate([adyen])).message).toBe(
+        'WEBHOOK_ENDPOINTS: endpoint "adyen-main": "pollAfterSeconds": provider "adyen" has no payment status read, so its payments cannot be polled',
+      );
+    });
+  });
+
   it('reports under the setting name it is given', () => {
     expect(configError(() => validateEndpoints('WEBHOOK_ENDPOINTS_FILE', {})).message).toBe(
       'WEBHOOK_ENDPOINTS_FILE: must be a JSON array of endpoint definitions',

@@ -23,6 +23,8 @@ describe('the job registry', () => {
     });
     expect(jobOf(JobName.DispatchOutboxMessage, { messageId: 'm1' }, tuning).opts.jobId).toBe('m1');
     expect(jobOf(JobName.RunBackfill, { backfillId: 'b1' }, tuning).opts).toMatchObject({ jobId: 'b1', attempts: 8, removeOnComplete: true });
+    // One run of an endpoint at a time, across every process: what bounds its calls a second.
+    expect(jobOf(JobName.PollEndpoint, { endpointId: 'stripe-main' }, tuning).opts).toEqual({ jobId: 'poll-stripe-main', attempts: 1, removeOnComplete: true, removeOnFail: true });
   });
 
   it('the start-up check: every job handled on its own queue passes', () => {

@@ -11,7 +11,6 @@ import { OperationsController } from './operations.controller';
 import { OutboxAdminService } from './outbox-admin.service';
 import { MaintenanceProcessor } from './maintenance.processor';
 import { RetentionService } from './retention.service';
-import { PaymentPollStore } from './polling/payment-poll.store';
 import { PollingController } from './polling/polling.controller';
 import { PollingProcessor } from './polling/polling.processor';
 import { PollingService } from './polling/polling.service';
@@ -31,7 +30,6 @@ import { PollingService } from './polling/polling.service';
     MaintenanceProcessor,
     BackfillService,
     BackfillProcessor,
-    PaymentPollStore,
     PollingService,
     PollingProcessor,
     // The receive path's insert, on a pool of its own: a backfill's pages never take the

@@ -4,7 +4,7 @@ import { IdempotencyKeyStore } from './idempotency-key.store';
 import { OrdersController } from './orders.controller';
 import { OrdersService } from './orders.service';
 import { ProviderEventsService } from './provider-events.service';
-import { PaymentStore } from './payment-store';
+import { PaymentPollStore, PaymentStore } from './payment-store';
 import { OrderChangesService } from './order-changes.service';
 import { PaymentCapturesStore } from './payment-captures.store';
 import { OrderHistoryStore } from './order-history.store';
@@ -28,6 +28,7 @@ import { RefundsService } from './refunds.service';
     OrdersService,
     ProviderEventsService,
     PaymentStore,
+    PaymentPollStore,
     OrderChangesService,
     OrderHistoryStore,
     PaymentCapturesStore,
@@ -38,6 +39,6 @@ import { RefundsService } from './refunds.service';
     PaymentCommandsService,
     PaymentCommandHandler,
   ],
-  exports: [ProviderEventsService, OrdersService, PaymentStore, IdempotencyKeyStore],
+  exports: [ProviderEventsService, OrdersService, PaymentStore, PaymentPollStore, PaymentCapturesStore, IdempotencyKeyStore],
 })
 export class PaymentsModule {}

@@ -77,6 +77,10 @@ function unusableProvider(adapter: ProviderAdapter): string | null {
   ) {
     return 'must give commands as { types: ["refund" | "capture" | "void", ...], ready(), send() }';
   }
+  const reader = adapter.readPayment as { ready?: unknown; read?: unknown } | undefined;
+  if (reader !== undefined && (typeof reader !== 'object' || reader === null || typeof reader.ready !== 'function' || typeof reader.read !== 'function')) {
+    return 'must give readPayment as { ready(), read() } (two functions)';
+  }
   return null;
 }
 

@@ -20,7 +20,7 @@ const STORES: Record<string, string> = {
   fulfillments: 'fulfillment/fulfillment.store.ts',
   outbox_message: 'outbox/outbox.store.ts',
   backfills: 'operations/backfill/backfill.store.ts',
-  payment_polls: 'operations/polling/payment-poll.store.ts',
+  payment_polls: 'payments/payment-store.ts',
   endpoint_health: 'webhooks/endpoint-health.store.ts',
   endpoint_counts: 'webhooks/endpoint-health.store.ts',
 };

@@ -2,7 +2,7 @@ import type { EndpointDefinition } from '../../src/config/options';
 import type { CarrierAdapter, ShipmentRequest, ShipmentResult } from '../../src/fulfillment/carriers/carrier';
 import { POLLS_PER_SECOND, PollingService } from '../../src/operations/polling/polling.service';
 import { signedHeaders } from '../../src/testing/sign';
-import { AUTH, createTestApp, eventually, PLATFORMS, TestApp } from '../support/app';
+import { AUTH, createTestApp, deleteQueueKeys, eventually, PLATFORMS, TestApp } from '../support/app';
 import { bodies, driver, uniqueId } from '../support/domain';
 import { ProviderApiStub } from '../support/provider-api-stub';
 import { addMollieApi, mollieHint } from '../support/provider-stubs/mollie';
@@ -288,7 +288,9 @@ describe('polling: at most 10 calls a second per endpoint, under 1,000 open paym
     apps.push(await createTestApp({ ...options, queuePrefix: apps[0].queuePrefix, migrationsRun: false }));
   });
   afterAll(async () => {
-    for (const app of apps) await app.close();
+    // Both processes stop before their shared queue's keys go.
+    await Promise.all(apps.map((a) => a.app.close()));
+    if (apps.length > 0) await deleteQueueKeys(apps[0].queuePrefix);
     await stripeApi.stop();
   });
 

@@ -1,4 +1,7 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { PW_CONNECTION } from '../../database/data-source';
 import type { ResolvedOptions } from '../../config/options';
 import { Clock, CLOCK, PW_OPTIONS } from '../../config/tokens';
 import { DomainError } from '../../common/domain-error';
@@ -11,7 +14,8 @@ import { keyEvents, type PaymentReader, type PaymentReading, ProviderApiError, R
 import { EndpointRegistry } from '../../webhooks/endpoint-registry';
 import { InboxIngestService } from '../../webhooks/inbox-ingest.service';
 import type { ResolvedEndpoint } from '../../webhooks/signature-verifier';
-import { PaymentPollStore, PollCandidate, PollResult, PollScope } from './payment-poll.store';
+import { PaymentCapturesStore } from '../../payments/payment-captures.store';
+import { PaymentPollStore, PollCandidate, PollResult, PollScope } from '../../payments/payment-store';
 
 /** At most this many calls to a provider's API per second, per endpoint (docs/operations.md#when-webhooks-stop). */
 export const POLLS_PER_SECOND = 10;
@@ -40,15 +44,19 @@ interface PollingEndpoint {
  * It runs on the workers, never on the receive path, and records on the operator surface's own pool.
  */
 @Injectable()
-export class PollingService {
+export class PollingService implements BeforeApplicationShutdown {
   private readonly logger = new Logger('Polling');
   private readonly endpoints = new Map<string, PollingEndpoint>();
+  /** Set when the application shuts down: a run ends at its next wait, its claimed payments asked at their next turn. */
+  private readonly stopping = new AbortController();
 
   constructor(
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
     @Inject(CLOCK) private readonly clock: Clock,
     registry: EndpointRegistry,
     private readonly store: PaymentPollStore,
+    private readonly captures: PaymentCapturesStore,
+    @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     private readonly ingest: InboxIngestService,
     private readonly jobs: JobProducer,
     private readonly metrics: MetricsService,
@@ -102,6 +110,10 @@ export class PollingService {
     return count;
   }
 
+  beforeApplicationShutdown(): void {
+    this.stopping.abort();
+  }
+
   /** Best effort: an endpoint not enqueued now is at the next sweep. */
   private async enqueue(endpointId: string): Promise<void> {
     await this.jobs.add(JobName.PollEndpoint, { endpointId }).catch((err: Error) => {
@@ -125,18 +137,21 @@ export class PollingService {
       pause.untilMs = Math.max(pause.untilMs, Date.now() + (retryAfterMs ?? pause.waitMs));
       if (retryAfterMs === null) pause.waitMs = Math.min(pause.waitMs * 2, MAX_PAUSE_MS);
     };
-    while (Date.now() - started < RUN_MAX_MS) {
+    const stop = this.stopping.signal;
+    while (!stop.aborted && Date.now() - started < RUN_MAX_MS) {
       const due = await this.store.claimDue(polling.scope, this.clock.now(), POLLS_PER_SECOND);
       if (due.length === 0) return;
       for (const candidate of due) {
+        if (stop.aborted) return;
         const waitMs = pause.untilMs - Date.now();
         if (waitMs > MAX_PAUSE_MS) {
           // Asked to wait longer than a run waits: asked again at its next turn, and the run ends.
           await this.store.recordResult(candidate.paymentId, 'error', pause.untilMs);
           continue;
         }
-        if (waitMs > 0) await sleep(waitMs);
-        await limiter.take();
+        if (waitMs > 0) await sleep(waitMs, stop);
+        await limiter.take(stop);
+        if (stop.aborted) return;
         await this.pollOne(polling, candidate, onRateLimited);
       }
       if (pause.untilMs - Date.now() > MAX_PAUSE_MS) return;
@@ -156,7 +171,7 @@ export class PollingService {
             providerPaymentId: candidate.providerPaymentId,
             merchantAccountId: candidate.merchantAccountId,
             amount: amountOf(candidate),
-            captureIds: candidate.captureIds,
+            captureIds: await this.captures.capturesOf(this.dataSource, { provider, merchantAccountId: candidate.merchantAccountId, providerPaymentId: candidate.providerPaymentId }),
           },
           { endpoint: polling.endpoint.settings, timeoutMs: this.options.tuning.providerApiTimeoutMs },
         );
@@ -220,8 +235,18 @@ function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or less when `stop` is aborted. */
+function sleep(ms: number, stop: AbortSignal): Promise<void> {
+  if (stop.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stop.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    stop.addEventListener('abort', done);
+  });
 }
 
 /** At most `max` calls in any window of `windowMs`: `take` waits for the oldest call in the window to leave it. */
@@ -232,15 +257,15 @@ class CallWindow {
     private readonly windowMs: number,
   ) {}
 
-  async take(): Promise<void> {
-    for (;;) {
+  async take(stop: AbortSignal): Promise<void> {
+    while (!stop.aborted) {
       const now = Date.now();
       while (this.starts.length > 0 && now - this.starts[0] > this.windowMs) this.starts.shift();
       if (this.starts.length < this.max) {
         this.starts.push(now);
         return;
       }
-      await sleep(this.starts[0] + this.windowMs + 1 - now);
+      await sleep(this.starts[0] + this.windowMs + 1 - now, stop);
     }
   }
 }
