@@ -72,6 +72,7 @@ const RESUME_SQL = `
   WITH ending AS (
     SELECT endpoint_id, silent_since FROM endpoint_health
     WHERE endpoint_id = ANY($1::text[]) AND silent_since IS NOT NULL
+    ORDER BY endpoint_id
     FOR UPDATE
   )
   UPDATE endpoint_health h SET silent_since = NULL
@@ -82,15 +83,23 @@ const RESUME_SQL = `
 /**
  * Declares silent every endpoint whose last authentic delivery (or, without any, the moment the
  * service first watched it) is older than its silence threshold, and that is not silent already:
- * one guarded UPDATE, so of two processes checking at once, one declares each silence.
+ * one guarded statement, so of two processes checking at once, one declares each silence (a row
+ * another transaction changed meanwhile is read again under its lock, the guard with it). Rows are
+ * locked in the order of their ids, as a flush locks them.
  */
 const SILENCE_SQL = `
-  UPDATE endpoint_health h
-  SET silent_since = COALESCE(h.last_authentic_at, h.watched_since) + make_interval(secs => t.seconds)
-  FROM unnest($1::text[], $2::float8[]) AS t(endpoint_id, seconds)
-  WHERE h.endpoint_id = t.endpoint_id
-    AND h.silent_since IS NULL
-    AND COALESCE(h.last_authentic_at, h.watched_since) + make_interval(secs => t.seconds) <= $3::timestamptz
+  WITH due AS (
+    SELECT h.endpoint_id, COALESCE(h.last_authentic_at, h.watched_since) + make_interval(secs => t.seconds) AS since
+    FROM endpoint_health h
+    JOIN unnest($1::text[], $2::float8[]) AS t(endpoint_id, seconds) ON t.endpoint_id = h.endpoint_id
+    WHERE h.silent_since IS NULL
+      AND COALESCE(h.last_authentic_at, h.watched_since) + make_interval(secs => t.seconds) <= $3::timestamptz
+    ORDER BY h.endpoint_id
+    FOR UPDATE OF h
+  )
+  UPDATE endpoint_health h SET silent_since = due.since
+  FROM due
+  WHERE h.endpoint_id = due.endpoint_id
   RETURNING h.endpoint_id AS "endpointId", h.silent_since AS "silentSince"`;
 
 /** A provider's alert, newest first, the newest ALERTS_KEPT kept; one already kept (its event id) is not added twice. */
