@@ -45,6 +45,11 @@ export type {
   CommandTarget,
   PaymentCommand,
   PaymentCommands,
+  // (v4) Polling (docs/operations.md#when-webhooks-stop).
+  PaymentReader,
+  PaymentReading,
+  PollTarget,
+  ReadContext,
 } from './providers/provider';
 export { failedCall, thrownCall } from './providers/command-answers';
 export type { ProviderEvent, ProviderEventKind, RawAmount } from './common/provider-event';
@@ -61,6 +66,7 @@ export {
   optionalId,
   parseKeyValueHeader,
   ProviderApiError,
+  RATE_LIMITED,
   readJsonObject,
   requireId,
   text,

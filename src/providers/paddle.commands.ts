@@ -1,48 +1,6 @@
 import { failedCall } from './command-answers';
-import { optionalPackage } from './optional-package';
-import type { CommandAnswer, CommandContext, CommandTarget, PaymentCommand, PaymentCommands } from './provider';
-
-/** The npm package of Paddle's official SDK, an optional peer dependency of this module. */
-export const PADDLE_PACKAGE = '@paddle/paddle-node-sdk';
-
-/** An adjustment as the SDK gives it (camelCase). */
-interface PaddleAdjustment {
-  id: string;
-  action: string;
-  status: string;
-  reason: string;
-  items: Array<{ itemId: string; amount: string | null }>;
-}
-
-interface PaddleCollection<T> {
-  hasMore: boolean;
-  next(): Promise<T[]>;
-}
-
-type AdjustmentItem = { itemId: string; type: 'partial'; amount: string };
-
-/** What this module calls of `@paddle/paddle-node-sdk` (3.x), typed here so that a host without the package still compiles. */
-interface PaddleClient {
-  adjustments: {
-    list(query: { transactionId: string[]; action: 'refund'; perPage: number }): PaddleCollection<PaddleAdjustment>;
-    create(
-      body:
-        | { action: 'refund'; transactionId: string; reason: string; type: 'full' }
-        | { action: 'refund'; transactionId: string; reason: string; type: 'partial'; items: AdjustmentItem[] },
-    ): Promise<PaddleAdjustment>;
-  };
-  transactions: {
-    get(id: string): Promise<{ details: { lineItems: Array<{ id: string; totals: { total: string } | null }> } | null }>;
-  };
-}
-
-interface PaddlePackage {
-  /** `environment` is `sandbox`, `production`, or any other base URL, which the SDK then uses as it is. */
-  Paddle?: new (apiKey: string, options: { environment: string }) => PaddleClient;
-}
-
-/** The SDK, loaded the first time a command is sent; null when it is not installed. */
-const paddlePackage = optionalPackage(PADDLE_PACKAGE, () => require(PADDLE_PACKAGE) as PaddlePackage);
+import { hasPaddleKey, paddleClient, paddleFailure, withinTimeout, type AdjustmentItem, type PaddleAdjustment, type PaddleClient } from './paddle-client';
+import type { CommandAnswer, CommandContext, CommandTarget, PaymentCommand, PaymentCommands, ProviderEndpoint } from './provider';
 
 /** How many pages of a transaction's refunds are read to find one already made for a key (50 a page). */
 const MAX_PAGES = 20;
@@ -76,25 +34,20 @@ export function keyMark(idempotencyKey: string): string {
 export const paddleCommands: PaymentCommands = {
   types: ['refund'],
 
-  ready: (endpoint) => typeof endpoint.apiKey === 'string' && endpoint.apiKey !== '',
+  ready: hasPaddleKey,
 
   async send(command: PaymentCommand, target: CommandTarget, context: CommandContext): Promise<CommandAnswer> {
     const { endpoint } = context;
     if (command.type !== 'refund') return { ok: false, retryable: false, reason: `Paddle has no ${command.type}: a transaction is paid when it completes` };
     if (!paddleCommands.ready(endpoint)) return { ok: false, retryable: false, reason: `endpoint "${endpoint.id}" has no Paddle API key (apiKey)` };
-    const Paddle = paddlePackage()?.Paddle;
-    if (!Paddle) return { ok: false, retryable: false, reason: `endpoint "${endpoint.id}" needs the ${PADDLE_PACKAGE} package: npm install ${PADDLE_PACKAGE}` };
     const apiKey = endpoint.apiKey as string;
-    const client = new Paddle(apiKey, { environment: (endpoint.apiBaseUrl ?? 'https://api.paddle.com').replace(/\/+$/, '') });
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<CommandAnswer>((resolve) => {
-      timer = setTimeout(() => resolve(failedCall(null, 'Paddle did not answer in time')), context.timeoutMs);
-    });
-    try {
-      return await Promise.race([refund(client, command, target, context.idempotencyKey).catch((err: unknown) => paddleFailure(err, apiKey)), late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    const client = paddleClient(endpoint as ProviderEndpoint & { apiKey: string });
+    if (typeof client === 'string') return { ok: false, retryable: false, reason: client };
+    return withinTimeout(
+      refund(client, command, target, context.idempotencyKey).catch((err: unknown) => paddleAnswer(err, apiKey)),
+      context.timeoutMs,
+      () => failedCall(null, 'Paddle did not answer in time'),
+    );
   },
 };
 
@@ -153,40 +106,8 @@ function adjustmentAnswer(adjustment: PaddleAdjustment): CommandAnswer {
   return { ok: true, providerRefundId: adjustment.id, status: adjustment.status === 'approved' ? 'succeeded' : 'pending' };
 }
 
-/**
- * Paddle's error codes that say the status the SDK does not keep (its `ApiError` has Paddle's
- * `type`, `code`, `detail` and `Retry-After`, not the HTTP status): the retryable ones, and a few
- * common refusals, by code; any other `api_error` is a 500, any other `request_error` a 400.
- */
-const STATUS_OF_CODE: ReadonlyMap<string, number> = new Map([
-  ['too_many_requests', 429],
-  ['conflict', 409],
-  ['concurrent_modification', 409],
-  ['bad_gateway', 502],
-  ['service_unavailable', 503],
-  ['internal_error', 500],
-  // Refusals named for the reader of the reason: the status they come with.
-  ['not_found', 404],
-  ['forbidden', 403],
-  ['authentication_missing', 403],
-  ['authentication_malformed', 403],
-]);
-
-/**
- * What the SDK threw: an `ApiError` (Paddle answered with its error body), read by its code; else
- * no answer (a network error, a body that is not JSON: a proxy's page), the effect may have happened.
- */
-export function paddleFailure(err: unknown, apiKey: string): CommandAnswer {
-  const e = (err ?? {}) as { type?: unknown; code?: unknown; detail?: unknown; message?: unknown; retryAfter?: unknown; cause?: { code?: unknown } };
-  const causeCode = typeof e.cause?.code === 'string' ? ` (${e.cause.code})` : '';
-  const message = typeof e.message === 'string' && e.message !== '' ? `${e.message}${causeCode}` : 'Paddle did not answer';
-  if (typeof e.code !== 'string' || (e.type !== 'request_error' && e.type !== 'api_error')) return failedCall(null, withoutSecret(message, apiKey));
-  const status = STATUS_OF_CODE.get(e.code) ?? (e.type === 'api_error' ? 500 : 400);
-  const detail = typeof e.detail === 'string' && e.detail !== '' ? `${e.code}: ${e.detail}` : e.code;
-  const retryAfter = typeof e.retryAfter === 'number' && Number.isInteger(e.retryAfter) && e.retryAfter >= 0 ? String(e.retryAfter) : null;
-  return failedCall(status, withoutSecret(detail, apiKey), retryAfter);
-}
-
-function withoutSecret(text: string, secret: string): string {
-  return secret.length > 0 ? text.split(secret).join('[redacted]') : text;
+/** What the SDK threw, as a command's answer: no answer (a network error, a proxy's page) may have happened. */
+function paddleAnswer(err: unknown, apiKey: string): CommandAnswer {
+  const failure = paddleFailure(err, apiKey);
+  return failedCall(failure.status, failure.reason, failure.retryAfter);
 }

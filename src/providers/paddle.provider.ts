@@ -14,10 +14,11 @@ import {
   text,
 } from './provider';
 import { hmacProvider, type HmacProvider } from './hmac';
+import { PADDLE_API } from './paddle-client';
 import { paddleCommands } from './paddle.commands';
+import { paddlePaymentReader } from './paddle.reader';
 
-/** The base URL of Paddle's API, where an endpoint's `apiKey` is used (a sandbox key needs `https://sandbox-api.paddle.com`). */
-export const PADDLE_API = 'https://api.paddle.com';
+export { PADDLE_API };
 
 /** The transaction events the service acts on (docs/webhooks.md#paddle), as the payment event each is. */
 const TRANSACTION_KINDS: ReadonlyMap<string, ProviderEventKind> = new Map([
@@ -176,5 +177,9 @@ const paddleHmac: HmacProvider = hmacProvider({
   },
 });
 
-/** The scheme above, with refunds sent as adjustments through @paddle/paddle-node-sdk (docs/commands.md#paddle). */
-export const paddleProvider: HmacProvider = { ...paddleHmac, commands: paddleCommands };
+/**
+ * The scheme above, with refunds sent as adjustments through @paddle/paddle-node-sdk
+ * (docs/commands.md#paddle), and the transaction read that polling asks about a payment whose
+ * notification never came (docs/operations.md#when-webhooks-stop).
+ */
+export const paddleProvider: HmacProvider = { ...paddleHmac, commands: paddleCommands, readPayment: paddlePaymentReader(paddleHmac.normalize) };

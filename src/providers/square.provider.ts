@@ -18,16 +18,14 @@ import {
   text,
 } from './provider';
 import { optionalPackage } from './optional-package';
+import { SQUARE_API_BASE_URL, SQUARE_PACKAGE } from './square-client';
 import { squareCommands } from './square.commands';
+import { squarePaymentReader } from './square.reader';
 
-/** The npm package of Square's official SDK, an optional peer dependency of this module. */
-export const SQUARE_PACKAGE = 'square';
+export { SQUARE_API_BASE_URL, SQUARE_PACKAGE };
 
 /** The header Square signs a notification in: standard base64 of an HMAC-SHA256. */
 export const SQUARE_SIGNATURE_HEADER = 'x-square-hmacsha256-signature';
-
-/** Where Square's API answers (production); a sandbox or a test sets `apiBaseUrl`. */
-export const SQUARE_API_BASE_URL = 'https://connect.squareup.com';
 
 /**
  * What this adapter uses of the `square` package (its `WebhooksHelper`, square 40 and later), typed
@@ -220,6 +218,24 @@ function disputeEvent(envelope: Record<string, unknown>, eventType: string, disp
   };
 }
 
+/** What a notification means for the payment it is about (docs/webhooks.md#square); null for what the service does not act on. */
+function normalize(body: Record<string, unknown>, eventType: string): ProviderEvent | null {
+  const object = asObject(asObject(body.data)?.object);
+  if (PAYMENT_TYPES.has(eventType)) {
+    const payment = asObject(object?.payment);
+    return payment ? paymentEvent(body, payment) : null;
+  }
+  if (REFUND_TYPES.has(eventType)) {
+    const refund = asObject(object?.refund);
+    return refund ? refundEvent(body, refund) : null;
+  }
+  if (eventType === 'dispute.created' || DISPUTE_STATE_TYPES.has(eventType)) {
+    const dispute = asObject(object?.dispute);
+    return dispute ? disputeEvent(body, eventType, dispute) : null;
+  }
+  return null;
+}
+
 /**
  * Square (docs/webhooks.md#square): `x-square-hmacsha256-signature`, the standard base64 of an
  * HMAC-SHA256 keyed with the subscription's signature key over `<notificationUrl><raw body>`, the
@@ -284,22 +300,9 @@ export function createSquareProvider(options: SquareProviderOptions = {}): Provi
       return { ok: true, secretIndex: matched.index, events: [identify(body, bodyText)] };
     },
 
-    normalize(body, eventType): ProviderEvent | null {
-      const object = asObject(asObject(body.data)?.object);
-      if (PAYMENT_TYPES.has(eventType)) {
-        const payment = asObject(object?.payment);
-        return payment ? paymentEvent(body, payment) : null;
-      }
-      if (REFUND_TYPES.has(eventType)) {
-        const refund = asObject(object?.refund);
-        return refund ? refundEvent(body, refund) : null;
-      }
-      if (eventType === 'dispute.created' || DISPUTE_STATE_TYPES.has(eventType)) {
-        const dispute = asObject(object?.dispute);
-        return dispute ? disputeEvent(body, eventType, dispute) : null;
-      }
-      return null;
-    },
+    normalize,
+    // Polling asks GetPayment about a payment whose notification never came (docs/operations.md#when-webhooks-stop).
+    readPayment: squarePaymentReader(normalize),
   };
 }
 

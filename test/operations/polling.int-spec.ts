@@ -6,6 +6,7 @@ import { AUTH, createTestApp, deleteQueueKeys, eventually, PLATFORMS, TestApp } 
 import { bodies, driver, uniqueId } from '../support/domain';
 import { ProviderApiStub } from '../support/provider-api-stub';
 import { addMollieApi, mollieHint } from '../support/provider-stubs/mollie';
+import { acmePayApi, acmePayProvider } from '../support/acme-pay-provider';
 import { addStripeRoutes, STRIPE_STUB_KEY } from '../support/provider-stubs/stripe';
 
 /**
@@ -45,6 +46,9 @@ describe.each(PLATFORMS)('%s: polling a payment whose webhook never came (§4.1)
   const mollieApi = new ProviderApiStub({ tls: true });
   const mollie = addMollieApi(mollieApi);
   const carrier = new Carrier();
+  // A host's own provider with a status read (test/support/acme-pay-provider.ts).
+  const acmeCharges = new Map<string, Record<string, unknown>>();
+  const acmeApi = acmePayApi(new ProviderApiStub(), { charges: acmeCharges });
   let t: TestApp;
   let d: ReturnType<typeof driver>;
 
@@ -71,10 +75,12 @@ describe.each(PLATFORMS)('%s: polling a payment whose webhook never came (§4.1)
   }
 
   beforeAll(async () => {
-    await Promise.all([stripeApi.start(), mollieApi.start()]);
+    await Promise.all([stripeApi.start(), mollieApi.start(), acmeApi.start()]);
     t = await createTestApp(
       {
+        providers: [acmePayProvider],
         endpoints: [
+          { id: 'acmepay-poll', provider: 'acmepay', secrets: ['acme_sk_polling_0123456789'], merchantAccountId: 'm_poll', apiKey: 'ak_poll_secret', apiBaseUrl: acmeApi.baseUrl, pollAfterSeconds: AFTER },
           stripeEndpoint('stripe-poll', 'acct_poll', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
           stripeEndpoint('stripe-schedule', 'acct_schedule', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
           stripeEndpoint('stripe-limited', 'acct_limited', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
@@ -96,7 +102,18 @@ describe.each(PLATFORMS)('%s: polling a payment whose webhook never came (§4.1)
   afterEach(() => t.clock.reset());
   afterAll(async () => {
     await t?.close();
-    await Promise.all([stripeApi.stop(), mollieApi.stop()]);
+    await Promise.all([stripeApi.stop(), mollieApi.stop(), acmeApi.stop()]);
+  });
+
+  it("a host's own provider is polled through its adapter's readPayment", async () => {
+    const order = await d.createOrder('15.00', 'EUR');
+    const chargeId = uniqueId('ch');
+    acmeCharges.set(chargeId, { id: chargeId, status: 'paid', amount: '15.00', currency: 'EUR', order_id: order.id });
+    await d.registerPayment(order.id, 'acmepay', chargeId, 'm_poll');
+    advance(t, AFTER + 1);
+    await eventually(async () => (await d.getOrder(order.id)).fulfillment?.status === 'dispatched', 15_000, 'the order fulfilled');
+    expect(await pollRows(chargeId)).toEqual([{ eventId: `poll:${chargeId}:paid:0`, eventType: 'charge.paid', source: 'poll', status: 'processed', outcome: 'applied' }]);
+    expect(carrier.shipments.get(order.id)).toBe(1);
   });
 
   it('Stripe: a paid order whose webhook was dropped is paid and fulfilled by the poll, once; the late webhook is already_applied', async () => {

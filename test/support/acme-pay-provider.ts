@@ -5,7 +5,10 @@ import {
   text,
   type CommandAnswer,
   type PaymentCommands,
+  type PaymentReader,
   type ProviderAdapter,
+  ProviderApiError,
+  RATE_LIMITED,
   type ProviderEvent,
   type ProviderEventKind,
 } from '../../src';
@@ -48,11 +51,34 @@ const commands: PaymentCommands = {
   },
 };
 
+/** Its status read, for polling (docs/providers.md): `GET {apiBaseUrl}/charges/{id}` → `{ id, status, amount, currency, order_id }`. */
+const readPayment: PaymentReader = {
+  ready: commands.ready,
+  async read(target, context) {
+    const res = await fetch(`${context.endpoint.apiBaseUrl}/charges/${encodeURIComponent(target.providerPaymentId)}`, {
+      headers: { authorization: `Bearer ${context.endpoint.apiKey}` },
+      signal: AbortSignal.timeout(context.timeoutMs),
+    }).catch((err: Error) => {
+      throw new ProviderApiError(`acmepay is unreachable: ${err.message}`);
+    });
+    if (res.status === 404) return { found: false };
+    if (!res.ok) {
+      const retryAfter = Number(res.headers.get('retry-after'));
+      throw new ProviderApiError(`acmepay answered ${res.status}`, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : null, res.status === 429 ? RATE_LIMITED : undefined);
+    }
+    const charge = (await res.json()) as Record<string, unknown>;
+    const status = String(charge.status);
+    const eventType = status === 'paid' ? 'charge.paid' : status === 'failed' ? 'charge.failed' : null;
+    return { found: true, status, refunded: '0', event: eventType === null ? null : { eventType, body: { event: { type: eventType }, charge } } };
+  },
+};
+
 export const acmePayProvider: ProviderAdapter = {
   ...acmeProvider,
   name: 'acmepay',
   usesApi: { defaultBaseUrl: 'https://api.acmepay.test' },
   commands,
+  readPayment,
   normalize(body, eventType, endpoint): ProviderEvent | null {
     const charge = asObject(body.charge);
     const kind = KINDS.get(eventType);
@@ -76,10 +102,24 @@ export const acmePayProvider: ProviderAdapter = {
   },
 };
 
-/** The acmepay API on a stub: refunds answer `{ id: "rf_<n>", status }`, captures and voids `{ status }`. */
-export function acmePayApi(stub: ProviderApiStub, opts: { refundStatus?: () => 'pending' | 'succeeded'; withoutId?: (amount: unknown) => boolean } = {}): ProviderApiStub {
+/**
+ * The acmepay API on a stub: refunds answer `{ id: "rf_<n>", status }`, captures and voids `{ status }`;
+ * `GET /charges/{id}` a charge of `opts.charges` (404 for another).
+ */
+export function acmePayApi(
+  stub: ProviderApiStub,
+  opts: { refundStatus?: () => 'pending' | 'succeeded'; withoutId?: (amount: unknown) => boolean; charges?: Map<string, Record<string, unknown>> } = {},
+): ProviderApiStub {
   let n = 0;
   return stub
+    .route({
+      method: 'GET',
+      path: /^\/charges\/([^/]+)$/,
+      handle: (_r, m) => {
+        const charge = opts.charges?.get(decodeURIComponent(m[1]));
+        return charge ? { status: 200, body: charge } : { status: 404, body: { error: 'no such charge' } };
+      },
+    })
     .route({
       method: 'POST',
       path: /^\/charges\/([^/]+)\/refunds$/,

@@ -3,6 +3,7 @@ import type { ProviderApiStub, StubAnswer, StubRequest } from '../provider-api-s
 
 /**
  * Square's Payments and Refunds API as the stub answers it (developer.squareup.com/reference/square):
+ * `GET /v2/payments/{id}` (GetPayment: `{ payment }`, or `404 NOT_FOUND`);
  * `POST /v2/refunds` (RefundPayment), idempotent on the body's `idempotency_key`;
  * `POST /v2/payments/{id}/complete` and `/cancel`, which take no key: they act on the payment's
  * state, so a repeat answers the payment as it is now, and the effect happens once. A request
@@ -10,7 +11,7 @@ import type { ProviderApiStub, StubAnswer, StubRequest } from '../provider-api-s
  */
 export interface SquareStubPayment {
   id: string;
-  status: 'APPROVED' | 'COMPLETED' | 'CANCELED' | 'FAILED';
+  status: 'APPROVED' | 'PENDING' | 'COMPLETED' | 'CANCELED' | 'FAILED';
   amount: number;
   currency: string;
   referenceId?: string;
@@ -61,6 +62,13 @@ function paymentBody(p: SquareStubPayment): Record<string, unknown> {
       ...(p.referenceId === undefined ? {} : { reference_id: p.referenceId }),
       location_id: LOCATION,
       source_type: 'CARD',
+      // What the card tells: never needed by the service, so never copied out of an answer.
+      card_details: {
+        status: p.status === 'APPROVED' || p.status === 'PENDING' ? 'AUTHORIZED' : p.status === 'COMPLETED' ? 'CAPTURED' : p.status,
+        card: { card_brand: 'VISA', last_4: '1111', exp_month: 11, exp_year: 2030, fingerprint: 'sq-1-stub-fingerprint', bin: '411111' },
+        entry_method: 'KEYED',
+      },
+      version_token: 'TPtNEOBOa6Qq6E3C3IjckSVOM6b3hMbfhjvTxHBQUsB6o',
       created_at: '2026-12-07T10:00:00.000Z',
       updated_at: new Date().toISOString(),
     },
@@ -129,6 +137,16 @@ export function addSquareRoutes(stub: ProviderApiStub): SquareStub {
   });
 
   /** CompletePayment / CancelPayment: the payment's state decides; the same request again answers it as it is. */
+  stub.route({
+    method: 'GET',
+    path: /^\/v2\/payments\/([^/]+)$/,
+    handle(request, match) {
+      if (unauthorized(request)) return UNAUTHORIZED;
+      const payment = square.payments.get(decodeURIComponent(match[1]));
+      return payment ? { status: 200, body: paymentBody(payment) } : notFound(decodeURIComponent(match[1]));
+    },
+  });
+
   const transition = (kind: 'capture' | 'void', segment: 'complete' | 'cancel', to: 'COMPLETED' | 'CANCELED') =>
     stub.route({
       method: 'POST',
