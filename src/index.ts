@@ -18,7 +18,7 @@ export { Money } from './payments/money';
 export { OnPaymentEvent } from './events/on-payment-event.decorator';
 export type { OnPaymentEventOptions } from './events/on-payment-event.decorator';
 export { PAYMENT_EVENT_TYPES } from './common/host-events';
-export type { PaymentEventType, PaymentWebhooksEvent } from './common/host-events';
+export type { PaymentEventType, PaymentWebhooksEvent, AnyPaymentEvent, OrderEventType, EndpointEvent, EndpointEventType, EndpointSnapshot } from './common/host-events';
 export type { OrderSnapshot, PaymentSnapshot, RefundSnapshot, ShipTo, OrderItem } from './common/order-views';
 export type { EventSinkDefinition } from './config/options';
 // Writing a provider of the host's own (docs/providers.md).

@@ -47,5 +47,22 @@ export interface FulfillmentStopRequestedEvent {
   cause: HistoryCause;
 }
 
-export type InternalEvent = PaymentRegisteredEvent | CaptureRecordedEvent | FulfillmentChangedEvent | FulfillmentStopRequestedEvent;
+/**
+ * (v4) A provider said that events of an endpoint may be lost (a Stripe
+ * `v2.core.health.event_generation_failure.*` alert): its open payments should be polled now
+ * (docs/operations.md#endpoint-health). Published in the processing transaction of that delivery.
+ */
+export interface PollEndpointRequestedEvent {
+  type: 'internal.poll.endpoint-requested';
+  endpointId: string;
+  /** Why, for the logs: the alert's type and event id. */
+  reason: string;
+}
+
+export type InternalEvent =
+  | PaymentRegisteredEvent
+  | CaptureRecordedEvent
+  | FulfillmentChangedEvent
+  | FulfillmentStopRequestedEvent
+  | PollEndpointRequestedEvent;
 export type InternalEventType = InternalEvent['type'];

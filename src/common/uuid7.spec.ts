@@ -1,4 +1,4 @@
-import { uuid7 } from './uuid7';
+import { uuid7, uuid7Time } from './uuid7';
 
 const UUID7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -115,5 +115,13 @@ describe('uuid7', () => {
     const a = uuid7(now).replace(/-/g, '').slice(12);
     const b = uuid7(now).replace(/-/g, '').slice(12);
     expect(a === b).toBe(false);
+  });
+});
+
+describe('uuid7Time', () => {
+  it('reads back the millisecond an id was made at', () => {
+    expect(uuid7Time('019af6c2-1d52-7abc-8def-0123456789ab')).toBe(0x019af6c21d52);
+    const at = 0x7fff00000000;
+    expect(uuid7Time(uuid7(at))).toBe(at);
   });
 });

@@ -39,3 +39,8 @@ export function uuid7(now: number = Date.now()): string {
   const hex = b.toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** The Unix milliseconds a UUID version 7 was made at (its first 48 bits). */
+export function uuid7Time(id: string): number {
+  return parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+}

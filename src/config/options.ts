@@ -252,6 +252,14 @@ export interface TuningOptions {
    * it that client's delivery answers 503 `unavailable`. Unset: a quarter of the budget, never below
    * `webhookMaxBodyBytes` (nor above the budget). Set it to the budget to turn per-client shares off. */
   unverifiedBodyClientShareBytes: number;
+  /** How often each process adds what it counted of its endpoints' deliveries to the database (and at shutdown):
+   * docs/operations.md#endpoint-health. The receive path itself never writes it. */
+  endpointHealthFlushMs: number;
+  /** How often the workers look for endpoints that became silent (one check across every process). */
+  silenceCheckIntervalMs: number;
+  /** How long one second of an endpoint's `silenceAlertSeconds` lasts, in milliseconds: 1000. Tests shorten
+   * it; the setting itself stays at least 60. */
+  silenceAlertUnitMs: number;
 }
 
 export const DEFAULT_TUNING: TuningOptions = {
@@ -287,6 +295,9 @@ export const DEFAULT_TUNING: TuningOptions = {
   unverifiedBodyBudgetBytes: 33_554_432,
   // A quarter of the budget; resolveOptions derives it from the budget and body limit when unset.
   unverifiedBodyClientShareBytes: 8_388_608,
+  endpointHealthFlushMs: 5_000,
+  silenceCheckIntervalMs: 30_000,
+  silenceAlertUnitMs: 1_000,
 };
 
 export interface ResolvedOptions {

@@ -654,6 +654,10 @@ describe('resolveOptions', () => {
         expect(refusal('c2VjcmV0')).toBe('eventSinks: sink "crm": "secret" must be a Standard Webhooks secret starting with "whsec_" or "whsk_"');
       });
     });
+    it('(v4) the endpoint events are types a sink may take', () => {
+      expect(resolveOptions({ ...base, eventSinks: [{ ...sink, types: ['endpoint.silent', 'endpoint.resumed'] }] }).eventSinks[0].types).toEqual(['endpoint.silent', 'endpoint.resumed']);
+    });
+
     it("types ['*'] and '*' mean every type", () => {
       expect(resolveOptions({ ...base, eventSinks: [{ ...sink, types: ['*'] }] }).eventSinks[0].types).toBe('*');
       expect(resolveOptions({ ...base, eventSinks: [{ ...sink, types: '*' }] }).eventSinks[0].types).toBe('*');

@@ -14,6 +14,7 @@ import { PaymentCaptures1765411200000 } from '../../migrations/1765411200000-Pay
 import { OrderHistory1765497600000 } from '../../migrations/1765497600000-OrderHistory';
 import { Refunds1765584000000 } from '../../migrations/1765584000000-Refunds';
 import { Polling1765670400000 } from '../../migrations/1765670400000-Polling';
+import { EndpointHealth1765756800000 } from '../../migrations/1765756800000-EndpointHealth';
 import { AdvisoryLock, advisoryLockArgs } from './advisory-locks';
 import { pgClientClass } from './prepared-statements';
 
@@ -40,6 +41,7 @@ export const MIGRATIONS = [
   OrderHistory1765497600000,
   Refunds1765584000000,
   Polling1765670400000,
+  EndpointHealth1765756800000,
 ];
 
 export const MIGRATIONS_TABLE = 'pw_migrations';

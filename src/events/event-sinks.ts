@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { KeyObject } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { PaymentEventType, PaymentWebhooksEvent } from '../common/host-events';
+import type { PaymentEventType, AnyPaymentEvent } from '../common/host-events';
 import type { ResolvedEventSink, ResolvedOptions } from '../config/options';
 import { MetricsService } from '../observability/metrics.service';
 import { discardAnswer } from '../common/bounded-answer';
@@ -48,7 +48,7 @@ export class EventSinks {
     return this.byName.get(name);
   }
 
-  async deliver(sink: Sink, event: PaymentWebhooksEvent): Promise<HandlerOutcome> {
+  async deliver(sink: Sink, event: AnyPaymentEvent): Promise<HandlerOutcome> {
     const body = JSON.stringify(event);
     const now = new Date();
     const headers: Record<string, string> = {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { EntityManager } from 'typeorm';
-import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType, type PaymentWebhooksEvent } from '../common/host-events';
+import { isPaymentEventType, PAYMENT_EVENT_TYPES, type PaymentEventType, type AnyPaymentEvent } from '../common/host-events';
 import type { ResolvedOptions } from '../config/options';
 import { flushWrites } from '../database/transaction';
 import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-handler';
@@ -11,7 +11,7 @@ import { PW_OPTIONS } from '../config/tokens';
 import { ON_PAYMENT_EVENT, OnPaymentEventMetadata } from './on-payment-event.decorator';
 import { EventSinks } from './event-sinks';
 
-type AfterCommitSubscriber = (event: PaymentWebhooksEvent) => unknown;
+type AfterCommitSubscriber = (event: AnyPaymentEvent) => unknown;
 
 /**
  * Finds the host's `@OnPaymentEvent` methods at start (Nest's DiscoveryService) and wires them:
@@ -42,7 +42,7 @@ export class EventSubscribers implements OnModuleInit, OutboxHandler<EventMessag
     for (const { instance, method, metadata, name } of this.discover()) {
       const types = metadata.types === '*' ? '*' : (metadata.types as PaymentEventType[]);
       if (metadata.options.inTransaction) {
-        const call = async (event: PaymentWebhooksEvent, em: EntityManager) => {
+        const call = async (event: AnyPaymentEvent, em: EntityManager) => {
           // The transaction's deferred writes run first, so a failure of theirs is not blamed on the subscriber.
           await flushWrites(em);
           try {
@@ -111,7 +111,7 @@ export class EventSubscribers implements OnModuleInit, OutboxHandler<EventMessag
  * a webhook's attempt is recorded as failed and retried.
  */
 export class SubscriberFailed extends Error {
-  constructor(subscriber: string, event: PaymentWebhooksEvent, cause: unknown) {
+  constructor(subscriber: string, event: AnyPaymentEvent, cause: unknown) {
     super(`${subscriber} threw in the transaction of ${event.type}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
     this.name = 'SubscriberFailed';
   }

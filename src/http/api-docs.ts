@@ -121,6 +121,7 @@ export const DOCS_TAGS: ReadonlyArray<[name: string, description: string]> = [
   ['orders', 'Orders, the provider payments they expect, and their lifecycle (paid, canceled, fulfilled once).'],
   ['payments', 'Provider payments as recorded here, with their status and refunds.'],
   ['refunds', 'Refunds asked of the provider through the module: sent once, confirmed by the provider (docs/commands.md).'],
+  ['endpoints', "Each configured endpoint's health: its last deliveries, counts, silence, secrets' last use and the provider's alerts (no secret shown)."],
   ['webhook deliveries', 'The archive of the deliveries received (headers with signatures redacted, body, status and outcome), and their replay.'],
   ['outbox', 'The outbox of carrier dispatches and event notifications: its messages, and the retry of a dead one.'],
   ['reconciliation', "Comparing our records with what a provider says it sent and paid, the backfill of missed events from Stripe's Events API, and asking the provider about a payment whose webhook never came."],

@@ -9,7 +9,7 @@ describe('the job registry', () => {
     expect(Object.fromEntries(Object.values(QueueName).map((q) => [q, jobsOf(q)]))).toEqual({
       inbox: [JobName.ProcessDelivery],
       outbox: [JobName.DispatchOutboxMessage],
-      maintenance: [JobName.PurgeExpired],
+      maintenance: [JobName.PurgeExpired, JobName.CheckEndpointSilence],
       backfill: [JobName.RunBackfill],
       polling: [JobName.PollSweep, JobName.PollEndpoint],
     });
@@ -36,7 +36,7 @@ describe('the job registry', () => {
     const handled = new Map([
       [QueueName.Inbox, new Set([JobName.ProcessDelivery, JobName.RunBackfill])],
       [QueueName.Outbox, new Set([JobName.DispatchOutboxMessage])],
-      [QueueName.Maintenance, new Set([JobName.PurgeExpired])],
+      [QueueName.Maintenance, new Set([JobName.PurgeExpired, JobName.CheckEndpointSilence])],
       [QueueName.Polling, new Set([JobName.PollSweep, JobName.PollEndpoint])],
     ]);
     expect(unhandledJobs(handled)).toEqual([
@@ -46,7 +46,7 @@ describe('the job registry', () => {
   });
 
   it('wire names never change (jobs queued by an earlier release must still be taken)', () => {
-    expect(Object.keys(JOBS).sort()).toEqual(['dispatch', 'poll-endpoint', 'poll-sweep', 'process-delivery', 'retention', 'run-backfill']);
+    expect(Object.keys(JOBS).sort()).toEqual(['dispatch', 'endpoint-silence', 'poll-endpoint', 'poll-sweep', 'process-delivery', 'retention', 'run-backfill']);
   });
 
   describe('the inbox backoff: exponential, never sooner than a Retry-After', () => {

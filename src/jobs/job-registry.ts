@@ -16,6 +16,7 @@ export interface JobData {
   [JobName.RunBackfill]: { backfillId: string };
   [JobName.PollSweep]: Record<string, never>;
   [JobName.PollEndpoint]: { endpointId: string };
+  [JobName.CheckEndpointSilence]: Record<string, never>;
 }
 
 /** A job of the module: its queue, and the options of one job of it. */
@@ -95,6 +96,11 @@ export const JOBS: { readonly [N in JobName]: JobDefinition<N> } = {
   [JobName.PurgeExpired]: {
     queue: QueueName.Maintenance,
     options: () => ({}),
+  },
+  /** Scheduled every `silenceCheckIntervalMs` (one scheduler across every process); the job is one check. */
+  [JobName.CheckEndpointSilence]: {
+    queue: QueueName.Maintenance,
+    options: () => ({ removeOnComplete: true, removeOnFail: { age: 3_600 } }),
   },
   /**
    * Id = backfill id, so the route, the start-up sweep and BullMQ's stalled-job recovery can all

@@ -24,10 +24,13 @@ export enum JobName {
   RunBackfill = 'run-backfill',
   PollSweep = 'poll-sweep',
   PollEndpoint = 'poll-endpoint',
+  /** Declares the endpoints that became silent (docs/operations.md#endpoint-health). */
+  CheckEndpointSilence = 'endpoint-silence',
 }
 
 /** The scheduler ids of repeated jobs (one schedule per id, across every process). */
 export enum JobSchedule {
   RetentionDaily = 'retention-daily',
   PollSweep = 'poll-sweep',
+  EndpointSilence = 'endpoint-silence',
 }

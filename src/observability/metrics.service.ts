@@ -145,4 +145,23 @@ export class MetricsService {
       });
     }
   }
+
+  /**
+   * One gauge with one label, read at scrape time likewise (`pw_endpoint_silent{endpoint}`): `read`
+   * answers each label's value. A database that is away (or a read over 2 s) leaves the series
+   * out of that scrape.
+   */
+  readLabelledFromDatabase(name: string, help: string, label: string, read: () => Promise<ReadonlyMap<string, number>>): void {
+    new Gauge({
+      name,
+      help,
+      labelNames: [label],
+      registers: [this.registry],
+      async collect() {
+        const values = await withTimeout(read(), 2_000, name).catch(() => new Map<string, number>());
+        this.reset();
+        for (const [value, n] of values) this.labels(value).set(n);
+      },
+    });
+  }
 }

@@ -13,6 +13,7 @@ import { DeliveryArchiveService } from './delivery-archive.service';
 import {
   DeliveryDetail,
   DeliveryPage,
+  EndpointHealthList,
   ListDeliveriesQuery,
   ListOutboxQuery,
   OutboxPage,
@@ -27,8 +28,9 @@ import { OutboxAdminService } from './outbox-admin.service';
 import { reconcile } from './reconciliation.service';
 import { RetentionService } from './retention.service';
 import { inActionSpan } from '../observability/tracing';
+import { EndpointHealthService } from '../webhooks/endpoint-health.service';
 
-/** The operator's routes (docs/rest-api.md#admin-routes): the archive, replay, the outbox, reconciliation, retention. */
+/** The operator's routes (docs/rest-api.md#admin-routes): endpoint health, the archive, replay, the outbox, reconciliation, retention. */
 // Each route's tag says what it holds (api-docs.ts DOCS_TAGS). The bearer token only (AdminAuthGuard).
 @ApiBearerAuth('admin')
 @Controller('admin')
@@ -41,9 +43,26 @@ export class OperationsController {
     private readonly archive: DeliveryArchiveService,
     private readonly outbox: OutboxAdminService,
     private readonly retention: RetentionService,
+    private readonly health: EndpointHealthService,
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
   ) {}
+
+  @Get('endpoints')
+  @ApiTags('endpoints')
+  @ApiOperation({
+    operationId: 'listEndpoints',
+    summary: "Each configured endpoint's health",
+    description:
+      'In the configuration order: its last deliveries, the last 24 hours counted, whether it is silent, when each secret last ' +
+      "verified a delivery, the provider's health alerts. Never a secret, a key or a token. Each process's counts reach it " +
+      'within `endpointHealthFlushMs` (docs/operations.md#endpoint-health).',
+  })
+  @ApiOkResponse({ type: EndpointHealthList })
+  @ApiErrorResponses(401, 503)
+  async endpoints(): Promise<EndpointHealthList> {
+    return { items: await this.health.list() };
+  }
 
   @Get('webhook-deliveries')
   @ApiTags('webhook deliveries')

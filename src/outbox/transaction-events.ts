@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { InternalEvent, InternalEventType } from '../common/internal-events';
-import { PAYMENT_EVENT_TYPES, type PaymentEventType, type PaymentWebhooksEvent } from '../common/host-events';
+import { PAYMENT_EVENT_TYPES, type PaymentEventType, type AnyPaymentEvent, type PaymentWebhooksEvent } from '../common/host-events';
 import { OutboxHandlers } from './outbox-handler';
 import { OutboxWriter } from './outbox-writer';
 
-export type TransactionEvent = PaymentWebhooksEvent | InternalEvent;
+export type TransactionEvent = AnyPaymentEvent | InternalEvent;
 type EventType = PaymentEventType | InternalEventType;
 type EventOf<T extends EventType> = T extends InternalEventType ? Extract<InternalEvent, { type: T }> : PaymentWebhooksEvent<Extract<T, PaymentEventType>>;
 
@@ -27,7 +27,7 @@ export function eventMessageType(type: PaymentEventType): string {
 
 /** The payload of such a message: the event, and whom it is for. */
 export interface EventMessagePayload {
-  event: PaymentWebhooksEvent;
+  event: AnyPaymentEvent;
   subscriber: string;
 }
 
@@ -48,7 +48,7 @@ export class TransactionEvents {
   ) {}
 
   /** An in-transaction listener for these types (internal ones included), or '*' for every public event. */
-  on(types: '*', listener: InTransactionListener<PaymentWebhooksEvent>): void;
+  on(types: '*', listener: InTransactionListener<AnyPaymentEvent>): void;
   on<T extends EventType>(types: readonly T[], listener: InTransactionListener<EventOf<T>>): void;
   on(types: readonly EventType[] | '*', listener: InTransactionListener<never>): void {
     for (const type of types === '*' ? ['*'] : types) {
@@ -82,14 +82,14 @@ export class TransactionEvents {
           type: eventMessageType(event.type),
           payload: { event, subscriber: subscription.name } satisfies EventMessagePayload,
           idempotencyKey: `${event.id}:${subscription.name}`,
-          // A subscriber's events of one order, in the order they were made (at their first attempt).
-          orderingKey: `${subscription.name}:${event.data.order.id}`,
+          // A subscriber's events of one order (or of one endpoint), in the order they were made (at their first attempt).
+          orderingKey: `${subscription.name}:${event.data.order ? event.data.order.id : `endpoint:${event.data.endpoint.id}`}`,
         });
       }
     }
   }
 }
 
-function isPublic(event: TransactionEvent): event is PaymentWebhooksEvent {
+function isPublic(event: TransactionEvent): event is AnyPaymentEvent {
   return !event.type.startsWith('internal.');
 }

@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import { type HistoryCause, type HistoryEntry, withCause } from '../common/history';
-import { newPaymentEvent, type PaymentWebhooksEvent } from '../common/host-events';
+import { newPaymentEvent, type OrderEventType, type PaymentWebhooksEvent } from '../common/host-events';
 import type { FulfillmentChangedEvent } from '../common/internal-events';
 import type { RecordedMove } from '../common/lifecycle';
 import type { OrderSnapshot, PaymentSnapshot } from '../common/order-views';
@@ -123,6 +123,6 @@ function historyOf(orderId: string, entity: HistoryEntry['entity'], entityId: st
 }
 
 /** A public event of an order (and the payment that moved it), as published. */
-function event(type: PaymentWebhooksEvent['type'], order: OrderSnapshot, payment: PaymentSnapshot | null, sourceEventId: string | null): PaymentWebhooksEvent {
+function event(type: OrderEventType, order: OrderSnapshot, payment: PaymentSnapshot | null, sourceEventId: string | null): PaymentWebhooksEvent {
   return newPaymentEvent(type, { order, payment, sourceEventId });
 }

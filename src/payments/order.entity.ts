@@ -1,5 +1,5 @@
 import { RecordsChanges } from '../common/aggregate';
-import type { PaymentEventType } from '../common/host-events';
+import type { OrderEventType } from '../common/host-events';
 import type { OrderItem, OrderSnapshot, ShipTo } from '../common/order-views';
 import { uuid7 } from '../common/uuid7';
 import { Money } from './money';
@@ -12,7 +12,7 @@ export type { OrderItem, ShipTo } from '../common/order-views';
 export type OrderFulfillment = NonNullable<OrderSnapshot['fulfillment']>;
 
 /** The event an order's move announces (docs/events.md#types). */
-const ORDER_EVENTS: Partial<Record<OrderStatus, PaymentEventType>> = {
+const ORDER_EVENTS: Partial<Record<OrderStatus, OrderEventType>> = {
   paid: 'order.paid',
   fulfilled: 'order.fulfilled',
   refunded: 'order.refunded',
@@ -42,7 +42,7 @@ export type PaidVia = { source: 'payment'; paymentId: string } | { source: 'supp
  * The support path (`mark-paid`) goes through the same `markPaid`. Each applied move records the
  * event it announces; PaymentStore maps and writes the row, OrderChangesService saves and announces it.
  */
-export class Order extends RecordsChanges<PaymentEventType, OrderStatus> {
+export class Order extends RecordsChanges<OrderEventType, OrderStatus> {
   id: string;
   reference: string | null;
   status: OrderStatus;

@@ -4,7 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { PW_CONNECTION } from '../database/data-source';
 import { DomainError } from '../common/domain-error';
 import type { HistoryCause } from '../common/history';
-import { newPaymentEvent, type PaymentEventType } from '../common/host-events';
+import { newPaymentEvent, type OrderEventType } from '../common/host-events';
 import { ID_MAX_LENGTH, isPrintableId } from '../common/printable';
 import type { ResolvedOptions } from '../config/options';
 import { PW_OPTIONS } from '../config/tokens';
@@ -107,7 +107,7 @@ export class PaymentCommandHandler implements OutboxHandler<PaymentCommandPayloa
       return;
     }
     if (decision.status !== 'dead') return;
-    const type: PaymentEventType = attempt.type === COMMAND_MESSAGE_TYPES.capture ? 'payment.capture_failed' : 'payment.void_failed';
+    const type: OrderEventType = attempt.type === COMMAND_MESSAGE_TYPES.capture ? 'payment.capture_failed' : 'payment.void_failed';
     const payment = await this.payments.findPayment(em, String(attempt.payload.paymentId));
     const order = payment ? await this.payments.snapshotOf(em, payment.orderId) : null;
     if (!payment || !order) return;

@@ -1,5 +1,5 @@
 import { RecordsChanges } from '../common/aggregate';
-import type { PaymentEventType } from '../common/host-events';
+import type { OrderEventType } from '../common/host-events';
 import { uuid7 } from '../common/uuid7';
 import { Money } from './money';
 import type { ProviderEventKind } from '../common/provider-event';
@@ -31,7 +31,7 @@ export interface PaymentChange {
  * Each applied move records the event it announces; PaymentStore maps and writes the row,
  * OrderChangesService saves and announces it.
  */
-export class Payment extends RecordsChanges<PaymentEventType, PaymentStatus> {
+export class Payment extends RecordsChanges<OrderEventType, PaymentStatus> {
   id: string;
   orderId: string;
   provider: string;
@@ -194,12 +194,12 @@ export class Payment extends RecordsChanges<PaymentEventType, PaymentStatus> {
    * `partially_refunded` or `refunded` by its amount (also while a dispute keeps the status), a
    * dispute won `dispute_won`.
    */
-  private eventOf(kind: PaymentChange['kind'], to: PaymentStatus): PaymentEventType {
+  private eventOf(kind: PaymentChange['kind'], to: PaymentStatus): OrderEventType {
     if (kind === 'refunded') return this.refundedMinor === this.amountMinor ? 'payment.refunded' : 'payment.partially_refunded';
     if (kind === 'dispute_won') return 'payment.dispute_won';
     if (kind === 'disputed') return 'payment.disputed';
     if (kind === 'dispute_lost') return 'payment.dispute_lost';
-    return `payment.${to}` as PaymentEventType;
+    return `payment.${to}` as OrderEventType;
   }
 
   /** Where a captured payment stands once no dispute holds it. */

@@ -1,12 +1,12 @@
 import { RecordsChanges } from '../common/aggregate';
-import type { PaymentEventType } from '../common/host-events';
+import type { OrderEventType } from '../common/host-events';
 import { canMove } from '../common/lifecycle';
 import { uuid7 } from '../common/uuid7';
 import { Money } from './money';
 import { REFUND_LIFECYCLE, RefundStatus } from './refund.state';
 
 /** The event a refund's move announces (docs/events.md#types). */
-const REFUND_EVENTS: Record<RefundStatus, PaymentEventType> = {
+const REFUND_EVENTS: Record<RefundStatus, OrderEventType> = {
   requested: 'refund.requested',
   submitted: 'refund.submitted',
   succeeded: 'refund.succeeded',
@@ -19,7 +19,7 @@ const REFUND_EVENTS: Record<RefundStatus, PaymentEventType> = {
  * REFUND_LIFECYCLE allows; each move records the event it announces. It never moves money: the
  * payment's refunded amount changes only by the provider's word (its webhook, or a poll).
  */
-export class Refund extends RecordsChanges<PaymentEventType, RefundStatus> {
+export class Refund extends RecordsChanges<OrderEventType, RefundStatus> {
   id: string;
   orderId: string;
   paymentId: string;

@@ -20,7 +20,7 @@ import {
  * is written once (`hmacProvider`).
  */
 export interface HmacScheme
-  extends Pick<ProviderAdapter, 'name' | 'storedHeaders' | 'signatureHeaders' | 'declaresAccount' | 'checkSecret' | 'weakSecret' | 'endpointFields' | 'checkEndpoint' | 'usesApi' | 'fetchesState' | 'commands' | 'readPayment'> {
+  extends Pick<ProviderAdapter, 'name' | 'storedHeaders' | 'signatureHeaders' | 'declaresAccount' | 'checkSecret' | 'weakSecret' | 'endpointFields' | 'checkEndpoint' | 'usesApi' | 'fetchesState' | 'commands' | 'readPayment' | 'healthAlert'> {
   /** The HMAC key of a configured secret. */
   key(secret: string): Buffer;
   /** Parses the signature headers; null when absent or unparseable (`missing_signature`). */

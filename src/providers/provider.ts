@@ -187,6 +187,21 @@ export interface ProviderAdapter {
    * the provider cannot be polled (`pollAfterSeconds` is refused at start).
    */
   readonly readPayment?: PaymentReader;
+  /**
+   * (v4) A provider's notification about its own health rather than a payment (a Stripe thin
+   * `v2.core.health.*` alert): what an endpoint's health shows of it (docs/operations.md#endpoint-health),
+   * or null for any other event. Synchronous and free of I/O, like `normalize`, and read only for an
+   * event `normalize` does not act on.
+   */
+  healthAlert?(body: Record<string, unknown>, eventType: string, endpoint?: ProviderEndpoint): HealthAlert | null;
+}
+
+/** A provider's health alert about an endpoint (`healthAlert`). */
+export interface HealthAlert {
+  /** What the notification says besides its type and event id, none of it personal data (shown as it is). */
+  details: Record<string, string | number | boolean | null | Record<string, string | null>>;
+  /** It says events may have been lost: the endpoint's open payments are polled at once. */
+  eventsMayBeLost: boolean;
 }
 
 /**

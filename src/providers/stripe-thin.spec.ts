@@ -175,3 +175,34 @@ describe('Retry-After and the key (stripe-api)', () => {
     expect(withoutKey('nothing', '')).toBe('nothing');
   });
 });
+
+describe("Stripe's health alerts (healthAlert)", () => {
+  const alert = (type: string, overrides: Record<string, unknown> = {}, settings?: Record<string, unknown>) =>
+    stripeProvider.healthAlert!(notification({ type, related_object: undefined, ...overrides }), type, endpoint(settings));
+
+  it('reads a v2.core.health notification of a thin endpoint as an alert, from the notification alone', () => {
+    expect(alert('v2.core.health.api_error.firing')).toEqual({
+      details: { createdAt: '2026-12-01T10:00:00.000Z', livemode: false, context: 'acct_1Nv0FGQ9RKHgCVdK' },
+      eventsMayBeLost: false,
+    });
+    expect(alert('v2.core.health.api_error.firing', { related_object: { id: 'we_123', type: 'webhook_endpoint', url: '/v1/webhook_endpoints/we_123' } })?.details.relatedObject).toEqual({
+      id: 'we_123',
+      type: 'webhook_endpoint',
+    });
+  });
+
+  it('an event generation failure says events may be lost, whatever its suffix', () => {
+    expect(alert('v2.core.health.event_generation_failure.resolved')?.eventsMayBeLost).toBe(true);
+    expect(alert('v2.core.health.event_generation_failure.firing')?.eventsMayBeLost).toBe(true);
+  });
+
+  it('nothing else is an alert: another type, or a snapshot endpoint', () => {
+    expect(alert('v1.payment_intent.succeeded')).toBeNull();
+    expect(alert('v2.core.event_destination.ping')).toBeNull();
+    expect(alert('v2.core.health.api_error.firing', {}, {})).toBeNull();
+  });
+
+  it('keeps what it shows short', () => {
+    expect(alert('v2.core.health.api_error.firing', { context: 'a'.repeat(1_000) })?.details.context).toHaveLength(255);
+  });
+});

@@ -6,6 +6,7 @@ import {
   EnvelopeIdentity,
   FetchContext,
   FetchedState,
+  HealthAlert,
   header,
   minor,
   lenientId,
@@ -196,6 +197,35 @@ const thinFetcher: StateFetcher = {
  * Stripe (docs/webhooks.md#stripe): `Stripe-Signature: t=<unix>,v1=<hex>…` over `<t>.<body>`, keyed with
  * the whole `whsec_…` string; only `v1` entries count.
  */
+/** Stripe's health alerts (Workbench's Health tab), sent as thin notifications: `.firing` and `.resolved` of each alert. */
+const HEALTH_PREFIX = 'v2.core.health.';
+/**
+ * Events Stripe could not generate, so never sent nor listed: announced (as `.resolved`, once the
+ * failure is known) by this alert, whatever its suffix. Only a poll of the payments can find what
+ * they would have said.
+ */
+const EVENTS_LOST_PREFIX = 'v2.core.health.event_generation_failure.';
+
+/**
+ * A thin endpoint's `v2.core.health.*` notification as an alert of the endpoint's health: what the
+ * notification itself says (no fetch), none of it personal data.
+ */
+function healthAlert(body: Record<string, unknown>, eventType: string, endpoint?: ProviderEndpoint): HealthAlert | null {
+  if (!eventType.startsWith(HEALTH_PREFIX) || !readsAsThin(body, endpoint)) return null;
+  const related = asObject(body.related_object);
+  // Shown as sent, but never more than an id's length.
+  const short = (value: unknown) => text(value)?.slice(0, 255) ?? null;
+  return {
+    details: {
+      createdAt: short(body.created),
+      livemode: typeof body.livemode === 'boolean' ? body.livemode : null,
+      context: short(body.context),
+      ...(related ? { relatedObject: { id: short(related.id), type: short(related.type) } } : {}),
+    },
+    eventsMayBeLost: eventType.startsWith(EVENTS_LOST_PREFIX),
+  };
+}
+
 export const stripeProvider = hmacProvider({
   name: 'stripe',
   declaresAccount: true,
@@ -213,6 +243,7 @@ export const stripeProvider = hmacProvider({
   fetchesState: thinFetcher,
   commands: stripeCommands,
   readPayment: stripeReader,
+  healthAlert,
 
   key: (secret) => Buffer.from(secret, 'utf8'),
 

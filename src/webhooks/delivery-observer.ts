@@ -3,11 +3,12 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { rawRequest, rawResponse } from '../http/platform';
 import { MetricsService } from '../observability/metrics.service';
-import { PW_LOGGER, PW_RECEIVE_PRESSURE } from '../config/tokens';
+import { CLOCK, Clock, PW_LOGGER, PW_RECEIVE_PRESSURE } from '../config/tokens';
 import type { ReceivePressure } from '../jobs/receive-pressure';
 import { spanClock, ReceiptSpan, refusedReceipt, requestParent, startReceipts, TraceParent } from '../observability/tracing';
 import type { KeyedEvent } from '../providers';
 import type { ResolvedEndpoint } from './signature-verifier';
+import { countOf, EndpointTallies } from './endpoint-tallies';
 
 /** What the receive path notes about a delivery as it goes (kept per Node request, on either platform). */
 interface DeliveryNotes {
@@ -40,12 +41,18 @@ export class DeliveryObserver {
     private readonly metrics: MetricsService,
     @Inject(PW_LOGGER) logger: Logger,
     @Inject(PW_RECEIVE_PRESSURE) private readonly pressure: ReceivePressure,
+    /** Endpoint health: a few increments per delivery, flushed to the database elsewhere (docs/operations.md#endpoint-health). */
+    private readonly tallies: EndpointTallies,
+    @Inject(CLOCK) private readonly clock: Clock,
   ) {
     this.logger = logger.child({}, { redact: { paths: [] } });
   }
 
-  /** Starts observing a delivery: its line and metrics are written once its answer has gone out. */
-  begin(req: unknown, res: unknown, endpoint: string, provider: string): void {
+  /**
+   * Starts observing a delivery: its line and metrics are written once its answer has gone out.
+   * `configured`: the endpoint is one of the configuration's (its health is kept), not the label of an unknown one.
+   */
+  begin(req: unknown, res: unknown, endpoint: string, provider: string, configured = false): void {
     const started = process.hrtime.bigint();
     const request = rawRequest(req);
     if (this.notes.has(request)) return;
@@ -74,6 +81,7 @@ export class DeliveryObserver {
       }
       labelled.deliveries.inc();
       labelled.duration.observe(seconds);
+      if (configured) this.tallies.delivered(endpoint, countOf(answer, response.statusCode), this.clock.now());
       this.logger.info(
         { endpoint, provider, eventId: notes.eventId ?? null, answer, status: response.statusCode, durationMs: Math.round(seconds * 1e4) / 10 },
         'webhook delivery',
@@ -108,10 +116,11 @@ export class DeliveryObserver {
     );
   }
 
-  /** A delivery verified with the endpoint's secret `secretIndex` at `nowSeconds` (rotation metrics). */
-  secretMatched(endpoint: string, secretIndex: number, nowSeconds: number): void {
+  /** A delivery verified with the endpoint's secret `secretIndex` at `nowMs` (rotation metrics, endpoint health). */
+  secretMatched(endpoint: string, secretIndex: number, nowMs: number): void {
     const labels = [endpoint, String(secretIndex)];
     this.metrics.secretMatches.labels(...labels).inc();
-    this.metrics.secretLastUsed.labels(...labels).set(nowSeconds);
+    this.metrics.secretLastUsed.labels(...labels).set(Math.floor(nowMs / 1000));
+    this.tallies.secretMatched(endpoint, secretIndex, nowMs);
   }
 }

@@ -14,9 +14,11 @@ import type { ReceivePressure } from '../jobs/receive-pressure';
 import type { ProcessingResult } from './inbox.state';
 import { DeliveryToProcess, InboxStore } from './inbox.store';
 import { deliveriesInProcess } from './delivery-reactions';
-import { AdapterCallError, callAdapter, type FetchedState, type ProviderAdapter } from '../providers';
+import { AdapterCallError, callAdapter, type FetchedState, type HealthAlert, type ProviderAdapter } from '../providers';
 import { EndpointRegistry } from './endpoint-registry';
 import type { ProcessingSpan } from '../observability/tracing';
+import { uuid7Time } from '../common/uuid7';
+import { EndpointHealthService } from './endpoint-health.service';
 
 export type { ProcessingResult } from './inbox.state';
 
@@ -115,6 +117,7 @@ export class DeliveryProcessingService {
     private readonly inbox: InboxStore,
     private readonly metrics: MetricsService,
     private readonly endpoints: EndpointRegistry,
+    private readonly health: EndpointHealthService,
     @Inject(PW_PROVIDERS) private readonly providers: ReadonlyMap<string, ProviderAdapter>,
     @Inject(PW_OPTIONS) options: ResolvedOptions,
     @Inject(PW_RECEIVE_PRESSURE) pressure: ReceivePressure,
@@ -434,11 +437,41 @@ export class DeliveryProcessingService {
     // serve, which no reading of its body since (a normalize that declares no account) undoes. A
     // notification of such an account was never fetched: what it names is what it would act on.
     const unserved = delivery.keyScope !== '';
-    if (!event && !(unserved && (await this.namesState(delivery)))) return { status: 'ignored', outcome: 'no_handler' };
+    if (!event && !(unserved && (await this.namesState(delivery)))) {
+      await this.recordHealthAlert(em, delivery);
+      return { status: 'ignored', outcome: 'no_handler' };
+    }
     if (unserved) return { status: 'rejected', outcome: 'account_mismatch' };
     if (!event) return { status: 'ignored', outcome: 'no_handler' };
     if (event === GONE) return { status: 'rejected', outcome: 'resource_not_found' };
     return this.payments.apply(em, this.contextOf(delivery), event, parkUnmatched);
+  }
+
+  /**
+   * A provider's alert about its own health (its adapter's `healthAlert`: a Stripe thin
+   * `v2.core.health.*`), kept with the endpoint's health in this transaction; one that says events
+   * may be lost asks for a poll of the endpoint's open payments (docs/operations.md#endpoint-health).
+   */
+  private async recordHealthAlert(em: EntityManager, delivery: DeliveryToProcess): Promise<void> {
+    const adapter = this.providers.get(delivery.provider);
+    if (!adapter?.healthAlert) return;
+    const what = `provider "${adapter.name}" healthAlert`;
+    const alert = (await callAdapter({
+      what,
+      timeoutMs: this.adapterTimeoutMs,
+      call: () => adapter.healthAlert!(this.bodyOf(delivery), delivery.eventType, this.settingsOf(delivery, adapter)),
+    })) as HealthAlert | null | undefined;
+    if (alert === null || alert === undefined) return;
+    if (typeof alert !== 'object' || typeof alert.details !== 'object' || alert.details === null) {
+      throw new AdapterCallError('provider_adapter_invalid', `${what} returned neither { details, eventsMayBeLost } nor null`);
+    }
+    await this.health.recordAlert(
+      em,
+      delivery.endpointId,
+      // The delivery's id is a UUIDv7 made when it was received.
+      { ...alert.details, type: delivery.eventType, eventId: delivery.eventId, receivedAt: new Date(uuid7Time(delivery.id)).toISOString() },
+      alert.eventsMayBeLost === true,
+    );
   }
 
   /** In a short transaction of its own, since the processing one was rolled back. */

@@ -145,7 +145,7 @@ export class WebhookSignatureGuard implements CanActivate {
     const req = http.getRequest<WebhookRequest>();
     const endpoint = this.endpoints.get(req.params.endpointId as string);
     // Unknown ids share one label: a scanner must not grow the metrics without bound.
-    this.observer.begin(req, http.getResponse(), endpoint?.id ?? 'unknown', endpoint?.provider.name ?? 'unknown');
+    this.observer.begin(req, http.getResponse(), endpoint?.id ?? 'unknown', endpoint?.provider.name ?? 'unknown', endpoint !== undefined);
     const raw = rawRequest(req);
     // The header was hidden from the app's body parsers (configurePaymentWebhooksApp); it is stored.
     restoreContentType(raw);
@@ -250,7 +250,7 @@ export class WebhookSignatureGuard implements CanActivate {
       }
       throw new WebhookError(result.error, result.error === 'malformed_payload' ? result.detail : undefined);
     }
-    if (result.secretIndex !== null) this.observer.secretMatched(endpoint.id, result.secretIndex, Math.floor(nowMs / 1000));
+    if (result.secretIndex !== null) this.observer.secretMatched(endpoint.id, result.secretIndex, nowMs);
     req.verifiedDelivery = { endpoint, rawBody, secretIndex: result.secretIndex, events: result.events };
     return true;
   }

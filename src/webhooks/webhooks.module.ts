@@ -9,6 +9,9 @@ import { DeliveryReactions } from './delivery-reactions';
 import { DeliveryProcessingService } from './delivery-processing.service';
 import { DeliveryObserver } from './delivery-observer';
 import { EndpointRegistry } from './endpoint-registry';
+import { EndpointHealthService } from './endpoint-health.service';
+import { EndpointHealthStore } from './endpoint-health.store';
+import { EndpointTallies } from './endpoint-tallies';
 import { InboxHandoff } from './inbox-handoff.service';
 import { InboxIngestService } from './inbox-ingest.service';
 import { KnownPayments } from './known-payments.service';
@@ -25,6 +28,9 @@ import { WebhooksController } from './webhooks.controller';
   controllers: [WebhooksController],
   providers: [
     EndpointRegistry,
+    EndpointTallies,
+    EndpointHealthStore,
+    EndpointHealthService,
     DeliveryObserver,
     WebhookSignatureGuard,
     InboxStore,
@@ -37,17 +43,21 @@ import { WebhooksController } from './webhooks.controller';
     InboxSweeper,
     DeliveryReactions,
   ],
-  exports: [EndpointRegistry, DeliveryProcessingService, InboxSweeper, InboxQueueService, InboxStore, InboxHandoff],
+  exports: [EndpointRegistry, EndpointHealthService, DeliveryProcessingService, InboxSweeper, InboxQueueService, InboxStore, InboxHandoff],
 })
 export class WebhooksModule implements OnModuleInit {
   constructor(
     private readonly inbox: InboxStore,
     private readonly metrics: MetricsService,
+    private readonly health: EndpointHealthService,
     @InjectDataSource(PW_CONNECTION) private readonly dataSource: DataSource,
   ) {}
 
   /** The inbox gauges are read from the inbox at scrape time; observability cannot import webhooks, so they are registered from here. */
   onModuleInit(): void {
     this.metrics.readFromDatabase(INBOX_GAUGES, () => this.inbox.gauges(this.dataSource));
+    this.metrics.readLabelledFromDatabase('pw_endpoint_silent', 'Whether each configured endpoint is silent (1) or not (0): docs/operations.md#endpoint-health', 'endpoint', () =>
+      this.health.silentGauge(),
+    );
   }
 }

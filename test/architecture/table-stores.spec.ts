@@ -21,6 +21,8 @@ const STORES: Record<string, string> = {
   outbox_message: 'outbox/outbox.store.ts',
   backfills: 'operations/backfill/backfill.store.ts',
   payment_polls: 'payments/payment-store.ts',
+  endpoint_health: 'webhooks/endpoint-health.store.ts',
+  endpoint_counts: 'webhooks/endpoint-health.store.ts',
 };
 
 function files(dir: string): string[] {

@@ -23,6 +23,7 @@ const MIGRATIONS = [
   'OrderHistory1765497600000',
   'Refunds1765584000000',
   'Polling1765670400000',
+  'EndpointHealth1765756800000',
 ];
 
 function run(args: string[], env: Record<string, string>) {
@@ -114,7 +115,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const all = await tables(url);
     expect(all.filter((t) => t.schema !== TEST_SCHEMA)).toEqual([]);
     expect(all.map((t) => t.name).sort()).toEqual(
-      ['backfills', 'fulfillments', 'idempotency_keys', 'order_history', 'orders', 'outbox_message', 'payment_captures', 'payment_polls', 'payments', 'pw_migrations', 'refunds', 'webhook_inbox'].sort(),
+      ['backfills', 'endpoint_counts', 'endpoint_health', 'fulfillments', 'idempotency_keys', 'order_history', 'orders', 'outbox_message', 'payment_captures', 'payment_polls', 'payments', 'pw_migrations', 'refunds', 'webhook_inbox'].sort(),
     );
   });
 
@@ -122,7 +123,7 @@ describe('payment-webhooks status / migrate on a fresh database (CONTRACT §8)',
     const out = run(['migrate'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' });
     expect(out.code).toBe(0);
     const all = await tables(url);
-    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(12);
+    expect(all.filter((t) => t.schema === 'shop_payments').length).toBe(14);
     expect(run(['status'], { DATABASE_URL: url, DATABASE_SCHEMA: 'shop_payments' }).code).toBe(0);
   });
 });

@@ -47,6 +47,7 @@ const OPERATION_IDS: Array<[string, string, string]> = [
   ['post', '/orders/{id}/capture', 'captureOrderPayment'],
   ['get', '/payments', 'listPayments'],
   ['get', '/payments/{id}', 'getPayment'],
+  ['get', '/admin/endpoints', 'listEndpoints'],
   ['get', '/admin/webhook-deliveries', 'listWebhookDeliveries'],
   ['get', '/admin/webhook-deliveries/{id}', 'getWebhookDelivery'],
   ['post', '/admin/webhook-deliveries/{id}/reprocess', 'reprocessWebhookDelivery'],
@@ -296,7 +297,7 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
   it('declares every tag an operation uses, each with a description', () => {
     const used = new Set(operationsOf(doc).flatMap(({ op }) => op.tags ?? []));
     expect([...used].sort()).toEqual(
-      ['health', 'metrics', 'orders', 'outbox', 'payments', 'reconciliation', 'refunds', 'retention', 'webhook deliveries', 'webhooks'].sort(),
+      ['endpoints', 'health', 'metrics', 'orders', 'outbox', 'payments', 'reconciliation', 'refunds', 'retention', 'webhook deliveries', 'webhooks'].sort(),
     );
     const declared = new Map((doc.tags ?? []).map((t) => [t.name, t.description]));
     for (const tag of used) {
@@ -313,7 +314,9 @@ describe('the OpenAPI document (CONTRACT §4)', () => {
           ? 'reconciliation'
           : path.startsWith('/admin/retention')
             ? 'retention'
-            : path.split('/')[1];
+            : path.startsWith('/admin/endpoints')
+              ? 'endpoints'
+              : path.split('/')[1];
     expect(doc.paths[path][method].tags).toEqual([tag]);
   });
 

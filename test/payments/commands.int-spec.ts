@@ -73,7 +73,7 @@ describe.each(PLATFORMS)('%s: payment commands (§3.1)', (platform) => {
     );
     d = driver(t);
     t.get(TransactionEvents).on('*', async (event) => {
-      announced.push(event);
+      announced.push(event as PaymentWebhooksEvent);
     });
   });
   afterAll(async () => {

@@ -279,3 +279,46 @@ export class ReconciliationReport {
 export class PurgeAnswer {
   @ApiProperty({ type: 'integer', minimum: 0, example: 1200 }) deleted: number;
 }
+
+export class EndpointCounts {
+  @ApiProperty({ type: 'integer', minimum: 0, example: 1180, description: 'Deliveries with at least one new event recorded (answered `accepted`)' }) accepted: number;
+  @ApiProperty({ type: 'integer', minimum: 0, example: 14, description: 'Deliveries whose every event was recorded before (answered `duplicate`)' }) duplicate: number;
+  @ApiProperty({ type: 'integer', minimum: 0, example: 2, description: 'Deliveries answered 4xx (a signature, a timestamp, a body, a size: refused for good)' }) refused: number;
+}
+
+export class EndpointSecretHealth {
+  @ApiProperty({ type: 'integer', minimum: 0, example: 0, description: 'The position of the secret in the endpoint\'s `secrets` (never the secret)' }) index: number;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, example: null }) expiresAt: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, example: '2026-12-01T10:00:00.000Z', description: 'The last delivery it verified' })
+  lastMatchedAt: string | null;
+}
+
+export class EndpointAlertView {
+  @ApiProperty({ example: 'v2.core.health.event_generation_failure.resolved' }) type: string;
+  @ApiProperty({ example: 'evt_test_65R9…' }) eventId: string;
+  @ApiProperty({ format: 'date-time', example: '2026-12-01T10:00:01.000Z', description: 'When the service received the notification' }) receivedAt: string;
+  @ApiPropertyOptional({ type: String, nullable: true, example: '2026-12-01T09:58:00.000Z', description: 'Stripe: the notification\'s `created`' }) createdAt?: string | null;
+  @ApiPropertyOptional({ type: Boolean, nullable: true, example: true, description: 'Stripe: the notification\'s `livemode`' }) livemode?: boolean | null;
+  @ApiPropertyOptional({ type: String, nullable: true, example: null, description: 'Stripe: the notification\'s `context` (a connected account)' }) context?: string | null;
+}
+
+export class EndpointHealthItem {
+  @ApiProperty({ example: 'stripe-main' }) id: string;
+  @ApiProperty({ example: 'stripe' }) provider: string;
+  @ApiProperty({ type: [String], example: ['acct_1'], description: 'The accounts it serves: its one `merchantAccountId`, its `merchantAccountIds`, or `["*"]`' })
+  merchantAccountIds: string[];
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, example: '2026-12-01T10:00:02.000Z', description: 'The last delivery, whatever its answer' })
+  lastDeliveryAt: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, example: '2026-12-01T10:00:00.000Z', description: 'The last delivery answered `accepted` or `duplicate`' })
+  lastAuthenticDeliveryAt: string | null;
+  @ApiProperty({ type: EndpointCounts, description: 'The current hour and the 23 before it' }) last24h: EndpointCounts;
+  @ApiProperty({ example: false }) silent: boolean;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true, example: null }) silentSince: string | null;
+  @ApiProperty({ type: [EndpointSecretHealth] }) secrets: EndpointSecretHealth[];
+  @ApiProperty({ type: [EndpointAlertView], description: "The provider's newest health alerts (at most 20), newest first; Stripe thin endpoints: docs/operations.md#endpoint-health" })
+  alerts: EndpointAlertView[];
+}
+
+export class EndpointHealthList {
+  @ApiProperty({ type: [EndpointHealthItem] }) items: EndpointHealthItem[];
+}
