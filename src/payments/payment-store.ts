@@ -604,8 +604,8 @@ export class PaymentPollStore {
    * Every open payment of the scope is due at once (Stripe told of an `event_generation_failure`:
    * its webhooks for that time may never come). Returns how many.
    */
-  async requestOpen(scope: Pick<PollScope, 'provider' | 'accounts'>, nowMs: number): Promise<number> {
-    const rows: unknown[] = await this.dataSource.query(
+  async requestOpen(scope: Pick<PollScope, 'provider' | 'accounts'>, nowMs: number, db: Queryable = this.dataSource): Promise<number> {
+    const rows: unknown[] = await db.query(
       `INSERT INTO payment_polls (payment_id, since, polls, next_at, requested_at)
        SELECT id, updated_at, 0, $3::timestamptz, $3::timestamptz FROM payments
         WHERE provider = $1 AND ($2::text[] IS NULL OR merchant_account_id = ANY($2::text[]))

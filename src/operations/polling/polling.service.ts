@@ -1,6 +1,9 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { afterCommit } from '../../database/transaction';
+import { TransactionEvents } from '../../outbox/transaction-events';
+import type { PollEndpointRequestedEvent } from '../../common/internal-events';
 import { PW_CONNECTION } from '../../database/data-source';
 import type { ResolvedOptions } from '../../config/options';
 import { Clock, CLOCK, PW_OPTIONS } from '../../config/tokens';
@@ -19,8 +22,11 @@ import { PaymentPollStore, PollCandidate, PollResult, PollScope } from '../../pa
 
 /** At most this many calls to a provider's API per second, per endpoint (docs/operations.md#when-webhooks-stop). */
 export const POLLS_PER_SECOND = 10;
-/** What the window keeps beyond a second between its first and its eleventh call: a request is never seen sooner than sent. */
-const WINDOW_MARGIN_MS = 50;
+/**
+ * What the window keeps beyond a second between a call and the tenth after it: the provider counts
+ * requests as they reach it, and two sent a second apart may reach it closer together.
+ */
+const WINDOW_MARGIN_MS = 100;
 /** A run ends after this long (the next sweep starts another), so one endpoint's job never holds on for ever. */
 const RUN_MAX_MS = 60_000;
 /** The wait after a `429` that said no `Retry-After`; it doubles while the provider keeps refusing. */
@@ -44,7 +50,7 @@ interface PollingEndpoint {
  * It runs on the workers, never on the receive path, and records on the operator surface's own pool.
  */
 @Injectable()
-export class PollingService implements BeforeApplicationShutdown {
+export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly logger = new Logger('Polling');
   private readonly endpoints = new Map<string, PollingEndpoint>();
   /** Set when the application shuts down: a run ends at its next wait, its claimed payments asked at their next turn. */
@@ -60,6 +66,7 @@ export class PollingService implements BeforeApplicationShutdown {
     private readonly ingest: InboxIngestService,
     private readonly jobs: JobProducer,
     private readonly metrics: MetricsService,
+    private readonly events: TransactionEvents,
   ) {
     for (const definition of options.endpoints) {
       const endpoint = registry.get(definition.id);
@@ -100,14 +107,28 @@ export class PollingService implements BeforeApplicationShutdown {
     await this.enqueue(polling.endpoint.id);
   }
 
-  /** Every open payment an endpoint polls is asked about at once (a provider said its events may be missing). */
-  async pollOpenPayments(endpointId: string, reason: string): Promise<number> {
-    const polling = this.endpoints.get(endpointId);
-    if (!polling) return 0;
-    const count = await this.store.requestOpen(polling.scope, this.clock.now());
-    this.logger.warn(`endpoint "${endpointId}": ${count} open payments asked about now (${reason})`);
-    await this.enqueue(endpointId);
-    return count;
+  onModuleInit(): void {
+    // A provider said events of an endpoint may never come (Stripe's event_generation_failure):
+    // decided in the transaction that records what it said.
+    this.events.on(['internal.poll.endpoint-requested'], (event, em) => this.pollOpenPayments(event, em));
+  }
+
+  /**
+   * Every open payment an endpoint can read is made due at once, in the caller's transaction; its run
+   * is started once that commits. An endpoint that cannot poll (no status read, no credentials) is
+   * left as it is, and says so.
+   */
+  private async pollOpenPayments(event: PollEndpointRequestedEvent, em: EntityManager): Promise<void> {
+    const polling = this.endpoints.get(event.endpointId);
+    if (!polling) {
+      this.logger.warn(`endpoint "${event.endpointId}": ${event.reason}, but it cannot poll its payments (no status read, or no API credentials)`);
+      return;
+    }
+    const count = await this.store.requestOpen(polling.scope, this.clock.now(), em);
+    afterCommit(em, async () => {
+      this.logger.warn(`endpoint "${event.endpointId}": ${count} open payments asked about now (${event.reason})`);
+      await this.enqueue(event.endpointId);
+    });
   }
 
   beforeApplicationShutdown(): void {
