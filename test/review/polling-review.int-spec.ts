@@ -109,3 +109,49 @@ describe('review 36: polling', () => {
     expect(readsOf(ids)).toHaveLength(2);
   }, 60_000);
 });
+
+describe('review 36: polling, a Connect endpoint of any account beside a direct endpoint of another Stripe account', () => {
+  // The platform's Connect endpoint (["*"], the platform's key) and a direct endpoint of an account
+  // that is not one of its connected accounts (its own key): each API a stub of its own.
+  const platformApi = new ProviderApiStub();
+  addStripeRoutes(platformApi);
+  const otherApi = new ProviderApiStub();
+  const other = addStripeRoutes(otherApi);
+  let t: TestApp;
+  let d: ReturnType<typeof driver>;
+
+  beforeAll(async () => {
+    await Promise.all([platformApi.start(), otherApi.start()]);
+    t = await createTestApp({
+      endpoints: [
+        // First: the endpoint of acct_other's payments, as commands and POST /admin/payments/{id}/poll route them.
+        stripeEndpoint('stripe-other', 'acct_other', otherApi.baseUrl, { pollAfterSeconds: AFTER }),
+        { id: 'stripe-connect', provider: 'stripe', secrets: [STRIPE_SECRET], merchantAccountIds: ['*'], apiKey: STRIPE_STUB_KEY, apiBaseUrl: platformApi.baseUrl, pollAfterSeconds: AFTER },
+      ],
+      runWorkers: false,
+    });
+    d = driver(t);
+  });
+  afterEach(() => t.clock.reset());
+  afterAll(async () => {
+    await t?.close();
+    await Promise.all([platformApi.stop(), otherApi.stop()]);
+  });
+
+  it("a payment of the direct account is read with the direct endpoint's credentials, whichever endpoint's run comes first", async () => {
+    const order = await d.createOrder('49.90', 'EUR');
+    const pi = other.addPayment({ status: 'succeeded', amount: 4990, orderId: order.id });
+    await d.registerPayment(order.id, 'stripe', pi.id, 'acct_other');
+    advance(t, AFTER + 1);
+    const polling = t.get(PollingService);
+    // The sweep starts both endpoints' runs; the Connect one may claim first.
+    await polling.run('stripe-connect');
+    await polling.run('stripe-other');
+    // POST /admin/payments/{id}/poll and the commands use the first configured endpoint that serves the
+    // account (stripe-other); the schedule lets any endpoint whose accounts overlap claim it.
+    // Fails: the Connect run claimed the payment and asked the platform's API as `Stripe-Account:
+    // acct_other` (404, an error); the direct endpoint found nothing due in this turn.
+    expect(platformApi.requests.filter((r) => r.method === 'GET')).toHaveLength(0);
+    expect(otherApi.requests.filter((r) => r.method === 'GET' && r.path.endsWith(`/${pi.id}`))).toHaveLength(1);
+  }, 60_000);
+});
