@@ -33,6 +33,8 @@ describe('review 36: polling', () => {
         stripeEndpoint('stripe-retry', 'acct_retry', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
         stripeEndpoint('stripe-burst', 'acct_burst', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
         stripeEndpoint('stripe-overflow', 'acct_overflow', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
+        // Credentials, no schedule: polled when an operator asks.
+        stripeEndpoint('stripe-manual', 'acct_manual', stripeApi.baseUrl),
       ],
       runWorkers: false,
     });
@@ -91,6 +93,22 @@ describe('review 36: polling', () => {
     }
     // Fails when both runs fit in one second: each run has its own CallWindow.
     expect(most).toBeLessThanOrEqual(POLLS_PER_SECOND);
+  }, 60_000);
+
+  it("an operator's poll that the provider refused (5xx, 429) is asked again, on an endpoint without a schedule too", async () => {
+    // docs: "the refused payment is asked at its next turn"; POST answered 202 queued.
+    const { ids, paymentIds } = await openPayments('acct_manual', 1);
+    stripeApi.failNext({ status: 503 }, (r) => r.method === 'GET' && r.path.endsWith(`/${ids[0]}`));
+    const res = await d.http().post(`/admin/payments/${paymentIds[0]}/poll`).set(AUTH);
+    expect(res.status).toBe(202);
+    const polling = t.get(PollingService);
+    await polling.run('stripe-manual');
+    expect(readsOf(ids).map((r) => r.status)).toEqual([503]);
+    // Later runs (another operator's poll elsewhere, a restart): nothing asks about it again.
+    advance(t, 3_600);
+    await polling.run('stripe-manual');
+    // Fails: the claim cleared requested_at, and an endpoint without pollAfterSeconds has no next turn.
+    expect(readsOf(ids).map((r) => r.status)).toEqual([503, 200]);
   }, 60_000);
 
   it("a payment polled many times (an operator's script asking every minute for a day) does not stop its endpoint's polling", async () => {
