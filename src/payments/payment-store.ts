@@ -548,8 +548,10 @@ export class PaymentPollStore {
          ),
          claimed AS (
            INSERT INTO payment_polls AS pp (payment_id, since, polls, next_at, requested_at, last_polled_at)
+           -- The exponent stops at 20 (past the hour's cap for any age): polls keeps counting an
+           -- operator's requests, and power(2, 1024) overflows.
            SELECT id, updated_at, polls + 1,
-                  $3::timestamptz + make_interval(secs => LEAST(COALESCE($4::int, $7::int) * power(2, polls), $7::int)),
+                  $3::timestamptz + make_interval(secs => LEAST(COALESCE($4::int, $7::int) * power(2, LEAST(polls, 20)), $7::int)),
                   NULL, $3::timestamptz
              FROM due
            ON CONFLICT (payment_id) DO UPDATE

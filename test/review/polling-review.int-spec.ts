@@ -1,0 +1,175 @@
+import type { EndpointDefinition } from '../../src/config/options';
+import { POLLS_PER_SECOND, PollingService } from '../../src/operations/polling/polling.service';
+import { AUTH, createTestApp, TestApp } from '../support/app';
+import { driver } from '../support/domain';
+import { ProviderApiStub } from '../support/provider-api-stub';
+import { addStripeRoutes, STRIPE_STUB_KEY } from '../support/provider-stubs/stripe';
+
+/**
+ * Review of issue 36 (polling): each test states a claim of docs/operations.md#when-webhooks-stop
+ * that the code does not keep. Runs are driven directly (no workers), so that nothing else polls.
+ */
+const STRIPE_SECRET = 'whsec_polling_review_secret_0123456789';
+const AFTER = 30;
+
+function stripeEndpoint(id: string, account: string, baseUrl: string, extra: Partial<EndpointDefinition> = {}): EndpointDefinition {
+  return { id, provider: 'stripe', secrets: [STRIPE_SECRET], merchantAccountId: account, apiKey: STRIPE_STUB_KEY, apiBaseUrl: baseUrl, ...extra };
+}
+
+function advance(t: TestApp, seconds: number): void {
+  t.clock.setSeconds(t.clock.now() / 1000 + seconds);
+}
+
+describe('review 36: polling', () => {
+  const stripeApi = new ProviderApiStub();
+  const stripe = addStripeRoutes(stripeApi);
+  let t: TestApp;
+  let d: ReturnType<typeof driver>;
+
+  beforeAll(async () => {
+    await stripeApi.start();
+    t = await createTestApp({
+      endpoints: [
+        stripeEndpoint('stripe-retry', 'acct_retry', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
+        stripeEndpoint('stripe-burst', 'acct_burst', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
+        stripeEndpoint('stripe-overflow', 'acct_overflow', stripeApi.baseUrl, { pollAfterSeconds: AFTER }),
+        // Credentials, no schedule: polled when an operator asks.
+        stripeEndpoint('stripe-manual', 'acct_manual', stripeApi.baseUrl),
+      ],
+      runWorkers: false,
+    });
+    d = driver(t);
+  });
+  afterEach(() => t.clock.reset());
+  afterAll(async () => {
+    await t?.close();
+    await stripeApi.stop();
+  });
+
+  async function openPayments(account: string, n: number) {
+    const ids: string[] = [];
+    const paymentIds: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const order = await d.createOrder('3.00', 'EUR');
+      const pi = stripe.addPayment({ status: 'requires_payment_method', amount: 300, orderId: order.id });
+      ids.push(pi.id);
+      paymentIds.push((await d.registerPayment(order.id, 'stripe', pi.id, account)).id);
+    }
+    return { ids, paymentIds };
+  }
+  const readsOf = (ids: string[]) => stripeApi.requests.filter((r) => r.method === 'GET' && ids.some((id) => r.path.endsWith(`/${id}`)));
+
+  it("honours a 429's Retry-After longer than a minute: the next run of the endpoint asks nothing until then", async () => {
+    // docs: "a 429 pauses the endpoint for what the provider's Retry-After asks ... honoured up to 15 minutes".
+    const { ids } = await openPayments('acct_retry', 25);
+    stripeApi.failNext({ status: 429, retryAfter: '120' }, (r) => r.method === 'GET' && ids.some((id) => r.path.endsWith(`/${id}`)));
+    advance(t, AFTER + 1);
+    const polling = t.get(PollingService);
+    await polling.run('stripe-retry');
+    expect(readsOf(ids).map((r) => r.status)).toEqual([429]);
+    // The next sweep (15 s later at most) starts another run of the same endpoint.
+    await polling.run('stripe-retry');
+    // Fails: the pause lived in the first run only; the second calls Stripe at once, 10 of them.
+    expect(readsOf(ids).map((r) => r.status)).toEqual([429]);
+  }, 60_000);
+
+  it(`at most ${POLLS_PER_SECOND} calls in any second per endpoint, also across two runs back to back`, async () => {
+    // A run ends when nothing is due (or after 60 s); the next run (an operator's poll, the next
+    // sweep) may start at once, with a fresh window.
+    const first = await openPayments('acct_burst', POLLS_PER_SECOND);
+    advance(t, AFTER + 1);
+    const polling = t.get(PollingService);
+    await polling.run('stripe-burst');
+    const second = await openPayments('acct_burst', POLLS_PER_SECOND);
+    for (const id of second.paymentIds) await d.http().post(`/admin/payments/${id}/poll`).set(AUTH);
+    await polling.run('stripe-burst');
+    const times = readsOf([...first.ids, ...second.ids]).map((r) => r.at).sort((a, b) => a - b);
+    expect(times).toHaveLength(2 * POLLS_PER_SECOND);
+    let most = 0;
+    for (let i = 0; i < times.length; i++) {
+      let j = i;
+      while (j + 1 < times.length && times[j + 1] - times[i] < 1_000) j++;
+      most = Math.max(most, j - i + 1);
+    }
+    // Fails when both runs fit in one second: each run has its own CallWindow.
+    expect(most).toBeLessThanOrEqual(POLLS_PER_SECOND);
+  }, 60_000);
+
+  it("an operator's poll that the provider refused (5xx, 429) is asked again, on an endpoint without a schedule too", async () => {
+    // docs: "the refused payment is asked at its next turn"; POST answered 202 queued.
+    const { ids, paymentIds } = await openPayments('acct_manual', 1);
+    stripeApi.failNext({ status: 503 }, (r) => r.method === 'GET' && r.path.endsWith(`/${ids[0]}`));
+    const res = await d.http().post(`/admin/payments/${paymentIds[0]}/poll`).set(AUTH);
+    expect(res.status).toBe(202);
+    const polling = t.get(PollingService);
+    await polling.run('stripe-manual');
+    expect(readsOf(ids).map((r) => r.status)).toEqual([503]);
+    // Later runs (another operator's poll elsewhere, a restart): nothing asks about it again.
+    advance(t, 3_600);
+    await polling.run('stripe-manual');
+    // Fails: the claim cleared requested_at, and an endpoint without pollAfterSeconds has no next turn.
+    expect(readsOf(ids).map((r) => r.status)).toEqual([503, 200]);
+  }, 60_000);
+
+  it("a payment polled many times (an operator's script asking every minute for a day) does not stop its endpoint's polling", async () => {
+    const { ids, paymentIds } = await openPayments('acct_overflow', 2);
+    // The state after 1,100 polls of the first payment since its last change (polls counts them;
+    // each request while it stays unchanged adds one).
+    await t.dataSource.query(
+      `INSERT INTO payment_polls (payment_id, since, polls, next_at, requested_at)
+       SELECT id, updated_at, 1100, now(), now() FROM payments WHERE id = $1`,
+      [paymentIds[0]],
+    );
+    advance(t, AFTER + 1);
+    // Fails: power(2, polls) overflows double precision in claimDue ("value out of range: overflow"),
+    // every claim of the endpoint fails, and no payment of it is asked about again.
+    await t.get(PollingService).run('stripe-overflow');
+    expect(readsOf(ids)).toHaveLength(2);
+  }, 60_000);
+});
+
+describe('review 36: polling, a Connect endpoint of any account beside a direct endpoint of another Stripe account', () => {
+  // The platform's Connect endpoint (["*"], the platform's key) and a direct endpoint of an account
+  // that is not one of its connected accounts (its own key): each API a stub of its own.
+  const platformApi = new ProviderApiStub();
+  addStripeRoutes(platformApi);
+  const otherApi = new ProviderApiStub();
+  const other = addStripeRoutes(otherApi);
+  let t: TestApp;
+  let d: ReturnType<typeof driver>;
+
+  beforeAll(async () => {
+    await Promise.all([platformApi.start(), otherApi.start()]);
+    t = await createTestApp({
+      endpoints: [
+        // First: the endpoint of acct_other's payments, as commands and POST /admin/payments/{id}/poll route them.
+        stripeEndpoint('stripe-other', 'acct_other', otherApi.baseUrl, { pollAfterSeconds: AFTER }),
+        { id: 'stripe-connect', provider: 'stripe', secrets: [STRIPE_SECRET], merchantAccountIds: ['*'], apiKey: STRIPE_STUB_KEY, apiBaseUrl: platformApi.baseUrl, pollAfterSeconds: AFTER },
+      ],
+      runWorkers: false,
+    });
+    d = driver(t);
+  });
+  afterEach(() => t.clock.reset());
+  afterAll(async () => {
+    await t?.close();
+    await Promise.all([platformApi.stop(), otherApi.stop()]);
+  });
+
+  it("a payment of the direct account is read with the direct endpoint's credentials, whichever endpoint's run comes first", async () => {
+    const order = await d.createOrder('49.90', 'EUR');
+    const pi = other.addPayment({ status: 'succeeded', amount: 4990, orderId: order.id });
+    await d.registerPayment(order.id, 'stripe', pi.id, 'acct_other');
+    advance(t, AFTER + 1);
+    const polling = t.get(PollingService);
+    // The sweep starts both endpoints' runs; the Connect one may claim first.
+    await polling.run('stripe-connect');
+    await polling.run('stripe-other');
+    // POST /admin/payments/{id}/poll and the commands use the first configured endpoint that serves the
+    // account (stripe-other); the schedule lets any endpoint whose accounts overlap claim it.
+    // Fails: the Connect run claimed the payment and asked the platform's API as `Stripe-Account:
+    // acct_other` (404, an error); the direct endpoint found nothing due in this turn.
+    expect(platformApi.requests.filter((r) => r.method === 'GET')).toHaveLength(0);
+    expect(otherApi.requests.filter((r) => r.method === 'GET' && r.path.endsWith(`/${pi.id}`))).toHaveLength(1);
+  }, 60_000);
+});
