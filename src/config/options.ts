@@ -43,7 +43,7 @@ export interface EndpointDefinition {
   apiBaseUrl?: string;
   /**
    * (v4) Ask the provider about a payment of this endpoint still `pending`, `processing` or
-   * `authorized` this long after its last change (at least 30; needs API credentials):
+   * `authorized` this long after its last change (30 to 86400; needs API credentials):
    * docs/operations.md#when-webhooks-stop.
    */
   pollAfterSeconds?: number;

@@ -479,13 +479,14 @@ describe('validateEndpoints', () => {
     it('keeps them when valid: pollAfterSeconds of at least 30 with API credentials, silenceAlertSeconds of at least 60', () => {
       const [result] = validate([stripe({ apiKey: API_KEY, pollAfterSeconds: 30, silenceAlertSeconds: 60 })]);
       expect(result).toMatchObject({ pollAfterSeconds: 30, silenceAlertSeconds: 60 });
+      expect(validate([stripe({ apiKey: API_KEY, pollAfterSeconds: 86_400 })])[0].pollAfterSeconds).toBe(86_400);
       expect(validate([endpoint({ silenceAlertSeconds: 3_600 })])[0].silenceAlertSeconds).toBe(3_600);
       expect(validate([stripe()])[0]).not.toHaveProperty('pollAfterSeconds');
     });
 
-    it.each([29, 0, -5, 30.5, '60', null, true])('refuses pollAfterSeconds %p, naming it', (value) => {
+    it.each([29, 0, -5, 30.5, '60', null, true, 86_401, 604_800, 2_147_483_648])('refuses pollAfterSeconds %p, naming it', (value) => {
       const err = configError(() => validate([stripe({ apiKey: API_KEY, pollAfterSeconds: value })]));
-      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "stripe-main": "pollAfterSeconds" must be an integer of at least 30');
+      expect(err.message).toBe('WEBHOOK_ENDPOINTS: endpoint "stripe-main": "pollAfterSeconds" must be an integer from 30 to 86400 (a day)');
       expectNoSecret(err, API_KEY);
     });
 

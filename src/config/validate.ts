@@ -152,7 +152,9 @@ export function validateEndpoints(
       definition.silenceAlertSeconds = silenceAlertSeconds;
     }
     if (pollAfterSeconds !== undefined) {
-      if (!isWholeAtLeast(pollAfterSeconds, 30)) throw new ConfigurationError(setting, `${label}: "pollAfterSeconds" must be an integer of at least 30`);
+      if (!isWholeAtLeast(pollAfterSeconds, 30) || pollAfterSeconds > MAX_POLL_AFTER_SECONDS) {
+        throw new ConfigurationError(setting, `${label}: "pollAfterSeconds" must be an integer from 30 to ${MAX_POLL_AFTER_SECONDS} (a day)`);
+      }
       if (!provider.readPayment) {
         throw new ConfigurationError(setting, `${label}: "pollAfterSeconds": provider "${provider.name}" has no payment status read, so its payments cannot be polled`);
       }
@@ -182,6 +184,9 @@ export function validateEndpoints(
   }
   return endpoints;
 }
+
+/** The longest `pollAfterSeconds`: a payment is polled for 7 days after its last change, a day is the longest useful first wait. */
+const MAX_POLL_AFTER_SECONDS = 86_400;
 
 /** A JSON number that is a whole number of at least `min`. */
 function isWholeAtLeast(value: unknown, min: number): value is number {

@@ -6,6 +6,7 @@ import { PW_CONNECTION } from '../database/data-source';
 import { PW_OPTIONS } from '../config/tokens';
 import { OutboxStore } from '../outbox/outbox.store';
 import { IdempotencyKeyStore } from '../payments/idempotency-key.store';
+import { PaymentPollStore } from '../payments/payment-store';
 import { InboxStore } from '../webhooks/inbox.store';
 
 const BATCH = 500;
@@ -25,6 +26,7 @@ export class RetentionService {
     private readonly outboxStore: OutboxStore,
     private readonly idempotencyKeys: IdempotencyKeyStore,
     private readonly inbox: InboxStore,
+    private readonly polls: PaymentPollStore,
   ) {}
 
   async purge(): Promise<{ deleted: number }> {
@@ -33,6 +35,8 @@ export class RetentionService {
     const messages = await this.outboxStore.purgeDispatched(days, BATCH);
     // Idempotency keys promise 24 hours; older ones are only weight.
     await this.idempotencyKeys.purgeExpired(BATCH);
+    // The polling schedules of payments no poll needs any more are only weight too.
+    await this.polls.purgeFinished(BATCH);
     if (deliveries + messages > 0) {
       this.logger.log(`purged ${deliveries} deliveries and ${messages} outbox messages older than ${days} days`);
     }

@@ -484,12 +484,18 @@ export interface PollCandidate {
   merchantAccountId: string;
   amountMinor: bigint;
   currency: string;
+  /** An operator (or a provider's alert) asked for this poll. */
+  requested: boolean;
+  /** Its polls since its last change, before this one. */
+  polls: number;
 }
 
 /** Which payments an endpoint polls: its provider, the accounts it serves (`'*'`: any), and when. */
 export interface PollScope {
   provider: string;
   accounts: readonly string[] | '*';
+  /** With `accounts` `'*'`: the accounts an earlier endpoint polls. */
+  excluded: readonly string[];
   /** `pollAfterSeconds`; null for an endpoint that polls only what an operator asks for. */
   afterSeconds: number | null;
 }
@@ -520,25 +526,28 @@ export class PaymentPollStore {
 
   /** Claims at most `limit` due payments of the scope at `nowMs`, the longest waiting first. */
   async claimDue(scope: PollScope, nowMs: number, limit: number): Promise<PollCandidate[]> {
-    const rows: Array<{ id: string; provider_payment_id: string; merchant_account_id: string; amount_minor: string; currency: string }> =
+    const rows: Array<{ id: string; provider_payment_id: string; merchant_account_id: string; amount_minor: string; currency: string; requested: boolean; polls: number }> =
       await this.dataSource.query(
         // Two parts, each on its index: what operators asked for (payment_polls_requested), and the
         // open payments past their age (payments_open), whose schedule row is missing, stale or due.
         `WITH due AS (
            (SELECT p.id, p.updated_at, p.provider_payment_id, p.merchant_account_id, p.amount_minor, p.currency,
-                   CASE WHEN pp.since = p.updated_at THEN pp.polls ELSE 0 END AS polls, pp.requested_at AS due_at
+                   CASE WHEN pp.since = p.updated_at THEN pp.polls ELSE 0 END AS polls, pp.requested_at AS due_at, true AS requested
               FROM payment_polls pp
               JOIN payments p ON p.id = pp.payment_id
-             WHERE pp.requested_at IS NOT NULL
-               AND p.provider = $1 AND ($2::text[] IS NULL OR p.merchant_account_id = ANY($2::text[])))
+             WHERE pp.requested_at <= $3::timestamptz
+               AND p.provider = $1 AND ($2::text[] IS NULL OR p.merchant_account_id = ANY($2::text[]))
+               AND NOT (p.merchant_account_id = ANY($8::text[])))
            UNION ALL
            (SELECT p.id, p.updated_at, p.provider_payment_id, p.merchant_account_id, p.amount_minor, p.currency,
                    CASE WHEN pp.since = p.updated_at THEN pp.polls ELSE 0 END AS polls,
-                   CASE WHEN pp.since = p.updated_at THEN pp.next_at ELSE p.updated_at + make_interval(secs => $4::int) END AS due_at
+                   CASE WHEN pp.since = p.updated_at THEN pp.next_at ELSE p.updated_at + make_interval(secs => $4::int) END AS due_at,
+                   false AS requested
               FROM payments p
               LEFT JOIN payment_polls pp ON pp.payment_id = p.id
              WHERE $4::int IS NOT NULL
                AND p.provider = $1 AND ($2::text[] IS NULL OR p.merchant_account_id = ANY($2::text[]))
+               AND NOT (p.merchant_account_id = ANY($8::text[]))
                AND p.status IN ('pending', 'processing', 'authorized')
                AND p.updated_at <= $3::timestamptz - make_interval(secs => $4::int)
                AND p.updated_at > $3::timestamptz - make_interval(secs => $6::int)
@@ -557,10 +566,10 @@ export class PaymentPollStore {
            ON CONFLICT (payment_id) DO UPDATE
               SET since = EXCLUDED.since, polls = EXCLUDED.polls, next_at = EXCLUDED.next_at,
                   requested_at = NULL, last_polled_at = EXCLUDED.last_polled_at, last_result = NULL
-            WHERE pp.requested_at IS NOT NULL OR pp.since <> EXCLUDED.since OR pp.next_at <= $3::timestamptz
+            WHERE pp.requested_at <= $3::timestamptz OR pp.since <> EXCLUDED.since OR pp.next_at <= $3::timestamptz
            RETURNING payment_id
          )
-         SELECT d.id, d.provider_payment_id, d.merchant_account_id, d.amount_minor::text AS amount_minor, d.currency
+         SELECT d.id, d.provider_payment_id, d.merchant_account_id, d.amount_minor::text AS amount_minor, d.currency, d.requested, d.polls
            FROM due d JOIN claimed c ON c.payment_id = d.id
           ORDER BY d.due_at`,
         [
@@ -571,6 +580,7 @@ export class PaymentPollStore {
           limit,
           MAX_AGE_SECONDS,
           MAX_WAIT_SECONDS,
+          scope.excluded,
         ],
       );
     return rows.map((r) => ({
@@ -579,14 +589,22 @@ export class PaymentPollStore {
       merchantAccountId: r.merchant_account_id,
       amountMinor: BigInt(r.amount_minor),
       currency: r.currency,
+      requested: r.requested,
+      polls: Number(r.polls),
     }));
   }
 
-  /** What a poll found, and, when the provider asked to wait (`429`), no next poll before `notBeforeMs`. */
-  async recordResult(paymentId: string, result: PollResult, notBeforeMs: number | null): Promise<void> {
+  /**
+   * What a poll found; when the provider asked to wait (`429`), no next poll before `notBeforeMs`;
+   * `askAgainAtMs`: an operator's poll the provider did not answer is asked for again then.
+   */
+  async recordResult(paymentId: string, result: PollResult, notBeforeMs: number | null, askAgainAtMs: number | null = null): Promise<void> {
     await this.dataSource.query(
-      `UPDATE payment_polls SET last_result = $2, next_at = GREATEST(next_at, COALESCE($3::timestamptz, next_at)) WHERE payment_id = $1`,
-      [paymentId, result, notBeforeMs === null ? null : new Date(notBeforeMs).toISOString()],
+      `UPDATE payment_polls
+          SET last_result = $2, next_at = GREATEST(next_at, COALESCE($3::timestamptz, next_at)),
+              requested_at = COALESCE(requested_at, $4::timestamptz)
+        WHERE payment_id = $1`,
+      [paymentId, result, notBeforeMs === null ? null : new Date(notBeforeMs).toISOString(), askAgainAtMs === null ? null : new Date(askAgainAtMs).toISOString()],
     );
   }
 
@@ -606,17 +624,40 @@ export class PaymentPollStore {
    * Every open payment of the scope is due at once (Stripe told of an `event_generation_failure`:
    * its webhooks for that time may never come). Returns how many.
    */
-  async requestOpen(scope: Pick<PollScope, 'provider' | 'accounts'>, nowMs: number, db: Queryable = this.dataSource): Promise<number> {
+  async requestOpen(scope: Pick<PollScope, 'provider' | 'accounts' | 'excluded'>, nowMs: number, db: Queryable = this.dataSource): Promise<number> {
     const rows: unknown[] = await db.query(
       `INSERT INTO payment_polls (payment_id, since, polls, next_at, requested_at)
        SELECT id, updated_at, 0, $3::timestamptz, $3::timestamptz FROM payments
         WHERE provider = $1 AND ($2::text[] IS NULL OR merchant_account_id = ANY($2::text[]))
+          AND NOT (merchant_account_id = ANY($4::text[]))
           AND status IN ('pending', 'processing', 'authorized')
        ON CONFLICT (payment_id) DO UPDATE SET requested_at = EXCLUDED.requested_at
        RETURNING payment_id`,
-      [scope.provider, scope.accounts === '*' ? null : scope.accounts, new Date(nowMs).toISOString()],
+      [scope.provider, scope.accounts === '*' ? null : scope.accounts, new Date(nowMs).toISOString(), scope.excluded],
     );
     return rows.length;
+  }
+
+  /**
+   * Forgets the schedules no poll needs any more (retention, docs/operations.md#retention): of
+   * payments settled, or unchanged for longer than polls go on, and not asked for. In batches;
+   * returns how many.
+   */
+  async purgeFinished(batchSize: number): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const rows: unknown[] = await this.dataSource.query(
+        `DELETE FROM payment_polls WHERE payment_id IN (
+           SELECT pp.payment_id FROM payment_polls pp JOIN payments p ON p.id = pp.payment_id
+            WHERE pp.requested_at IS NULL
+              AND (p.status NOT IN ('pending', 'processing', 'authorized') OR p.updated_at < now() - make_interval(secs => $2::int))
+            LIMIT $1)
+         RETURNING payment_id`,
+        [batchSize, MAX_AGE_SECONDS],
+      );
+      deleted += rows.length;
+      if (rows.length < batchSize) return deleted;
+    }
   }
 
   /** The payment's provider and account, or null when there is no such payment. */

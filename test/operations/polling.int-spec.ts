@@ -307,6 +307,17 @@ describe.each(PLATFORMS)('%s: polling a payment whose webhook never came (§4.1)
     expect(carrier.shipments.get(paidOrder.id)).toBe(1);
   });
 
+  it('retention forgets the schedules of settled payments and keeps those of open ones', async () => {
+    const settled = `SELECT 1 FROM payment_polls pp JOIN payments p ON p.id = pp.payment_id WHERE p.status NOT IN ('pending', 'processing', 'authorized') AND pp.requested_at IS NULL`;
+    const open = `SELECT 1 FROM payment_polls pp JOIN payments p ON p.id = pp.payment_id WHERE p.status IN ('pending', 'processing', 'authorized')`;
+    const openBefore = await d.count(open);
+    expect(await d.count(settled)).toBeGreaterThan(0);
+    expect(openBefore).toBeGreaterThan(0);
+    expect((await d.http().post('/admin/retention/purge').set(AUTH)).status).toBe(200);
+    expect(await d.count(settled)).toBe(0);
+    expect(await d.count(open)).toBe(openBefore);
+  });
+
   it("honours a 429's Retry-After: the endpoint asks nothing more until then; the metric counts each result", async () => {
     const first = stripe.addPayment({ status: 'requires_payment_method', amount: 700 });
     const second = stripe.addPayment({ status: 'requires_payment_method', amount: 700 });

@@ -31,8 +31,11 @@ const WINDOW_MARGIN_MS = 100;
 const RUN_MAX_MS = 60_000;
 /** The wait after a `429` that said no `Retry-After`; it doubles while the provider keeps refusing. */
 const RATE_LIMITED_WAIT_MS = 2_000;
-/** The longest a run waits on a `429` before it ends (its payments are asked at their next turn). */
-const MAX_PAUSE_MS = 60_000;
+/** The longest pause a `429` makes (a longer `Retry-After` is cut to it). */
+const MAX_PAUSE_MS = 15 * 60_000;
+/** An operator's poll the provider did not answer is asked again this long after, while it has been claimed fewer than REQUEST_TRIES times. */
+const REQUEST_RETRY_MS = 60_000;
+const REQUEST_TRIES = 10;
 
 /** An endpoint that can poll: its reader, the payments it polls, and the endpoint the inbox records with. */
 interface PollingEndpoint {
@@ -55,6 +58,8 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
   private readonly endpoints = new Map<string, PollingEndpoint>();
   /** Set when the application shuts down: a run ends at its next wait, its claimed payments asked at their next turn. */
   private readonly stopping = new AbortController();
+  /** Each endpoint's run in this process, the next waiting for it. */
+  private readonly running = new Map<string, Promise<void>>();
 
   constructor(
     @Inject(PW_OPTIONS) private readonly options: ResolvedOptions,
@@ -68,16 +73,27 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
     private readonly metrics: MetricsService,
     private readonly events: TransactionEvents,
   ) {
+    // Each account's payments are polled by one endpoint: the first configured one of their provider
+    // that serves the account and can read payments (the one that sends their commands too). A later
+    // endpoint leaves out the accounts an earlier one took; after one of any account, it takes none.
+    const taken = new Map<string, { all: boolean; accounts: Set<string> }>();
     for (const definition of options.endpoints) {
       const endpoint = registry.get(definition.id);
       const reader = endpoint?.provider.readPayment;
       if (!endpoint || !reader || !reader.ready(endpoint.settings)) continue;
-      const accounts = endpoint.merchantAccountIds ?? [endpoint.merchantAccountId!];
-      this.endpoints.set(endpoint.id, {
-        endpoint,
-        reader,
-        scope: { provider: endpoint.provider.name, accounts, afterSeconds: definition.pollAfterSeconds ?? null },
-      });
+      const provider = endpoint.provider.name;
+      const before = taken.get(provider) ?? { all: false, accounts: new Set<string>() };
+      taken.set(provider, before);
+      if (before.all) continue;
+      const own = endpoint.merchantAccountIds ?? [endpoint.merchantAccountId!];
+      const scope: PollScope =
+        own === '*'
+          ? { provider, accounts: '*', excluded: [...before.accounts], afterSeconds: definition.pollAfterSeconds ?? null }
+          : { provider, accounts: own.filter((a) => !before.accounts.has(a)), excluded: [], afterSeconds: definition.pollAfterSeconds ?? null };
+      if (own === '*') before.all = true;
+      else for (const account of own) before.accounts.add(account);
+      if (scope.accounts !== '*' && scope.accounts.length === 0) continue;
+      this.endpoints.set(endpoint.id, { endpoint, reader, scope });
     }
   }
 
@@ -146,36 +162,58 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
    * One run of an endpoint: claims its due payments a second's worth at a time and asks about each
    * in turn, at most POLLS_PER_SECOND calls in any second, until none is due or the run has lasted
    * RUN_MAX_MS. One call at a time: a `429` is seen before the next call, which then waits what the
-   * provider asked (doubling when it said nothing); the refused payment is asked at its next turn.
+   * provider asked (doubling when it said nothing, at most MAX_PAUSE_MS). The run ends only once its
+   * pause is over and its last second of calls has passed: the job is the endpoint's one run across
+   * every process, so the next run cannot start sooner, nor call more than the bound allows. Runs of
+   * one endpoint in one process (the job's and a direct call) take turns.
    */
   async run(endpointId: string): Promise<void> {
     const polling = this.endpoints.get(endpointId);
     if (!polling) return;
+    const previous = this.running.get(endpointId) ?? Promise.resolve();
+    const turn = previous.then(() => this.runAlone(polling));
+    const settled = turn.catch(() => undefined);
+    this.running.set(endpointId, settled);
+    try {
+      await turn;
+    } finally {
+      if (this.running.get(endpointId) === settled) this.running.delete(endpointId);
+    }
+  }
+
+  private async runAlone(polling: PollingEndpoint): Promise<void> {
     const started = Date.now();
     const limiter = new CallWindow(POLLS_PER_SECOND, 1_000 + WINDOW_MARGIN_MS);
     const pause = { untilMs: 0, waitMs: RATE_LIMITED_WAIT_MS };
     const onRateLimited = (retryAfterMs: number | null) => {
-      pause.untilMs = Math.max(pause.untilMs, Date.now() + (retryAfterMs ?? pause.waitMs));
+      pause.untilMs = Math.max(pause.untilMs, Date.now() + Math.min(retryAfterMs ?? pause.waitMs, MAX_PAUSE_MS));
       if (retryAfterMs === null) pause.waitMs = Math.min(pause.waitMs * 2, MAX_PAUSE_MS);
     };
     const stop = this.stopping.signal;
-    while (!stop.aborted && Date.now() - started < RUN_MAX_MS) {
-      const due = await this.store.claimDue(polling.scope, this.clock.now(), POLLS_PER_SECOND);
-      if (due.length === 0) return;
-      for (const candidate of due) {
-        if (stop.aborted) return;
-        const waitMs = pause.untilMs - Date.now();
-        if (waitMs > MAX_PAUSE_MS) {
-          // Asked to wait longer than a run waits: asked again at its next turn, and the run ends.
-          await this.store.recordResult(candidate.paymentId, 'error', pause.untilMs);
+    try {
+      while (!stop.aborted && Date.now() - started < RUN_MAX_MS) {
+        const due = await this.store.claimDue(polling.scope, this.clock.now(), POLLS_PER_SECOND);
+        if (due.length === 0) {
+          // Nothing due: the run ends once its pause and its last second of calls are over, having
+          // looked again then (what was asked for meanwhile found no other run to start).
+          const holdMs = Math.max(pause.untilMs - Date.now(), limiter.clearsInMs());
+          if (holdMs <= 0) return;
+          await sleep(holdMs, stop);
           continue;
         }
-        if (waitMs > 0) await sleep(waitMs, stop);
-        await limiter.take(stop);
-        if (stop.aborted) return;
-        await this.pollOne(polling, candidate, onRateLimited);
+        for (const candidate of due) {
+          if (stop.aborted) return;
+          const waitMs = pause.untilMs - Date.now();
+          if (waitMs > 0) await sleep(waitMs, stop);
+          await limiter.take(stop);
+          if (stop.aborted) return;
+          await this.pollOne(polling, candidate, onRateLimited);
+        }
       }
-      if (pause.untilMs - Date.now() > MAX_PAUSE_MS) return;
+    } finally {
+      // Held until the provider's pause is over and the window of the last calls has passed.
+      const holdMs = Math.max(pause.untilMs - Date.now(), limiter.clearsInMs());
+      if (holdMs > 0) await sleep(holdMs, stop);
     }
   }
 
@@ -184,6 +222,8 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
     const provider = polling.scope.provider;
     let result: PollResult;
     let notBefore: number | null = null;
+    /** The provider gave no answer (as opposed to one that says it has no such payment). */
+    let retried = false;
     await inActionSpan('poll', async () => {
       let reading: PaymentReading;
       try {
@@ -198,6 +238,7 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
         );
       } catch (err) {
         result = 'error';
+        retried = true;
         const limited = err instanceof ProviderApiError && err.code === RATE_LIMITED;
         const retryAfterMs = err instanceof ProviderApiError ? err.retryAfterMs : null;
         if (limited || retryAfterMs !== null) {
@@ -210,7 +251,9 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
       result = await this.record(polling, candidate, reading);
     });
     this.metrics.paymentsPolled.inc({ provider, result: result! });
-    await this.store.recordResult(candidate.paymentId, result!, notBefore);
+    // An operator's poll the provider did not answer is asked again (an endpoint without a schedule has no next turn).
+    const askAgainAt = result! === 'error' && retried && candidate.requested && candidate.polls < REQUEST_TRIES ? Math.max(notBefore ?? 0, this.clock.now() + REQUEST_RETRY_MS) : null;
+    await this.store.recordResult(candidate.paymentId, result!, notBefore, askAgainAt);
   }
 
   /** What the provider answered, through the inbox: `changed` when it is a fact not recorded before. */
@@ -244,7 +287,7 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
 }
 
 function serves(scope: PollScope, account: string): boolean {
-  return scope.accounts === '*' || scope.accounts.includes(account);
+  return scope.accounts === '*' ? !scope.excluded.includes(account) : scope.accounts.includes(account);
 }
 
 function amountOf(candidate: PollCandidate) {
@@ -277,6 +320,12 @@ class CallWindow {
     private readonly max: number,
     private readonly windowMs: number,
   ) {}
+
+  /** How long until no call of the window is in it any more. */
+  clearsInMs(): number {
+    const last = this.starts[this.starts.length - 1];
+    return last === undefined ? 0 : Math.max(0, last + this.windowMs - Date.now());
+  }
 
   async take(stop: AbortSignal): Promise<void> {
     while (!stop.aborted) {
