@@ -234,3 +234,13 @@ function keyOf(where: string, request: StubRequest): string | null {
 function snapshot(answer: StubAnswer): StubAnswer {
   return answer.body === undefined ? answer : { ...answer, body: JSON.parse(JSON.stringify(answer.body)) };
 }
+
+/** The most of `times` (ms, sorted) that fall within any one second: what a provider's rate limit counts. */
+export function mostInOneSecond(times: readonly number[]): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (j + 1 < times.length && times[j + 1] - times[i] < 1_000) j++;
+    most = Math.max(most, j - i + 1);
+  }
+  return most;
+}
