@@ -26,7 +26,7 @@ export const POLLS_PER_SECOND = 10;
  * What the window keeps beyond a second between a call and the tenth after it: the provider counts
  * requests as they reach it, and two sent a second apart may reach it closer together.
  */
-const WINDOW_MARGIN_MS = 100;
+const WINDOW_MARGIN_MS = 250;
 /** A run ends after this long (the next sweep starts another), so one endpoint's job never holds on for ever. */
 const RUN_MAX_MS = 60_000;
 /** The wait after a `429` that said no `Retry-After`; it doubles while the provider keeps refusing. */
