@@ -8,7 +8,7 @@ import { PW_CONNECTION } from '../database/data-source';
 import type { ProviderAdapter } from '../providers';
 import { PW_PROVIDERS } from '../config/tokens';
 import { InboxQueueService } from '../webhooks/inbox-queue.service';
-import { ArchivedDelivery, InboxStore } from '../webhooks/inbox.store';
+import { ArchivedDelivery, type ArchiveFilter, InboxStore } from '../webhooks/inbox.store';
 import {
   REPROCESS_MAX_SELECTED,
   type DeliveryDetail,
@@ -36,16 +36,7 @@ export class DeliveryArchiveService {
   async list(query: ListDeliveriesQuery): Promise<Page<DeliveryView>> {
     const page = await this.inbox.archivePage(
       this.dataSource,
-      {
-        status: query.status,
-        endpointId: query.endpointId,
-        provider: query.provider,
-        eventType: query.eventType,
-        eventId: query.eventId,
-        resourceId: query.resourceId,
-        receivedFrom: query.from ? new Date(query.from) : undefined,
-        receivedBefore: query.to ? new Date(query.to) : undefined,
-      },
+      archiveFilter(query),
       query,
     );
     return { items: page.items.map(view), nextCursor: page.nextCursor };
@@ -94,17 +85,10 @@ export class DeliveryArchiveService {
   }
 
   private async selectByFilter(em: EntityManager, filter: ReprocessFilter): Promise<string[]> {
-    const archiveFilter = {
-      status: filter.status,
-      endpointId: filter.endpointId,
-      provider: filter.provider,
-      eventType: filter.eventType,
-      receivedFrom: filter.from ? new Date(filter.from) : undefined,
-      receivedBefore: filter.to ? new Date(filter.to) : undefined,
-    };
-    const ids = await this.inbox.idsMatching(em, archiveFilter, REPROCESS_MAX_SELECTED + 1);
+    const matching = archiveFilter(filter);
+    const ids = await this.inbox.idsMatching(em, matching, REPROCESS_MAX_SELECTED + 1);
     if (ids.length <= REPROCESS_MAX_SELECTED) return ids;
-    const selected = await this.inbox.countMatching(em, archiveFilter);
+    const selected = await this.inbox.countMatching(em, matching);
     throw new ValidationFailed([
       {
         field: 'filter',
@@ -144,4 +128,18 @@ function parseBody(text: string): unknown {
   } catch {
     return text;
   }
+}
+
+/** The archive's filter from a query or a bulk reprocess's filter (the same fields; `from`/`to` on `receivedAt`). */
+function archiveFilter(query: ReprocessFilter & { eventId?: string; resourceId?: string }): ArchiveFilter {
+  return {
+    status: query.status,
+    endpointId: query.endpointId,
+    provider: query.provider,
+    eventType: query.eventType,
+    eventId: query.eventId,
+    resourceId: query.resourceId,
+    receivedFrom: query.from ? new Date(query.from) : undefined,
+    receivedBefore: query.to ? new Date(query.to) : undefined,
+  };
 }

@@ -1,3 +1,4 @@
+import type { CommandAmount } from '../providers/provider';
 /**
  * Money as exact integer minor units (docs/rest-api.md#money): amounts travel as decimal strings
  * in the currency's own exponent ("49.90" EUR, "5000" JPY, "1.250" BHD) and are never floats here.
@@ -195,4 +196,9 @@ function show(value: unknown): string {
           ? Object.prototype.toString.call(value)
           : String(value);
   return text.length > 64 ? `${text.slice(0, 61)}...` : text;
+}
+
+/** An amount as a payment command or a poll gives it to the provider: minor units and the currency's decimal string. */
+export function commandAmount(money: Money): CommandAmount {
+  return { minor: money.minor, decimal: money.toDecimal(), currency: money.currency };
 }

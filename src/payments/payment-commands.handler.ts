@@ -13,9 +13,9 @@ import { OutboxAttempt, OutboxHandler, OutboxHandlers } from '../outbox/outbox-h
 import type { AttemptDecision, HandlerOutcome } from '../outbox/outbox.state';
 import { TransactionEvents } from '../outbox/transaction-events';
 import { thrownCall } from '../providers/command-answers';
-import type { CommandAmount, CommandAnswer, PaymentCommand } from '../providers/provider';
+import type { CommandAnswer, PaymentCommand } from '../providers/provider';
 import { CommandEndpoints } from './command-endpoints';
-import { Money } from './money';
+import { commandAmount, Money } from './money';
 import type { Payment } from './payment.entity';
 import { PaymentCapturesStore } from './payment-captures.store';
 import { commandTypeOf, COMMAND_MESSAGE_TYPES, PaymentCommandPayload } from './payment-commands.service';
@@ -68,7 +68,7 @@ export class PaymentCommandHandler implements OutboxHandler<PaymentCommandPayloa
     const target = {
       providerPaymentId: payment.providerPaymentId,
       merchantAccountId: payment.merchantAccountId,
-      amount: amountOf(payment.amount),
+      amount: commandAmount(payment.amount),
       captureIds: await this.captures.capturesOf(this.dataSource, payment),
     };
     let answer: CommandAnswer;
@@ -144,16 +144,12 @@ export class PaymentCommandHandler implements OutboxHandler<PaymentCommandPayloa
     if (type === 'void') return { type: 'void' };
     if (type === 'capture') {
       const minor = BigInt(payload.amountMinor ?? payment.amountMinor.toString());
-      return { type: 'capture', amount: amountOf(Money.fromMinor(minor, payment.currency)) };
+      return { type: 'capture', amount: commandAmount(Money.fromMinor(minor, payment.currency)) };
     }
     const refund = await this.refundStore.find(this.dataSource, String(payload.refundId));
     if (!refund) return { dead: 'refund not found' };
-    return { type: 'refund', refundId: refund.id, amount: amountOf(refund.amount), reason: refund.reason };
+    return { type: 'refund', refundId: refund.id, amount: commandAmount(refund.amount), reason: refund.reason };
   }
-}
-
-function amountOf(money: Money): CommandAmount {
-  return { minor: money.minor, decimal: money.toDecimal(), currency: money.currency };
 }
 
 /**

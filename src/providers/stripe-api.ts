@@ -1,6 +1,8 @@
 import Stripe from 'stripe';
 import { boundedFetch } from '../common/bounded-answer';
 
+import type { ProviderEndpoint } from './provider';
+
 /** Stripe's own API, where an endpoint names no `apiBaseUrl` (docs/configuration.md#webhook-endpoints). */
 export const DEFAULT_STRIPE_API = 'https://api.stripe.com';
 
@@ -31,6 +33,25 @@ export function stripeClient(apiKey: string, apiBaseUrl: string = DEFAULT_STRIPE
     httpClient: Stripe.createFetchHttpClient(boundedFetch(options.readLimitBytes)),
     appInfo: { name: `nestjs-payment-webhooks ${options.appName}` },
   });
+}
+
+/** Each endpoint's clients, one per use (`appName`), kept while its key and base URL stay the same. */
+const endpointClients = new WeakMap<ProviderEndpoint, Map<string, { apiKey: string; apiBaseUrl: string | undefined; client: Stripe }>>();
+
+/**
+ * The official client of one endpoint for one use (the commands, polling, thin notifications),
+ * built once and kept: the client keeps its connections alive, and what differs per call (a timeout,
+ * an idempotency key, a connected account) goes in the request's options. A changed key or base URL
+ * makes a new one.
+ */
+export function endpointStripeClient(endpoint: ProviderEndpoint & { apiKey: string }, options: StripeClientOptions): Stripe {
+  let byUse = endpointClients.get(endpoint);
+  if (!byUse) endpointClients.set(endpoint, (byUse = new Map()));
+  const cached = byUse.get(options.appName);
+  if (cached && cached.apiKey === endpoint.apiKey && cached.apiBaseUrl === endpoint.apiBaseUrl) return cached.client;
+  const client = stripeClient(endpoint.apiKey, endpoint.apiBaseUrl, options);
+  byUse.set(options.appName, { apiKey: endpoint.apiKey, apiBaseUrl: endpoint.apiBaseUrl, client });
+  return client;
 }
 
 /** The longest wait a `Retry-After` may ask for before a delivery is tried again (longer is cut to it). */

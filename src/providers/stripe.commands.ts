@@ -1,30 +1,14 @@
 import type Stripe from 'stripe';
 import { thrownCall } from './command-answers';
 import type { CommandAnswer, CommandContext, CommandTarget, PaymentCommand, PaymentCommands, ProviderEndpoint } from './provider';
-import { stripeClient, withoutKey } from './stripe-api';
+import { endpointStripeClient, withoutKey } from './stripe-api';
 
 /** The most bytes of one answer read: a Refund or a PaymentIntent takes a few KiB. */
 const ANSWER_READ_LIMIT_BYTES = 1024 * 1024;
 
-/**
- * One client per endpoint and credentials, kept while the endpoint is configured: the client keeps
- * its connections alive, and what differs per call (the timeout, no retries, the key, the
- * connected account) goes in the request's options. A changed key or base URL makes a new one.
- */
-const clients = new WeakMap<ProviderEndpoint, { apiKey: string; apiBaseUrl: string | undefined; client: Stripe }>();
-
 function clientFor(endpoint: ProviderEndpoint & { apiKey: string }, context: CommandContext): Stripe {
-  const cached = clients.get(endpoint);
-  if (cached && cached.apiKey === endpoint.apiKey && cached.apiBaseUrl === endpoint.apiBaseUrl) return cached.client;
-  const client = stripeClient(endpoint.apiKey, endpoint.apiBaseUrl, {
-    // The outbox retries, with the same key and its own backoff: the client never does.
-    maxNetworkRetries: 0,
-    timeoutMs: context.timeoutMs,
-    readLimitBytes: ANSWER_READ_LIMIT_BYTES,
-    appName: 'payment-commands',
-  });
-  clients.set(endpoint, { apiKey: endpoint.apiKey, apiBaseUrl: endpoint.apiBaseUrl, client });
-  return client;
+  // The outbox retries, with the same key and its own backoff: the client never does.
+  return endpointStripeClient(endpoint, { maxNetworkRetries: 0, timeoutMs: context.timeoutMs, readLimitBytes: ANSWER_READ_LIMIT_BYTES, appName: 'payment-commands' });
 }
 
 /**

@@ -20,7 +20,7 @@ import {
   unixDate,
 } from './provider';
 import { hmacProvider } from './hmac';
-import { DEFAULT_STRIPE_API, retryAfterMs, stripeClient, withoutKey } from './stripe-api';
+import { DEFAULT_STRIPE_API, endpointStripeClient, retryAfterMs, withoutKey } from './stripe-api';
 import { stripeCommands } from './stripe.commands';
 import { stripeReader } from './stripe.reader';
 
@@ -116,22 +116,9 @@ function identifyThin(body: Record<string, unknown>): EnvelopeIdentity {
 /** The most bytes of one fetched object ever read: a PaymentIntent, a charge or a dispute takes a few KiB. */
 const OBJECT_READ_LIMIT_BYTES = 4 * 1024 * 1024;
 
-/** One client per endpoint (its key, base URL and the process's timeout), made on its first fetch. */
-const clients = new WeakMap<ProviderEndpoint, Stripe>();
-
 function clientFor(endpoint: ProviderEndpoint & { apiKey: string }, context: FetchContext): Stripe {
-  let client = clients.get(endpoint);
-  if (!client) {
-    client = stripeClient(endpoint.apiKey, endpoint.apiBaseUrl, {
-      // One quick retry of a dropped connection or a 5xx; anything longer is the delivery's own retry.
-      maxNetworkRetries: 1,
-      timeoutMs: context.timeoutMs,
-      readLimitBytes: OBJECT_READ_LIMIT_BYTES,
-      appName: 'thin-events',
-    });
-    clients.set(endpoint, client);
-  }
-  return client;
+  // One quick retry of a dropped connection or a 5xx; anything longer is the delivery's own retry.
+  return endpointStripeClient(endpoint, { maxNetworkRetries: 1, timeoutMs: context.timeoutMs, readLimitBytes: OBJECT_READ_LIMIT_BYTES, appName: 'thin-events' });
 }
 
 /**

@@ -1,25 +1,13 @@
 import type Stripe from 'stripe';
 import { asObject, type PaymentReader, type PaymentReading, ProviderApiError, RATE_LIMITED, type ProviderEndpoint, type ReadContext } from './provider';
-import { retryAfterMs, stripeClient, withoutKey } from './stripe-api';
+import { endpointStripeClient, retryAfterMs, withoutKey } from './stripe-api';
 
 /** The most bytes of one answer read: a PaymentIntent with its latest charge takes a few KiB. */
 const ANSWER_READ_LIMIT_BYTES = 1024 * 1024;
 
-/** One client per endpoint and credentials, as the commands keep theirs (stripe.commands.ts). */
-const clients = new WeakMap<ProviderEndpoint, { apiKey: string; apiBaseUrl: string | undefined; client: Stripe }>();
-
 function clientFor(endpoint: ProviderEndpoint & { apiKey: string }, timeoutMs: number): Stripe {
-  const cached = clients.get(endpoint);
-  if (cached && cached.apiKey === endpoint.apiKey && cached.apiBaseUrl === endpoint.apiBaseUrl) return cached.client;
-  const client = stripeClient(endpoint.apiKey, endpoint.apiBaseUrl, {
-    // The poller asks again on its own schedule: the client never retries.
-    maxNetworkRetries: 0,
-    timeoutMs,
-    readLimitBytes: ANSWER_READ_LIMIT_BYTES,
-    appName: 'payment-polling',
-  });
-  clients.set(endpoint, { apiKey: endpoint.apiKey, apiBaseUrl: endpoint.apiBaseUrl, client });
-  return client;
+  // The poller asks again on its own schedule: the client never retries.
+  return endpointStripeClient(endpoint, { maxNetworkRetries: 0, timeoutMs, readLimitBytes: ANSWER_READ_LIMIT_BYTES, appName: 'payment-polling' });
 }
 
 /**

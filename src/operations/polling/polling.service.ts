@@ -12,7 +12,7 @@ import { JobProducer } from '../../jobs/job-producer';
 import { JobName } from '../../jobs/queues';
 import { MetricsService } from '../../observability/metrics.service';
 import { inActionSpan } from '../../observability/tracing';
-import { Money } from '../../payments/money';
+import { commandAmount, Money } from '../../payments/money';
 import { keyEvents, type PaymentReader, type PaymentReading, ProviderApiError, RATE_LIMITED } from '../../providers';
 import { EndpointRegistry } from '../../webhooks/endpoint-registry';
 import { InboxIngestService } from '../../webhooks/inbox-ingest.service';
@@ -231,7 +231,7 @@ export class PollingService implements OnModuleInit, BeforeApplicationShutdown {
           {
             providerPaymentId: candidate.providerPaymentId,
             merchantAccountId: candidate.merchantAccountId,
-            amount: amountOf(candidate),
+            amount: commandAmount(Money.fromMinor(candidate.amountMinor, candidate.currency)),
             captureIds: await this.captures.capturesOf(this.dataSource, { provider, merchantAccountId: candidate.merchantAccountId, providerPaymentId: candidate.providerPaymentId }),
           },
           { endpoint: polling.endpoint.settings, timeoutMs: this.options.tuning.providerApiTimeoutMs },
@@ -290,10 +290,6 @@ function serves(scope: PollScope, account: string): boolean {
   return scope.accounts === '*' ? !scope.excluded.includes(account) : scope.accounts.includes(account);
 }
 
-function amountOf(candidate: PollCandidate) {
-  const money = Money.fromMinor(candidate.amountMinor, candidate.currency);
-  return { minor: money.minor, decimal: money.toDecimal(), currency: money.currency };
-}
 
 function describe(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
